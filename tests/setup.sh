@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything the tests need: the pinned Python packages and Debian's Chromium
+# (for the browser tests, driven by Playwright). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -q -r requirements-dev.txt
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -q && apt-get install -y -q chromium
+  else
+    echo "Debian's chromium is not installed; run 'sudo apt-get install -y chromium' for the browser tests." >&2
+  fi
+fi

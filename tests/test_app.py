@@ -1,0 +1,80 @@
+"""The running app, used as a person and as an API client would."""
+
+import io
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run"]
+
+
+def _read(path: str) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def test_reconstruct_endpoint(app_url, photo_path):
+    from gradio_client import Client, handle_file
+
+    client = Client(app_url, verbose=False)
+    a = client.predict(handle_file(str(photo_path)), "mae-tiny", 0.75, 0, "random", api_name="/reconstruct")
+    original, masked, recon, pasted, metrics = a
+    for path in (original, masked, recon, pasted):
+        assert _read(path).shape == (224, 224, 3)
+    assert "49 of 196" in metrics
+    b = client.predict(handle_file(str(photo_path)), "mae-tiny", 0.25, 0, "random", api_name="/reconstruct")
+    assert not np.array_equal(_read(recon), _read(b[2]))
+    # a bad request is an error message, and the server keeps serving
+    with pytest.raises(Exception, match="mask ratio|greater than maximum"):
+        client.predict(handle_file(str(photo_path)), "mae-tiny", 2.0, 0, "random", api_name="/reconstruct")
+    with pytest.raises(Exception, match="unknown mask pattern|not in the list of choices"):
+        client.predict(handle_file(str(photo_path)), "mae-tiny", 0.5, 0, "zigzag", api_name="/reconstruct")
+    again = client.predict(handle_file(str(photo_path)), "mae-tiny", 0.75, 0, "random", api_name="/reconstruct")
+    assert np.array_equal(_read(again[2]), _read(recon))
+
+
+def _panel(page, elem_id: str) -> bytes:
+    """Bytes of the image shown in a panel (fetched by the page itself)."""
+    src = page.locator(f"#{elem_id} img").first.get_attribute("src")
+    assert src
+    return page.evaluate(
+        "async (u) => { const r = await fetch(u); const b = new Uint8Array(await r.arrayBuffer());"
+        " return Array.from(b); }", src)
+
+
+@pytest.mark.skipif(not shutil.which("chromium") and not __import__("os").path.exists(CHROMIUM),
+                    reason="Debian's chromium is not installed")
+def test_browser_upload_and_slider(app_url, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    # A fresh photo that is not one of the examples: a crop of the rocket example.
+    upload = tmp_path / "upload.png"
+    Image.open(__import__("pathlib").Path(__file__).parents[1] / "assets/examples/rocket.jpg").crop(
+        (100, 0, 500, 400)).save(upload)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(app_url)
+        page.locator("#mae-input input[type=file]").set_input_files(str(upload))
+        page.wait_for_selector("#panel-reconstruction img", timeout=120_000)
+        page.wait_for_function("document.querySelector('#mae-metrics') && "
+                               "document.querySelector('#mae-metrics').innerText.includes('of 196')",
+                               timeout=120_000)
+        first = _panel(page, "panel-reconstruction")
+        metrics_before = page.locator("#mae-metrics").inner_text()
+        assert "147 hidden" in metrics_before  # 75% of 196
+        # Move the slider with the keyboard: 3 steps of 0.05 down -> 0.60.
+        slider = page.locator("#mae-ratio input[type=range]")
+        slider.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowLeft")
+        page.wait_for_function("document.querySelector('#mae-metrics').innerText.includes('118 hidden')",
+                               timeout=120_000)
+        page.wait_for_timeout(500)
+        second = _panel(page, "panel-reconstruction")
+        assert first != second
+        page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
+        browser.close()

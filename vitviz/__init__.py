@@ -1,0 +1,35 @@
+"""vitviz: see how Vision Transformers and Masked Autoencoders work.
+
+Public API::
+
+    import vitviz
+    vitviz.available_models()                       # list[ModelInfo]
+    m = vitviz.load_model("mae-tiny")               # LoadedModel
+    img = vitviz.load_image("cat.jpg")              # RGB PIL image
+    r = vitviz.reconstruct(m, img, mask_ratio=0.75, seed=0, pattern="random")
+
+Importing the package loads no model and touches no network.
+"""
+
+from __future__ import annotations
+
+from .errors import ImageError, ModelUnavailable
+from .images import load_image
+from .masking import PATTERNS, make_mask
+from .models.loading import LoadedModel, ModelInfo, available_models, load_model
+from .reconstruct import Reconstruction, reconstruct
+
+__all__ = [
+    "ImageError",
+    "LoadedModel",
+    "ModelInfo",
+    "ModelUnavailable",
+    "PATTERNS",
+    "Reconstruction",
+    "available_models",
+    "load_image",
+    "load_model",
+    "make_mask",
+    "reconstruct",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,87 @@
+"""Command line: ``python -m vitviz <command>``.
+
+Commands:
+    models        list every model, whether it is available here and why not
+    reconstruct   mask an image, reconstruct it, write the four panels as one PNG
+
+Exit codes: 0 success, 1 a user error (bad image, unknown model, bad parameter,
+model unavailable), 2 bad command-line usage. Errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import ImageError, ModelUnavailable
+from .masking import PATTERNS
+
+
+def _models(args: argparse.Namespace) -> int:
+    from .models.loading import available_models
+
+    rows = available_models()
+    width = max(len(r.name) for r in rows)
+    for r in rows:
+        status = "available" if r.available else f"unavailable: {r.reason}"
+        print(f"{r.name:<{width}}  {r.family:<5}  {status}")
+        print(f"{'':<{width}}  {r.description} Licence: {r.licence}")
+    return 0
+
+
+def _reconstruct(args: argparse.Namespace) -> int:
+    import numpy as np
+    from PIL import Image
+
+    from .models.loading import load_model
+    from .reconstruct import reconstruct
+    from .render import label_row
+
+    model = load_model(args.model, device=args.device)
+    r = reconstruct(model, args.image, mask_ratio=args.ratio, seed=args.seed, pattern=args.pattern)
+    row = label_row([
+        ("original", r.original),
+        (f"masked {r.mask_ratio:.0%}", r.masked),
+        ("reconstruction", r.reconstruction),
+        ("reconstruction + visible", r.pasted),
+    ])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.asarray(row)).save(args.out)
+    metrics = {"model": args.model, "image": str(args.image), "seed": args.seed, "pattern": args.pattern,
+               **r.metrics()}
+    if args.json is not None:
+        args.json.write_text(json.dumps(metrics, indent=2))
+    print(f"hidden-patch MSE {r.masked_mse:.5f} (PSNR {r.psnr:.2f} dB), "
+          f"{r.tokens_encoded} of {r.num_patches} tokens encoded -> {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-parser per command."""
+    parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("models", help="list models and whether each is available here")
+    p.set_defaults(func=_models)
+    p = sub.add_parser("reconstruct", help="reconstruct a masked image and save the panels as PNG")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="mae-tiny", help="model name (see `models`)")
+    p.add_argument("--ratio", type=float, default=0.75, help="masking ratio in [0, 0.95] (default 0.75)")
+    p.add_argument("--seed", type=int, default=0, help="mask seed (default 0)")
+    p.add_argument("--pattern", choices=PATTERNS, default="random", help="mask pattern")
+    p.add_argument("--out", type=Path, default=Path("panels.png"), help="output PNG (default panels.png)")
+    p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON here")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_reconstruct)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ImageError, ModelUnavailable, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,185 @@
+"""Reading untrusted images safely and preparing them for a model.
+
+Policy (stated once, used everywhere): an image is resized so that its *shorter*
+side equals the model's input size (bicubic, antialiased), then centre-cropped to
+a square. Panels are shown at the model's input size. Images smaller than the
+input size are upscaled the same way; a 1x1 image works.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import torch
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+
+from .errors import ImageError
+
+ImageInput = Union[str, os.PathLike, bytes, Image.Image, np.ndarray]
+
+#: Upper bound on the encoded size of an upload (bytes). Env: ``VITVIZ_MAX_UPLOAD_BYTES``.
+MAX_BYTES = int(os.environ.get("VITVIZ_MAX_UPLOAD_BYTES", 20 * 1024 * 1024))
+#: Upper bound on decoded pixels; checked from the header before decoding. Env: ``VITVIZ_MAX_PIXELS``.
+MAX_PIXELS = int(os.environ.get("VITVIZ_MAX_PIXELS", 40_000_000))
+#: Extreme aspect ratios beyond this are refused (the centre crop would show a sliver).
+MAX_ASPECT = 50.0
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """A model's preprocessing: input size and normalisation (as timm's data config)."""
+
+    input_size: int = 224
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+
+    def to_dict(self) -> dict:
+        """timm-style dict: ``input_size`` is ``(3, S, S)``."""
+        return {"input_size": (3, self.input_size, self.input_size), "mean": self.mean, "std": self.std}
+
+
+def _open(data: bytes) -> Image.Image:
+    if len(data) > MAX_BYTES:
+        raise ImageError(f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
+    if not data:
+        raise ImageError("the file is empty")
+    try:
+        img = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise ImageError("this file is not an image in a format vitviz can read (JPEG, PNG, WebP, GIF, BMP, TIFF)") from None
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types on bad headers
+        raise ImageError(f"the image header could not be read ({type(exc).__name__})") from None
+    w, h = img.size
+    if w < 1 or h < 1:
+        raise ImageError("the image has no pixels")
+    if w * h > MAX_PIXELS:
+        raise ImageError(f"the image is {w}x{h} pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels")
+    if max(w, h) / min(w, h) > MAX_ASPECT:
+        raise ImageError(f"the image is {w}x{h}: its aspect ratio is more extreme than {MAX_ASPECT:.0f}:1")
+    return img
+
+
+def _to_rgb(img: Image.Image) -> Image.Image:
+    """Decode fully and convert any mode to RGB (alpha composited on mid grey)."""
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        img.seek(0)
+    except EOFError:
+        pass
+    try:
+        img.load()
+        img = ImageOps.exif_transpose(img)
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt data
+        raise ImageError(f"the image data is truncated or corrupt ({type(exc).__name__})") from None
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        arr = np.asarray(img, dtype=np.float64)
+        lo, hi = (0.0, 65535.0) if mode.startswith("I;16") else (float(np.nanmin(arr)), float(np.nanmax(arr)))
+        if mode == "F" and lo >= 0.0 and hi <= 1.0:
+            lo, hi = 0.0, 1.0
+        scaled = np.nan_to_num((arr - lo) / max(hi - lo, 1e-12), nan=0.0).clip(0, 1)
+        img = Image.fromarray((scaled * 255 + 0.5).astype(np.uint8), "L")
+        mode = "L"
+    if mode == "P" or mode == "PA":
+        img = img.convert("RGBA")
+    if img.mode in ("RGBA", "LA", "RGBa", "La"):
+        rgba = img.convert("RGBA")
+        bg = Image.new("RGBA", rgba.size, (128, 128, 128, 255))
+        return Image.alpha_composite(bg, rgba).convert("RGB")
+    return img.convert("RGB")
+
+
+def load_image(source: ImageInput) -> Image.Image:
+    """Read an image from a path, bytes, a PIL image or an array.
+
+    Args:
+        source: a file path, the file's bytes, a ``PIL.Image``, or an ``(H, W)``,
+            ``(H, W, 3)`` or ``(H, W, 4)`` array (uint8, or float in [0, 1]).
+
+    Returns:
+        An RGB ``PIL.Image`` (EXIF orientation applied, transparency on grey).
+
+    Raises:
+        ImageError: unreadable, corrupt, too large or otherwise unusable input.
+    """
+    if isinstance(source, Image.Image):
+        w, h = source.size
+        if w * h > MAX_PIXELS or w < 1 or h < 1:
+            raise ImageError(f"the image is {w}x{h} pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels")
+        return _to_rgb(source.copy())
+    if isinstance(source, np.ndarray):
+        return _from_array(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _to_rgb(_open(bytes(source)))
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise ImageError(f"no readable file at {path.name!r}") from None
+        if size > MAX_BYTES:
+            raise ImageError(f"the file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
+        return _to_rgb(_open(path.read_bytes()))
+    raise ImageError(f"cannot read an image from a {type(source).__name__}")
+
+
+def _from_array(arr: np.ndarray) -> Image.Image:
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise ImageError(f"an image array must be (H, W), (H, W, 3) or (H, W, 4); got {arr.shape}")
+    if arr.shape[0] * arr.shape[1] > MAX_PIXELS or arr.size == 0:
+        raise ImageError(f"the image is {arr.shape[1]}x{arr.shape[0]} pixels, outside the limits")
+    if arr.dtype != np.uint8:
+        a = np.nan_to_num(arr.astype(np.float64))
+        if a.max(initial=0) <= 1.0:
+            a = a * 255.0
+        arr = (a.clip(0, 255) + 0.5).astype(np.uint8)
+    return _to_rgb(Image.fromarray(arr))
+
+
+def square_resize(img: Image.Image, size: int) -> Image.Image:
+    """Resize the shorter side to ``size`` and centre-crop to ``size x size``."""
+    w, h = img.size
+    scale = size / min(w, h)
+    nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
+    img = img.resize((nw, nh), Image.BICUBIC, reducing_gap=None)
+    left, top = (nw - size) // 2, (nh - size) // 2
+    return img.crop((left, top, left + size, top + size))
+
+
+def to_uint8(img: Image.Image) -> np.ndarray:
+    """``(H, W, 3)`` uint8 array of an RGB image."""
+    return np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+
+def uint8_to_unit(arr: np.ndarray) -> torch.Tensor:
+    """``(H, W, 3)`` uint8 -> ``(3, H, W)`` float32 in [0, 1]."""
+    return torch.from_numpy(np.array(arr, dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div_(255.0)
+
+
+def unit_to_uint8(x: torch.Tensor) -> np.ndarray:
+    """``(3, H, W)`` float in [0, 1] -> ``(H, W, 3)`` uint8 (rounded, clipped)."""
+    return x.clamp(0, 1).mul(255).round().to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+
+
+def normalize(x: torch.Tensor, cfg: DataConfig) -> torch.Tensor:
+    """``(..., 3, H, W)`` in [0, 1] -> model space ``(x - mean) / std``."""
+    mean = torch.tensor(cfg.mean, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    std = torch.tensor(cfg.std, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    return (x - mean) / std
+
+
+def denormalize(x: torch.Tensor, cfg: DataConfig) -> torch.Tensor:
+    """Inverse of :func:`normalize`: model space -> [0, 1] (not clipped)."""
+    mean = torch.tensor(cfg.mean, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    std = torch.tensor(cfg.std, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    return x * std + mean

@@ -1,0 +1,213 @@
+"""Mask generators for masked image modeling.
+
+Every mask is a boolean ``(gh, gw)`` tensor in which ``True`` means *hidden from
+the encoder*. Randomness always comes from a ``torch.Generator`` seeded per call,
+never from the global RNG, so a result depends only on its arguments.
+
+Patterns:
+    * ``random`` -- MAE's per-sample random masking: each patch gets a uniform
+      noise value and the highest-noise patches are hidden. With the same seed the
+      noise is the same, so masks are *nested*: every patch hidden at ratio r1 is
+      hidden at every r2 > r1.
+    * ``block`` -- BEiT's block-wise masking: random rectangles (area >= 16 patches
+      where the grid allows, aspect ratio 0.3..1/0.3) until the count is reached.
+    * ``grid`` -- a regular pattern keeping one patch in every k, as in MAE's
+      "grid-wise sampling" ablation (k = 4 keeps the top-left patch of every 2x2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+PATTERNS: tuple[str, ...] = ("random", "block", "grid")
+MAX_RATIO = 0.95
+
+
+def _generator(seed: int) -> torch.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed}")
+    return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def validate_ratio(mask_ratio: float) -> float:
+    """Return ``mask_ratio`` as a float or raise ``ValueError`` if outside [0, 0.95]."""
+    try:
+        r = float(mask_ratio)
+    except (TypeError, ValueError):
+        raise ValueError(f"mask ratio must be a number, got {mask_ratio!r}") from None
+    if not math.isfinite(r) or r < 0.0 or r > MAX_RATIO + 1e-9:
+        raise ValueError(f"mask ratio must be between 0 and {MAX_RATIO}, got {mask_ratio!r}")
+    return min(r, MAX_RATIO)
+
+
+def num_hidden(num_patches: int, mask_ratio: float) -> int:
+    """Number of hidden patches for a ratio: ``round(ratio * L)``, leaving at least one visible."""
+    r = validate_ratio(mask_ratio)
+    return min(int(round(r * num_patches)), num_patches - 1)
+
+
+def random_noise(num_patches: int, seed: int) -> torch.Tensor:
+    """Per-patch uniform noise ``(L,)`` from a generator seeded with ``seed``."""
+    return torch.rand(num_patches, generator=_generator(seed))
+
+
+def random_mask(grid: tuple[int, int], mask_ratio: float, seed: int) -> torch.Tensor:
+    """MAE random masking: hide the ``round(ratio*L)`` patches with the highest noise.
+
+    Args:
+        grid: ``(gh, gw)``.
+        mask_ratio: fraction of patches to hide, in [0, 0.95].
+        seed: generator seed; the same seed gives nested masks across ratios.
+
+    Returns:
+        ``(gh, gw)`` bool, True = hidden.
+    """
+    gh, gw = grid
+    length = gh * gw
+    k = num_hidden(length, mask_ratio)
+    noise = random_noise(length, seed)
+    # Stable sort: ties (vanishingly rare) resolve by index, keeping nesting exact.
+    order = torch.sort(noise, descending=True, stable=True).indices
+    mask = torch.zeros(length, dtype=torch.bool)
+    mask[order[:k]] = True
+    return mask.reshape(gh, gw)
+
+
+def block_mask(grid: tuple[int, int], mask_ratio: float, seed: int, min_block: int = 16) -> torch.Tensor:
+    """BEiT block-wise masking with an exact hidden count.
+
+    Rectangles with area in ``[min_block, remaining]`` and log-uniform aspect ratio in
+    [0.3, 1/0.3] are placed at random positions; each adds only patches not yet hidden.
+    If the blocks stall short of the target (small remainders), hidden patches are
+    grown into their visible 4-neighbours in random order until the count is exact.
+
+    Returns:
+        ``(gh, gw)`` bool, True = hidden, with exactly ``round(ratio*L)`` True values.
+    """
+    gh, gw = grid
+    target = num_hidden(gh * gw, mask_ratio)
+    g = _generator(seed)
+    mask = torch.zeros(gh, gw, dtype=torch.bool)
+    count = 0
+
+    def rand() -> float:
+        return float(torch.rand((), generator=g))
+
+    log_lo, log_hi = math.log(0.3), math.log(1 / 0.3)
+    stalls = 0
+    while count < target and stalls < 10:
+        remaining = target - count
+        lo = min(min_block, remaining)
+        added = 0
+        for _ in range(10):
+            area = lo + rand() * (remaining - lo)
+            aspect = math.exp(log_lo + rand() * (log_hi - log_lo))
+            h = int(round(math.sqrt(area * aspect)))
+            w = int(round(math.sqrt(area / aspect)))
+            if not (1 <= h <= gh and 1 <= w <= gw):
+                continue
+            top = int(rand() * (gh - h + 1))
+            left = int(rand() * (gw - w + 1))
+            region = mask[top : top + h, left : left + w]
+            new = int((~region).sum())
+            if 0 < new <= remaining:
+                region[:] = True
+                added = new
+                break
+        count += added
+        stalls = stalls + 1 if added == 0 else 0
+    while count < target:
+        if count == 0:
+            idx = int(rand() * gh * gw)
+            mask.view(-1)[idx] = True
+            count += 1
+            continue
+        frontier = _frontier(mask)
+        cand = frontier.view(-1).nonzero().flatten()
+        if cand.numel() == 0:
+            cand = (~mask).view(-1).nonzero().flatten()
+        pick = cand[torch.randperm(cand.numel(), generator=g)[: target - count]]
+        mask.view(-1)[pick] = True
+        count += int(pick.numel())
+    return mask
+
+
+def _frontier(mask: torch.Tensor) -> torch.Tensor:
+    """Visible patches with at least one hidden 4-neighbour. ``(gh, gw)`` bool."""
+    near = torch.zeros_like(mask)
+    near[1:, :] |= mask[:-1, :]
+    near[:-1, :] |= mask[1:, :]
+    near[:, 1:] |= mask[:, :-1]
+    near[:, :-1] |= mask[:, 1:]
+    return near & ~mask
+
+
+def grid_mask(grid: tuple[int, int], mask_ratio: float) -> torch.Tensor:
+    """Regular masking that keeps ``L - round(ratio*L)`` evenly spaced patches.
+
+    When the kept fraction is ``1/s**2`` and ``s`` divides both sides, the kept patches
+    form the 2-D lattice of the top-left patch of every ``s x s`` cell (MAE's grid
+    sampling at 75% is ``s = 2``). Otherwise kept patches are spaced evenly in raster
+    order, which makes a regular staggered lattice.
+
+    Returns:
+        ``(gh, gw)`` bool, True = hidden.
+    """
+    gh, gw = grid
+    length = gh * gw
+    keep = length - num_hidden(length, mask_ratio)
+    s = int(round(math.sqrt(length / keep)))
+    if s >= 1 and s * s * keep == length and gh % s == 0 and gw % s == 0:
+        mask = torch.ones(gh, gw, dtype=torch.bool)
+        mask[::s, ::s] = False
+        return mask
+    kept = torch.floor(torch.arange(keep, dtype=torch.float64) * length / keep).long()
+    mask = torch.ones(length, dtype=torch.bool)
+    mask[kept] = False
+    return mask.reshape(gh, gw)
+
+
+def make_mask(grid: tuple[int, int], mask_ratio: float, seed: int = 0, pattern: str = "random") -> torch.Tensor:
+    """Build a mask by pattern name.
+
+    Args:
+        grid: ``(gh, gw)``.
+        mask_ratio: fraction hidden, in [0, 0.95].
+        seed: generator seed (ignored by ``grid``, which is deterministic).
+        pattern: one of :data:`PATTERNS`.
+
+    Returns:
+        ``(gh, gw)`` bool, True = hidden.
+
+    Raises:
+        ValueError: unknown pattern, bad ratio or bad seed.
+    """
+    if pattern == "random":
+        return random_mask(grid, mask_ratio, seed)
+    if pattern == "block":
+        return block_mask(grid, mask_ratio, seed)
+    if pattern == "grid":
+        _generator(seed)  # validate the seed even though the pattern ignores it
+        return grid_mask(grid, mask_ratio)
+    raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+
+
+def mask_to_ids(mask: torch.Tensor) -> torch.Tensor:
+    """Indices of visible patches in raster order.
+
+    Args:
+        mask: ``(gh, gw)`` bool, True = hidden (or ``(N, gh, gw)`` with equal counts).
+
+    Returns:
+        ``(K,)`` (or ``(N, K)``) long indices of visible patches.
+    """
+    flat = mask.reshape(mask.shape[0], -1) if mask.dim() == 3 else mask.reshape(1, -1)
+    counts = (~flat).sum(dim=1)
+    if not bool((counts == counts[0]).all()):
+        raise ValueError("every mask in a batch must hide the same number of patches")
+    ids = torch.stack([(~row).nonzero().flatten() for row in flat])
+    return ids if mask.dim() == 3 else ids[0]

@@ -1,0 +1,207 @@
+"""The Masked Autoencoder (He et al., 2021) built from timm blocks.
+
+Parameter names match facebookresearch/mae ``models_mae.py`` exactly
+(``cls_token``, ``pos_embed``, ``patch_embed.proj.*``, ``blocks.{i}.*``, ``norm.*``,
+``decoder_embed.*``, ``mask_token``, ``decoder_pos_embed``, ``decoder_blocks.{j}.*``,
+``decoder_norm.*``, ``decoder_pred.*``), so the official checkpoints load strictly.
+
+Unlike the reference, masking is not done inside the model: the caller passes the
+indices of the visible patches (``ids_keep``), produced by :mod:`vitviz.masking`
+from a seeded generator. The encoder runs on those tokens only (the MAE asymmetry);
+the decoder places mask tokens at every hidden position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import partial
+
+import numpy as np
+import torch
+from torch import nn
+from timm.layers import PatchEmbed
+from timm.models.vision_transformer import Block
+
+
+@dataclass(frozen=True)
+class MAEConfig:
+    """Architecture of an MAE. Defaults are MAE ViT-Base/16 with the 512x8 decoder."""
+
+    img_size: int = 224
+    patch_size: int = 16
+    in_chans: int = 3
+    embed_dim: int = 768
+    depth: int = 12
+    num_heads: int = 12
+    decoder_embed_dim: int = 512
+    decoder_depth: int = 8
+    decoder_num_heads: int = 16
+    mlp_ratio: float = 4.0
+    norm_pix_loss: bool = False
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """``(gh, gw)`` patch grid at ``img_size``."""
+        g = self.img_size // self.patch_size
+        return g, g
+
+    @property
+    def num_patches(self) -> int:
+        """Number of patches ``L``."""
+        gh, gw = self.grid
+        return gh * gw
+
+    def to_dict(self) -> dict:
+        """Plain dict (for safetensors metadata and model cards)."""
+        return asdict(self)
+
+
+def sincos_pos_embed(embed_dim: int, grid: tuple[int, int], cls_token: bool = True) -> np.ndarray:
+    """Fixed 2-D sine-cosine position embedding as in MAE.
+
+    As in the reference, the first half of the channels encodes the *column*
+    coordinate (``np.meshgrid(grid_w, grid_h)`` puts w first) and the second half the
+    row; each half is ``[sin(pos * omega), cos(pos * omega)]`` with
+    ``omega_i = 1 / 10000**(i / (D/4))``.
+
+    Returns:
+        ``(1 + gh*gw, D)`` if ``cls_token`` (first row zeros) else ``(gh*gw, D)``.
+    """
+    gh, gw = grid
+    grid_h = np.arange(gh, dtype=np.float32)
+    grid_w = np.arange(gw, dtype=np.float32)
+    ww, hh = np.meshgrid(grid_w, grid_h)  # reference: np.meshgrid(grid_w, grid_h), w goes first
+
+    def one_d(dim: int, pos: np.ndarray) -> np.ndarray:
+        omega = np.arange(dim // 2, dtype=np.float64) / (dim / 2.0)
+        omega = 1.0 / 10000**omega
+        out = np.einsum("m,d->md", pos.reshape(-1).astype(np.float64), omega)
+        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+
+    emb = np.concatenate([one_d(embed_dim // 2, ww), one_d(embed_dim // 2, hh)], axis=1)
+    if cls_token:
+        emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
+    return emb.astype(np.float32)
+
+
+class MaskedAutoencoderViT(nn.Module):
+    """MAE with a ViT encoder and a light ViT decoder.
+
+    Shapes (N images, L patches, K visible patches, p patch size, D/Dd widths):
+        imgs ``(N, 3, H, W)`` -> encoder tokens ``(N, 1+K, D)`` -> prediction ``(N, L, p*p*3)``.
+    Predictions are in the space of the normalised input (or per-patch normalised
+    pixels when ``norm_pix_loss``), exactly as the reference.
+    """
+
+    def __init__(self, config: MAEConfig = MAEConfig()) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        norm_layer = partial(nn.LayerNorm, eps=1e-6)
+        self.patch_embed = PatchEmbed(c.img_size, c.patch_size, c.in_chans, c.embed_dim)
+        n = c.num_patches
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.embed_dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, n + 1, c.embed_dim), requires_grad=False)
+        self.blocks = nn.ModuleList(
+            [Block(c.embed_dim, c.num_heads, c.mlp_ratio, qkv_bias=True, norm_layer=norm_layer) for _ in range(c.depth)]
+        )
+        self.norm = norm_layer(c.embed_dim)
+        self.decoder_embed = nn.Linear(c.embed_dim, c.decoder_embed_dim, bias=True)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, c.decoder_embed_dim))
+        self.decoder_pos_embed = nn.Parameter(torch.zeros(1, n + 1, c.decoder_embed_dim), requires_grad=False)
+        self.decoder_blocks = nn.ModuleList(
+            [
+                Block(c.decoder_embed_dim, c.decoder_num_heads, c.mlp_ratio, qkv_bias=True, norm_layer=norm_layer)
+                for _ in range(c.decoder_depth)
+            ]
+        )
+        self.decoder_norm = norm_layer(c.decoder_embed_dim)
+        self.decoder_pred = nn.Linear(c.decoder_embed_dim, c.patch_size**2 * c.in_chans, bias=True)
+        self.initialize_weights()
+
+    def initialize_weights(self) -> None:
+        """Reference initialisation: fixed sin-cos positions, xavier linears, normal tokens."""
+        c = self.config
+        self.pos_embed.data.copy_(torch.from_numpy(sincos_pos_embed(c.embed_dim, c.grid)).unsqueeze(0))
+        self.decoder_pos_embed.data.copy_(
+            torch.from_numpy(sincos_pos_embed(c.decoder_embed_dim, c.grid)).unsqueeze(0)
+        )
+        w = self.patch_embed.proj.weight.data
+        nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+        nn.init.normal_(self.cls_token, std=0.02)
+        nn.init.normal_(self.mask_token, std=0.02)
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    @property
+    def patch_size(self) -> int:
+        """Side of a patch in pixels."""
+        return self.config.patch_size
+
+    def embed_patches(self, imgs: torch.Tensor) -> torch.Tensor:
+        """Patch embedding plus position embedding, all patches.
+
+        Args:
+            imgs: ``(N, 3, H, W)`` normalised images.
+
+        Returns:
+            ``(N, L, D)`` patch tokens (no class token).
+        """
+        return self.patch_embed(imgs) + self.pos_embed[:, 1:, :]
+
+    def encode_tokens(self, tokens: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+        """Run the encoder on the visible tokens only.
+
+        Args:
+            tokens: ``(N, L, D)`` from :meth:`embed_patches`.
+            ids_keep: ``(N, K)`` or ``(K,)`` indices of visible patches.
+
+        Returns:
+            ``(N, 1+K, D)`` encoded class + visible tokens (after the final norm).
+        """
+        n, _, d = tokens.shape
+        if ids_keep.dim() == 1:
+            ids_keep = ids_keep.unsqueeze(0).expand(n, -1)
+        x = torch.gather(tokens, 1, ids_keep.unsqueeze(-1).expand(-1, -1, d))
+        cls = (self.cls_token + self.pos_embed[:, :1, :]).expand(n, -1, -1)
+        x = torch.cat([cls, x], dim=1)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.norm(x)
+
+    def forward_encoder(self, imgs: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+        """``(N, 3, H, W)`` images, ``(N, K)`` visible ids -> ``(N, 1+K, D)`` latent."""
+        return self.encode_tokens(self.embed_patches(imgs), ids_keep)
+
+    def forward_decoder(self, latent: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+        """Decode a full image from the encoded visible tokens.
+
+        Args:
+            latent: ``(N, 1+K, D)`` encoder output.
+            ids_keep: ``(N, K)`` or ``(K,)`` positions of the visible tokens.
+
+        Returns:
+            ``(N, L, p*p*3)`` per-patch pixel predictions.
+        """
+        x = self.decoder_embed(latent)
+        n, _, dd = x.shape
+        length = self.decoder_pos_embed.shape[1] - 1
+        if ids_keep.dim() == 1:
+            ids_keep = ids_keep.unsqueeze(0).expand(n, -1)
+        full = self.mask_token.expand(n, length, dd).clone()
+        full.scatter_(1, ids_keep.unsqueeze(-1).expand(-1, -1, dd), x[:, 1:, :])
+        x = torch.cat([x[:, :1, :], full], dim=1) + self.decoder_pos_embed
+        for blk in self.decoder_blocks:
+            x = blk(x)
+        x = self.decoder_norm(x)
+        return self.decoder_pred(x)[:, 1:, :]
+
+    def forward(self, imgs: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+        """``(N, 3, H, W)``, ``(N, K)`` -> ``(N, L, p*p*3)`` predictions."""
+        return self.forward_decoder(self.forward_encoder(imgs, ids_keep), ids_keep)

@@ -1,0 +1,5 @@
+"""Gradio front end: the only part of vitviz that imports gradio."""
+
+from .app import build_demo
+
+__all__ = ["build_demo"]

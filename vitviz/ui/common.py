@@ -1,0 +1,70 @@
+"""Helpers shared by the tabs: turning library errors into messages for people."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gradio as gr
+
+from ..errors import ImageError, ModelUnavailable
+from ..models.registry import ASSETS
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("vitviz.ui")
+
+EXAMPLES_DIR = ASSETS / "examples"
+
+
+def example_images() -> list[str]:
+    """Paths of the bundled example photos, sorted."""
+    return sorted(str(p) for p in Path(EXAMPLES_DIR).glob("*.jpg")) + sorted(
+        str(p) for p in Path(EXAMPLES_DIR).glob("*.png")
+    )
+
+
+def user_errors(fn: F) -> F:
+    """Map library errors to ``gr.Error`` so the user reads a sentence, not a traceback.
+
+    Unexpected exceptions are logged and reported generically; the server stays up.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except ImageError as exc:
+            raise gr.Error(f"Image problem: {exc}") from None
+        except ModelUnavailable as exc:
+            raise gr.Error(f"Model unavailable: {exc}") from None
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from None
+        except Exception:  # noqa: BLE001 - keep the server up, log for the operator
+            log.exception("unexpected error in %s", fn.__name__)
+            raise gr.Error("Something went wrong while computing this view; please try another input.") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def as_seed(value: Any) -> int:
+    """A seed from a UI number: a non-negative integer or ``ValueError``."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the seed must be a whole number, got {value!r}") from None
+    if not math.isfinite(f) or f != int(f) or f < 0 or f >= 2**63:
+        raise ValueError(f"the seed must be a whole number between 0 and 2^63-1, got {value!r}")
+    return int(f)
+
+
+def require_image(image: Any) -> Any:
+    """Raise a friendly error when no image was given."""
+    if image is None or (isinstance(image, str) and not image):
+        raise gr.Error("Drop an image first (or pick one of the examples).")
+    return image
