@@ -4,6 +4,10 @@ Commands:
     models        list every model, whether it is available here and why not
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
 
+Global options (before or after the command):
+    --weights-dir DIR   a local folder of weights searched first, holding files under
+                        their upstream names (sets VITVIZ_WEIGHTS_DIR for this run)
+
 Exit codes: 0 success, 1 a user error (bad image, unknown model, bad parameter,
 model unavailable), 2 bad command-line usage. Errors go to stderr.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,9 +30,12 @@ def _models(args: argparse.Namespace) -> int:
     rows = available_models()
     width = max(len(r.name) for r in rows)
     for r in rows:
-        status = "available" if r.available else f"unavailable: {r.reason}"
+        if r.available:
+            status = f"available ({r.reason})" if r.reason else "available"
+        else:
+            status = f"unavailable: {r.reason}"
         print(f"{r.name:<{width}}  {r.family:<5}  {status}")
-        print(f"{'':<{width}}  {r.description} Licence: {r.licence}")
+        print(f"{'':<{width}}  {r.architecture}. {r.description} Licence: {r.licence}")
     return 0
 
 
@@ -61,10 +69,17 @@ def _reconstruct(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command."""
     parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
+    weights_help = ("local folder of weights, searched first: mae_visualize_vit_base.pth, a Hugging Face "
+                    "snapshot folder vit-mae-base/, or <timm model name>/model.safetensors "
+                    "(default: $VITVIZ_WEIGHTS_DIR)")
+    parser.add_argument("--weights-dir", type=Path, default=None, metavar="DIR", help=weights_help)
+    # The same option after the command; SUPPRESS keeps a value given before the command.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--weights-dir", type=Path, default=argparse.SUPPRESS, metavar="DIR", help=weights_help)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("models", help="list models and whether each is available here")
+    p = sub.add_parser("models", parents=[common], help="list models and whether each is available here")
     p.set_defaults(func=_models)
-    p = sub.add_parser("reconstruct", help="reconstruct a masked image and save the panels as PNG")
+    p = sub.add_parser("reconstruct", parents=[common], help="reconstruct a masked image and save the panels as PNG")
     p.add_argument("image", type=Path, help="input image file")
     p.add_argument("--model", default="mae-tiny", help="model name (see `models`)")
     p.add_argument("--ratio", type=float, default=0.75, help="masking ratio in [0, 0.95] (default 0.75)")
@@ -80,8 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = build_parser().parse_args(argv)
+    previous = os.environ.get("VITVIZ_WEIGHTS_DIR")
     try:
+        if args.weights_dir is not None:
+            if not args.weights_dir.is_dir():
+                raise ValueError(f"--weights-dir {args.weights_dir} is not a folder")
+            os.environ["VITVIZ_WEIGHTS_DIR"] = str(args.weights_dir.resolve())
         return int(args.func(args))
     except (ImageError, ModelUnavailable, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if args.weights_dir is not None:  # only this run: restore for in-process callers
+            if previous is None:
+                os.environ.pop("VITVIZ_WEIGHTS_DIR", None)
+            else:
+                os.environ["VITVIZ_WEIGHTS_DIR"] = previous

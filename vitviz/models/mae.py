@@ -155,12 +155,16 @@ class MaskedAutoencoderViT(nn.Module):
         """
         return self.patch_embed(imgs) + self.pos_embed[:, 1:, :]
 
-    def encode_tokens(self, tokens: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+    def encode_tokens(self, tokens: torch.Tensor, ids_keep: torch.Tensor,
+                      valid: torch.Tensor | None = None) -> torch.Tensor:
         """Run the encoder on the visible tokens only.
 
         Args:
             tokens: ``(N, L, D)`` from :meth:`embed_patches`.
             ids_keep: ``(N, K)`` or ``(K,)`` indices of visible patches.
+            valid: optional ``(N, K)`` bool; False marks padding (so that masks with
+                different visible counts can share a batch). Padded tokens are ignored
+                as attention keys; their own outputs are meaningless.
 
         Returns:
             ``(N, 1+K, D)`` encoded class + visible tokens (after the final norm).
@@ -171,20 +175,26 @@ class MaskedAutoencoderViT(nn.Module):
         x = torch.gather(tokens, 1, ids_keep.unsqueeze(-1).expand(-1, -1, d))
         cls = (self.cls_token + self.pos_embed[:, :1, :]).expand(n, -1, -1)
         x = torch.cat([cls, x], dim=1)
+        attn_mask = None
+        if valid is not None and not bool(valid.all()):
+            keys = torch.cat([valid.new_ones(n, 1), valid], dim=1)  # (N, 1+K), True = attend
+            attn_mask = keys[:, None, None, :]
         for blk in self.blocks:
-            x = blk(x)
+            x = blk(x, attn_mask=attn_mask)
         return self.norm(x)
 
     def forward_encoder(self, imgs: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
         """``(N, 3, H, W)`` images, ``(N, K)`` visible ids -> ``(N, 1+K, D)`` latent."""
         return self.encode_tokens(self.embed_patches(imgs), ids_keep)
 
-    def forward_decoder(self, latent: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
+    def forward_decoder(self, latent: torch.Tensor, ids_keep: torch.Tensor,
+                        valid: torch.Tensor | None = None) -> torch.Tensor:
         """Decode a full image from the encoded visible tokens.
 
         Args:
             latent: ``(N, 1+K, D)`` encoder output.
             ids_keep: ``(N, K)`` or ``(K,)`` positions of the visible tokens.
+            valid: optional ``(N, K)`` bool, False = padding (dropped here).
 
         Returns:
             ``(N, L, p*p*3)`` per-patch pixel predictions.
@@ -194,9 +204,11 @@ class MaskedAutoencoderViT(nn.Module):
         length = self.decoder_pos_embed.shape[1] - 1
         if ids_keep.dim() == 1:
             ids_keep = ids_keep.unsqueeze(0).expand(n, -1)
-        full = self.mask_token.expand(n, length, dd).clone()
+        if valid is not None:
+            ids_keep = torch.where(valid, ids_keep, torch.full_like(ids_keep, length))  # padding -> spare slot
+        full = self.mask_token.expand(n, length + 1, dd).clone()
         full.scatter_(1, ids_keep.unsqueeze(-1).expand(-1, -1, dd), x[:, 1:, :])
-        x = torch.cat([x[:, :1, :], full], dim=1) + self.decoder_pos_embed
+        x = torch.cat([x[:, :1, :], full[:, :length]], dim=1) + self.decoder_pos_embed
         for blk in self.decoder_blocks:
             x = blk(x)
         x = self.decoder_norm(x)

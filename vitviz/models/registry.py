@@ -1,7 +1,9 @@
 """The model table: every model vitviz can show, with its facts.
 
 Only names in this table are ever loaded; user input never names a hub id, path
-or URL directly.
+or URL directly. Each model lists its weight sources in the order they are tried
+(see :mod:`vitviz.models.loading`): a local folder first, then the download caches,
+then a download at first use.
 """
 
 from __future__ import annotations
@@ -26,6 +28,57 @@ MAE_TINY_CONFIG = MAEConfig(
     decoder_num_heads=6,
 )
 
+#: The three published MAE architectures (facebookresearch/mae ``models_mae.py``:
+#: ``mae_vit_{base_patch16,large_patch16,huge_patch14}``), all with the 512-wide,
+#: 8-block, 16-head decoder.
+MAE_BASE_CONFIG = MAEConfig(patch_size=16, embed_dim=768, depth=12, num_heads=12)
+MAE_LARGE_CONFIG = MAEConfig(patch_size=16, embed_dim=1024, depth=24, num_heads=16)
+MAE_HUGE_CONFIG = MAEConfig(patch_size=14, embed_dim=1280, depth=32, num_heads=16)
+
+#: Weight source kinds.
+EMBEDDED = "embedded"  # a file in assets/models
+MAE_OFFICIAL = "mae-official"  # a facebookresearch/mae .pth: {"model": state_dict}
+HF_VITMAE = "hf-vitmae"  # a Hugging Face ViTMAEForPreTraining snapshot (converted by convert.py)
+TIMM_HF = "timm"  # a timm model.safetensors on the Hugging Face hub (repo timm/<name>)
+
+MAE_URL = "https://dl.fbaipublicfiles.com/mae"
+MAE_LICENCE = "CC-BY-NC-4.0 (facebookresearch/mae weights, non-commercial)"
+MAE_HF_LICENCE = MAE_LICENCE + "; the Hugging Face copy is tagged Apache-2.0"
+NORM_PIX_NOTE = (
+    "predicts per-patch normalised pixels: its reconstructions are de-normalised with the true "
+    "statistics of each hidden patch, which leaks their mean and contrast"
+)
+
+
+@dataclass(frozen=True)
+class WeightSource:
+    """One place a model's weights can come from.
+
+    Attributes:
+        kind: ``embedded``, ``mae-official``, ``hf-vitmae`` or ``timm``.
+        filenames: upstream file names, in order of preference (the ``.pth`` for
+            ``mae-official``; ``model.safetensors`` then ``pytorch_model.bin`` inside a
+            snapshot for ``hf-vitmae``; ``model.safetensors`` for ``timm``).
+        url: direct download URL (``mae-official``).
+        repo_id: Hugging Face repository (``hf-vitmae``, ``timm``).
+        folder: name of the folder inside the weights dir holding a snapshot
+            (``vit-mae-base``, or the timm model name).
+    """
+
+    kind: str
+    filenames: tuple[str, ...]
+    url: str | None = None
+    repo_id: str | None = None
+    folder: str | None = None
+
+    def describe(self) -> str:
+        """Where to put this source in a weights folder, for error messages."""
+        if self.folder is not None:
+            return f"{self.folder}/{self.filenames[0]} (from huggingface.co/{self.repo_id})"
+        if self.url is not None:
+            return f"{self.filenames[0]} (from {self.url})"
+        return self.filenames[0]
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -35,12 +88,17 @@ class ModelSpec:
         name: the registry name users pick (``mae-tiny``).
         family: ``mae``, ``vit``, ``deit``, ``dino`` or ``swin``.
         architecture: human-readable architecture.
-        source: where the weights come from.
+        source: where the weights come from, in words.
         licence: licence of the weights.
         input_size: square input side in pixels.
         description: one line for the UI.
         mae_config: architecture for MAE models.
-        files: candidate weight file names (local folder / embedded asset).
+        files: the embedded asset's file name (``mae-tiny`` only).
+        sources: weight sources in the order they are tried.
+        timm_name: the timm model name (with pretrained tag) for timm models.
+        norm_pix: the MAE predicts per-patch normalised pixels (``*_full.pth``).
+        download_mb: size of the weight file downloaded at first use, in MB (fp32
+            parameters; shown by :func:`~vitviz.models.loading.available_models`).
     """
 
     name: str
@@ -52,20 +110,112 @@ class ModelSpec:
     description: str
     mae_config: MAEConfig | None = None
     files: tuple[str, ...] = field(default_factory=tuple)
+    sources: tuple[WeightSource, ...] = field(default_factory=tuple)
+    timm_name: str | None = None
+    norm_pix: bool = False
+    download_mb: int = 0
+
+
+def _mae_arch(c: MAEConfig, size: str) -> str:
+    return (f"MAE ViT-{size}/{c.patch_size} ({c.embed_dim} wide, {c.depth} blocks, {c.num_heads} heads; "
+            f"decoder {c.decoder_embed_dim} wide, {c.decoder_depth} blocks)")
+
+
+def _mae_visualize(size: str, config: MAEConfig, mb: int) -> ModelSpec:
+    """An official ``mae_visualize_vit_{size}.pth`` (plain-pixel targets), with the HF copy as second source."""
+    fname = f"mae_visualize_vit_{size}.pth"
+    return ModelSpec(
+        name=f"mae-{size}",
+        family="mae",
+        architecture=_mae_arch(config, size.capitalize()),
+        source=f"facebookresearch/mae {fname}, or Hugging Face facebook/vit-mae-{size}",
+        licence=MAE_HF_LICENCE,
+        input_size=config.img_size,
+        description=(f"The official MAE-{size.capitalize()} demo checkpoint: encoder and decoder trained on "
+                     "plain pixels."),
+        mae_config=config,
+        sources=(
+            WeightSource(MAE_OFFICIAL, (fname,), url=f"{MAE_URL}/visualize/{fname}"),
+            WeightSource(HF_VITMAE, ("model.safetensors", "pytorch_model.bin"),
+                         repo_id=f"facebook/vit-mae-{size}", folder=f"vit-mae-{size}"),
+        ),
+        download_mb=mb,
+    )
+
+
+def _mae_full(size: str, config: MAEConfig, mb: int) -> ModelSpec:
+    """An official ``mae_pretrain_vit_{size}_full.pth``: the paper model with its norm-pix decoder."""
+    fname = f"mae_pretrain_vit_{size}_full.pth"
+    return ModelSpec(
+        name=f"mae-{size}-normpix",
+        family="mae",
+        architecture=_mae_arch(config, size.capitalize()) + ", norm-pix targets",
+        source=f"facebookresearch/mae {fname}",
+        licence=MAE_LICENCE,
+        input_size=config.img_size,
+        description=f"The MAE-{size.capitalize()} paper checkpoint with its decoder; it {NORM_PIX_NOTE}.",
+        mae_config=MAEConfig(**{**config.to_dict(), "norm_pix_loss": True}),
+        sources=(WeightSource(MAE_OFFICIAL, (fname,), url=f"{MAE_URL}/pretrain/{fname}"),),
+        norm_pix=True,
+        download_mb=mb,
+    )
+
+
+def _timm(name: str, family: str, timm_name: str, architecture: str, licence: str, description: str,
+          mb: int) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        family=family,
+        architecture=architecture,
+        source=f"Hugging Face timm/{timm_name} (timm)",
+        licence=licence,
+        input_size=224,
+        description=f"{description}.",
+        sources=(WeightSource(TIMM_HF, ("model.safetensors",), repo_id=f"timm/{timm_name}", folder=timm_name),),
+        timm_name=timm_name,
+        download_mb=mb,
+    )
 
 
 MODELS: dict[str, ModelSpec] = {
-    "mae-tiny": ModelSpec(
-        name="mae-tiny",
-        family="mae",
-        architecture="MAE ViT-Tiny/16 (192 wide, 8 blocks; decoder 192 wide, 4 blocks)",
-        source="embedded: assets/models/mae-tiny.safetensors (trained by this project)",
-        licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
-        input_size=224,
-        description="Small MAE trained by vitviz on photos from Debian packages; works offline.",
-        mae_config=MAE_TINY_CONFIG,
-        files=("mae-tiny.safetensors",),
-    ),
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            name="mae-tiny",
+            family="mae",
+            architecture="MAE ViT-Tiny/16 (192 wide, 8 blocks; decoder 192 wide, 4 blocks)",
+            source="embedded: assets/models/mae-tiny.safetensors (trained by this project)",
+            licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
+            input_size=224,
+            description="Small MAE trained by vitviz on photos from Debian packages; works offline.",
+            mae_config=MAE_TINY_CONFIG,
+            files=("mae-tiny.safetensors",),
+            sources=(WeightSource(EMBEDDED, ("mae-tiny.safetensors",)),),
+        ),
+        # Sizes: fp32 parameter bytes (checked against the architectures in tests/test_zoo.py).
+        _mae_visualize("base", MAE_BASE_CONFIG, 448),
+        _mae_visualize("large", MAE_LARGE_CONFIG, 1318),
+        _mae_visualize("huge", MAE_HUGE_CONFIG, 2628),
+        _mae_full("base", MAE_BASE_CONFIG, 448),
+        _mae_full("large", MAE_LARGE_CONFIG, 1318),
+        _mae_full("huge", MAE_HUGE_CONFIG, 2628),
+        _timm("vit-base", "vit", "vit_base_patch16_224.augreg2_in21k_ft_in1k",
+              "ViT-B/16 classifier (768 wide, 12 blocks, 12 heads), ImageNet-1k",
+              "Apache-2.0 (timm / Google AugReg)",
+              "Google's AugReg ViT-B/16: ImageNet-21k pretrained, fine-tuned on ImageNet-1k", 346),
+        _timm("deit-small-distilled", "deit", "deit_small_distilled_patch16_224.fb_in1k",
+              "DeiT-S/16 classifier with a distillation token (384 wide, 12 blocks, 6 heads), ImageNet-1k",
+              "Apache-2.0 (facebookresearch/deit)",
+              "Facebook's DeiT-Small distilled from a CNN teacher: a class and a distillation token", 90),
+        _timm("dino-small", "dino", "vit_small_patch16_224.dino",
+              "ViT-S/16 backbone (384 wide, 12 blocks, 6 heads), no classifier head",
+              "Apache-2.0 (facebookresearch/dino)",
+              "Self-supervised DINO ViT-S/16, trained without labels: its heads find objects", 87),
+        _timm("swin-tiny", "swin", "swin_tiny_patch4_window7_224.ms_in1k",
+              "Swin-T classifier (patch 4, window 7, 96 wide, depths 2-2-6-2), ImageNet-1k",
+              "MIT (microsoft/Swin-Transformer)",
+              "Microsoft's Swin-Tiny: attention inside shifted 7x7 windows, four stages", 113),
+    )
 }
 
 
