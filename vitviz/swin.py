@@ -385,6 +385,41 @@ def region_map(geom: StageGeometry, block: int) -> np.ndarray:
     return labels[rows[:, None], cols[None, :]]
 
 
+def token_at_pixel(geom: StageGeometry, x: float, y: float, size: int = 224, rolled_block: int | None = None) -> Pair:
+    """Original ``(row, col)`` of the token under pixel ``(x, y)`` of a ``size``-px view.
+
+    Args:
+        geom: the stage.
+        x, y: pixel column and row (clamped into the image).
+        size: side of the view in pixels (the view shows the whole grid).
+        rolled_block: if given, the view is that block's rolled map
+            (:func:`vitviz.render_windows.rolled_overlay`) and the position is un-rolled.
+
+    Returns:
+        ``(row, col)`` on the stage's grid, original frame.
+    """
+    try:
+        fx, fy = float(x), float(y)
+    except (TypeError, ValueError):
+        raise ValueError(f"a point needs numeric x and y, got ({x!r}, {y!r})") from None
+    if not (math.isfinite(fx) and math.isfinite(fy)):
+        raise ValueError(f"a point needs finite x and y, got ({x!r}, {y!r})")
+    h, w = geom.grid
+    row = min(max(int(fy * h // size), 0), h - 1)
+    col = min(max(int(fx * w // size), 0), w - 1)
+    if rolled_block is None:
+        return row, col
+    pos = original_position(geom, rolled_block, row, col)
+    assert pos is not None  # rows/cols are clamped to the unpadded grid
+    return pos
+
+
+def token_center_pixel(geom: StageGeometry, token: Pair, size: int = 224) -> Pair:
+    """``(x, y)`` pixel at the centre of a token in a ``size``-px view of the original frame."""
+    h, w = geom.grid
+    return int((token[1] + 0.5) * size / w), int((token[0] + 0.5) * size / h)
+
+
 def window_token_positions(geom: StageGeometry, block: int, window_index: int) -> np.ndarray:
     """Original ``(row, col)`` of each position of a window (``-1, -1`` for padding).
 
@@ -536,9 +571,19 @@ def _unfused(attn: nn.Module) -> Iterator[None]:
             attn.fused_attn = old
 
 
-def image_tensor(image: Image.Image, size: int = 224, config: DataConfig = DataConfig()) -> torch.Tensor:
-    """``(1, 3, size, size)`` normalised input from an RGB image (shorter side, centre crop)."""
-    arr = to_uint8(square_resize(image.convert("RGB"), size))
+def image_tensor(image: Image.Image | np.ndarray, size: int = 224, config: DataConfig = DataConfig()) -> torch.Tensor:
+    """``(1, 3, size, size)`` normalised model input.
+
+    Args:
+        image: an RGB ``PIL.Image`` (resized, shorter side, and centre-cropped), or a
+            ``(size, size, 3)`` uint8 array already at the input size.
+    """
+    if isinstance(image, np.ndarray):
+        if image.shape != (size, size, 3) or image.dtype != np.uint8:
+            raise ValueError(f"expected a ({size}, {size}, 3) uint8 array, got {image.shape} {image.dtype}")
+        arr = image
+    else:
+        arr = to_uint8(square_resize(image.convert("RGB"), size))
     return normalize(uint8_to_unit(arr), config).unsqueeze(0)
 
 
@@ -617,12 +662,13 @@ def capture_window_attention(
 
 
 def swin_tiny_window_attention(
-    image: Image.Image, stage: int, block: int, token: Pair, seed: int = 0
+    image: Image.Image | np.ndarray, stage: int, block: int, token: Pair, seed: int = 0
 ) -> WindowAttentionCapture:
     """Within-window attention of a token for Swin-T (random weights, cached model).
 
     Args:
-        image: any RGB image; resized (shorter side) and centre-cropped to 224.
+        image: an RGB image (resized, shorter side, and centre-cropped to 224) or a
+            ``(224, 224, 3)`` uint8 array.
         stage, block, token: see :func:`capture_window_attention`.
         seed: seed of the random weights.
     """

@@ -1,0 +1,259 @@
+"""The Compute tab: what attention costs, from formulas and measured on this machine."""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+import gradio as gr
+import plotly.graph_objects as go
+
+from ..flops import (
+    VIT_CONFIGS,
+    attention_scaling_rows,
+    classic_table,
+    encoder_flops_ratio,
+    mae_configs,
+    mae_ratio_rows,
+    mae_visible_tokens,
+    measure_attention_scaling,
+    model_scaling_rows,
+    patch_size_rows,
+    timing_rows,
+)
+from ..plots import (
+    attention_flops_figure,
+    mae_flops_figure,
+    model_flops_figure,
+    patch_size_figure,
+    timing_figure,
+)
+from .common import user_errors
+
+INTRO = (
+    "Self-attention compares every token with every other, so its cost grows with the *square* of the "
+    "token count; Swin restricts attention to 7x7 windows, which makes it grow *linearly*. The charts count "
+    "FLOPs in closed form (one multiply-add = 2 FLOPs; only matrix products are counted, as PyTorch's "
+    "FlopCounterMode does) and, at the bottom, measure the real thing on this machine."
+)
+EXPLAIN_ATTENTION = (
+    "**What it shows:** the FLOPs of one attention layer as the image grows, for global attention "
+    "(every token sees every token, `4·N²·C` for the products QKᵀ and AV) and for windowed attention "
+    "(each token sees its M×M window, `4·N·M²·C`); the green curve is their ratio, exactly `N / M²`."
+)
+EXPLAIN_MODELS = (
+    "**What it shows:** the whole forward pass of ViT-B/16 and Swin-T (projections, MLP, patch embedding "
+    "and patch merging counted) as the input resolution grows: the ViT's attention products overtake "
+    "everything else, Swin's stay a small share."
+)
+EXPLAIN_PATCH = (
+    "**What it shows:** for one ViT width at one resolution, how the patch size sets the sequence length "
+    "(`(R/p)² + 1` tokens) and with it the FLOPs; halving the patch quadruples the tokens and multiplies "
+    "the attention products by 16."
+)
+EXPLAIN_MAE = (
+    "**What it shows:** an MAE's FLOPs per image against the masking ratio: the encoder runs only on the "
+    "visible patches, so its cost falls almost in proportion, while the light decoder always processes "
+    "every patch."
+)
+EXPLAIN_MEASURED = (
+    "**What it shows:** wall time and peak memory of one attention call (products and softmax, C=96, "
+    "3 heads, like Swin-T's first stage) measured here, for PyTorch's fused `scaled_dot_product_attention`, "
+    "the plain `softmax(QKᵀ)V` that stores the N×N matrix, and 7×7 windows; dashed lines are the "
+    "closed-form FLOPs at the best measured rate, and the predicted memory. It stops by itself at the "
+    "token, time or memory budget."
+)
+
+
+def _cell(v: object) -> object:
+    if isinstance(v, Fraction):
+        return float(v)
+    return v
+
+
+def write_csv(rows: Sequence[dict], stem: str) -> str:
+    """Write rows to a new temporary CSV file and return its path (one file per request)."""
+    if not rows:
+        raise ValueError("there is no data to download yet")
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"vitviz_{stem}_", delete=False,
+                                      newline="", encoding="utf-8")
+    with tmp as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: _cell(v) for k, v in r.items()})
+    return str(Path(tmp.name))
+
+
+def classic_markdown(dim: int, window: int) -> str:
+    """The classic table as Markdown (exact speed-ups of the attention products)."""
+    lines = [
+        f"| tokens N | global QKᵀ+AV (GFLOPs) | windowed {window}×{window} (GFLOPs) | speed-up, products | "
+        "speed-up, whole layer |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in classic_table(dim, window):
+        lines.append(
+            f"| {r['tokens']:,} | {r['global_products_flops'] / 1e9:.4g} | {r['windowed_products_flops'] / 1e9:.4g} | "
+            f"**{_fraction_text(r['products_speedup'])}x** | {r['layer_speedup']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def _fraction_text(f: Fraction) -> str:
+    return str(f.numerator) if f.denominator == 1 else f"{float(f):.3g}"
+
+
+def _as_int(value: object, name: str, lo: int, hi: int) -> int:
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if f != f or f != int(f) or not lo <= f <= hi:
+        raise ValueError(f"{name} must be a whole number between {lo} and {hi}, got {value!r}")
+    return int(f)
+
+
+@user_errors
+def attention_flops(dim: float, window: float) -> tuple[go.Figure, str, str]:
+    """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
+    c = _as_int(dim, "the width C", 1, 8192)
+    m = _as_int(window, "the window M", 1, 64)
+    rows = attention_scaling_rows(c, m)
+    fig = attention_flops_figure(rows, classic_table(c, m), m)
+    return fig, classic_markdown(c, m), write_csv(rows, "attention_flops")
+
+
+@user_errors
+def model_flops(max_resolution: float) -> tuple[go.Figure, str]:
+    """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
+    top = _as_int(max_resolution, "the largest resolution", 224, 2240)
+    res = [r for r in (224, 320, 448, 640, 896, 1120, 1344, 1792, 2240) if r <= top]
+    if res[-1] != top:
+        res.append(top)
+    rows = model_scaling_rows(res)
+    return model_flops_figure(rows), write_csv(rows, "model_flops")
+
+
+@user_errors
+def patch_size_flops(resolution: float, base: str) -> tuple[go.Figure, str]:
+    """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
+    r = _as_int(resolution, "the resolution", 32, 2048)
+    rows = patch_size_rows(r, base)
+    return patch_size_figure(rows, r, base), write_csv(rows, "patch_size_flops")
+
+
+@user_errors
+def mae_flops_chart(name: str) -> tuple[go.Figure, str, str]:
+    """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
+    configs = mae_configs()
+    if name not in configs:
+        raise ValueError(f"unknown MAE {name!r}; choose one of {', '.join(configs)}")
+    cfg = configs[name]
+    rows = mae_ratio_rows(cfg)
+    k = mae_visible_tokens(cfg, 0.75)
+    summary = (
+        f"At 75% masking the encoder sees **{k} of {cfg.num_patches} patches**: "
+        f"**{encoder_flops_ratio(cfg, 0.75):.1f}x fewer encoder FLOPs** than without masking."
+    )
+    return mae_flops_figure(rows, name), summary, write_csv(rows, "mae_flops")
+
+
+@user_errors
+def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
+                      progress: gr.Progress = gr.Progress()) -> tuple[go.Figure, str, str]:
+    """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
+    n_max = _as_int(max_tokens, "the token budget", 49, 50176)
+    budget = float(time_budget_s)
+    if not 1 <= budget <= 120:
+        raise ValueError(f"the time budget must be between 1 and 120 seconds, got {time_budget_s!r}")
+    mem = int(float(memory_budget_mb) * 2**20)
+    if not 16 * 2**20 <= mem <= 64 * 2**30:
+        raise ValueError(f"the memory budget must be between 16 MiB and 64 GiB, got {memory_budget_mb!r} MiB")
+    sweep = measure_attention_scaling(
+        max_tokens=n_max, time_budget_s=budget, memory_budget_bytes=mem,
+        progress=lambda f, msg: progress(f, desc=msg),
+    )
+    return timing_figure(sweep, mem), measured_markdown(sweep), write_csv(timing_rows(sweep), "attention_timing")
+
+
+def measured_markdown(sweep) -> str:  # noqa: ANN001 - a TimingSweep
+    """A short report of a sweep: crossovers, why it stopped, the setup."""
+    def cross(method: str) -> str:
+        n = sweep.crossover(method, "windowed")
+        return f"**{n:,} tokens**" if n is not None else "no size measured here"
+
+    why = {"size": "every size up to the token budget was measured",
+           "time": "the time budget ran out", "memory": "the next size would exceed the memory budget"}
+    retired = ", ".join(f"{m} ({r})" for m, r in sweep.retired.items())
+    return (
+        f"Windowed attention is faster in wall time than fused global attention from {cross('global_sdpa')} "
+        f"and than plain global attention from {cross('global_plain')} (in FLOPs they cross at one window, "
+        f"{sweep.window * sweep.window} tokens). Stopped because {why.get(sweep.stop_reason, sweep.stop_reason)}"
+        f"{'; retired early: ' + retired if retired else ''}. {len(sweep.rows)} measurements in "
+        f"{sweep.elapsed_s:.1f} s on {sweep.device} with {sweep.threads} thread(s)."
+    )
+
+
+def build_tab() -> None:
+    """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
+    gr.Markdown(INTRO)
+
+    gr.Markdown("### 1. One attention layer, global vs windowed")
+    gr.Markdown(EXPLAIN_ATTENTION)
+    with gr.Row():
+        dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
+                        elem_id="compute-dim")
+        window = gr.Slider(1, 32, value=7, step=1, label="window side M (tokens)", elem_id="compute-window")
+    fig1, table1, csv1 = attention_flops(96, 7)
+    plot1 = gr.Plot(value=fig1, label="FLOPs vs tokens (log-log)", elem_id="plot-attention-flops")
+    table = gr.Markdown(table1, elem_id="classic-table")
+    dl1 = gr.DownloadButton("Download CSV", value=csv1, size="sm", elem_id="csv-attention-flops")
+    gr.on([dim.change, window.change], attention_flops, [dim, window], [plot1, table, dl1],
+          api_name="attention_flops", trigger_mode="always_last")
+
+    gr.Markdown("### 2. Whole models: ViT-B/16 vs Swin-T")
+    gr.Markdown(EXPLAIN_MODELS)
+    max_res = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
+    fig2, csv2 = model_flops(1344)
+    plot2 = gr.Plot(value=fig2, label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
+    dl2 = gr.DownloadButton("Download CSV", value=csv2, size="sm", elem_id="csv-model-flops")
+    max_res.release(model_flops, [max_res], [plot2, dl2], api_name="model_flops")
+
+    gr.Markdown("### 3. Patch size, sequence length and FLOPs")
+    gr.Markdown(EXPLAIN_PATCH)
+    with gr.Row():
+        res = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
+        base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
+    fig3, csv3 = patch_size_flops(224, "ViT-B/16")
+    plot3 = gr.Plot(value=fig3, label="patch size vs FLOPs", elem_id="plot-patch-size")
+    dl3 = gr.DownloadButton("Download CSV", value=csv3, size="sm", elem_id="csv-patch-size")
+    res.release(patch_size_flops, [res, base], [plot3, dl3], api_name="patch_size_flops")
+    base.change(patch_size_flops, [res, base], [plot3, dl3], api_visibility="private")
+
+    gr.Markdown("### 4. MAE: encoder + decoder FLOPs vs masking ratio")
+    gr.Markdown(EXPLAIN_MAE)
+    names = list(mae_configs())
+    mae_name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
+    fig4, summary4, csv4 = mae_flops_chart(names[0])
+    summary = gr.Markdown(summary4, elem_id="mae-flops-summary")
+    plot4 = gr.Plot(value=fig4, label="MAE FLOPs vs masking ratio", elem_id="plot-mae-flops")
+    dl4 = gr.DownloadButton("Download CSV", value=csv4, size="sm", elem_id="csv-mae-flops")
+    mae_name.change(mae_flops_chart, [mae_name], [plot4, summary, dl4], api_name="mae_flops")
+
+    gr.Markdown("### 5. Measured on this machine")
+    gr.Markdown(EXPLAIN_MEASURED)
+    with gr.Row():
+        max_tokens = gr.Dropdown([784, 3136, 7056, 12544, 28224, 50176], value=12544,
+                                 label="token budget (largest N)", elem_id="measure-tokens")
+        t_budget = gr.Slider(2, 60, value=20, step=1, label="time budget (s)", elem_id="measure-time")
+        m_budget = gr.Slider(64, 4096, value=1024, step=64, label="memory budget (MiB)", elem_id="measure-memory")
+    run = gr.Button("Measure on this machine", variant="primary", elem_id="measure-run")
+    measured_text = gr.Markdown("Press the button: it takes up to the time budget.", elem_id="measure-summary")
+    plot5 = gr.Plot(label="measured time and memory (log-log)", elem_id="plot-measured")
+    dl5 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-measured")
+    run.click(measure_attention, [max_tokens, t_budget, m_budget], [plot5, measured_text, dl5],
+              api_name="measure_attention", concurrency_limit=1, concurrency_id="vitviz-measure")
