@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_function("document.querySelector('#mae-metrics') && "
                                    "document.querySelector('#mae-metrics').innerText.includes('of 196')",
                                    timeout=120_000)
+            page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
             page.wait_for_timeout(1500)
             page.screenshot(path=str(args.out / "mae.png"), full_page=True)
             browser.close()

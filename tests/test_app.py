@@ -78,3 +78,68 @@ def test_browser_upload_and_slider(app_url, tmp_path):
         assert first != second
         page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
         browser.close()
+
+
+def _wait_hidden(page, counts: list[int], timeout: int = 120_000) -> str:
+    """Wait until the metrics line reports one of ``counts`` hidden patches; return its text."""
+    try:
+        _wait_hidden_js(page, counts, timeout)
+    except Exception:
+        page.screenshot(path="/tmp/vitviz-test-failure.png", full_page=True)
+        raise
+    return page.locator("#mae-metrics").inner_text()
+
+
+def _wait_hidden_js(page, counts: list[int], timeout: int) -> None:
+    page.wait_for_function("(counts) => { const e = document.querySelector('#mae-metrics');"
+                           " return e && counts.some(c => e.innerText.includes('(' + c + ' hidden)')); }",
+                           arg=counts, timeout=timeout)
+
+
+def _hidden_count(text: str) -> int:
+    import re
+
+    return int(re.search(r"\((\d+) hidden\)", text).group(1))
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_slider_stops_paint_and_sweep(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(app_url)
+        # The page opens on an example photo: the first stop appears without an upload.
+        page.wait_for_function("document.querySelector('#mae-metrics') && "
+                               "document.querySelector('#mae-metrics').innerText.includes('147 hidden')",
+                               timeout=120_000)
+        # The ratio sweep fills in: one MSE point per stop with hidden patches (19 of the 20 stops).
+        page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
+        n_points = page.evaluate("document.querySelector('#mae-sweep-chart .js-plotly-plot').data[0].x.length")
+        assert n_points == 19
+        assert page.locator("#mae-thumbs img").count() >= 4
+        # Drag across several stops: each one shows a new reconstruction.
+        slider = page.locator("#mae-ratio input[type=range]")
+        seen = {_panel(page, "panel-reconstruction").__repr__()}
+        text = page.locator("#mae-metrics").inner_text()
+        for value, expected in (("0.8", 157), ("0.85", 167), ("0.5", 98), ("0.75", 147)):
+            slider.fill(value)
+            text = _wait_hidden(page, [expected])
+            seen.add(_panel(page, "panel-reconstruction").__repr__())
+        assert len(seen) >= 3
+        # Paint: clicking two patches of the Original panel toggles them.
+        before_img = _panel(page, "panel-reconstruction")
+        box = page.locator("#panel-original img").first.bounding_box()
+        side = min(box["width"], box["height"])  # the square image is drawn centred (object-fit: contain)
+        x0, y0 = box["x"] + (box["width"] - side) / 2, box["y"] + (box["height"] - side) / 2
+        for fx, fy in ((0.1, 0.1), (0.55, 0.45)):
+            old = _hidden_count(text)
+            page.mouse.click(x0 + fx * side, y0 + fy * side)
+            text = _wait_hidden(page, [old - 1, old + 1])
+            page.wait_for_timeout(300)
+            after_img = _panel(page, "panel-reconstruction")
+            assert after_img != before_img
+            before_img = after_img
+        assert page.locator("#mae-paint input[type=checkbox]").is_checked()
+        browser.close()

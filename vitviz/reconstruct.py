@@ -94,16 +94,43 @@ def check_mask(mask: np.ndarray | torch.Tensor, grid: tuple[int, int]) -> torch.
     return m
 
 
+def buckets(counts: list[int], max_padding: float = 0.25, max_batch: int = 8) -> list[list[int]]:
+    """Group items by size so that padding each group to its largest wastes little.
+
+    Args:
+        counts: visible-token count of each mask.
+        max_padding: an item joins a group if it is at least ``1 - max_padding`` of the
+            group's largest count.
+        max_batch: largest group.
+
+    Returns:
+        Lists of indices into ``counts``, largest counts first.
+    """
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    groups: list[list[int]] = []
+    for i in order:
+        g = groups[-1] if groups else None
+        if g is not None and len(g) < max_batch and counts[i] >= (1 - max_padding) * counts[g[0]]:
+            g.append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
 @torch.inference_mode()
-def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_batch: int = 8
+            ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the MAE on one image under several masks, embedding the patches once.
 
-    Masks with equal visible counts run as one batch.
+    Masks are batched in groups of similar visible counts; within a group, shorter
+    visible sequences are padded and the padding is masked out of attention, so each
+    result equals the single-mask computation (to float rounding).
 
     Args:
         model: a loaded MAE.
         original: ``(S, S, 3)`` uint8 model view.
         masks: ``(B, gh, gw)`` bool, True = hidden.
+        max_batch: most masks run together (bounds memory).
 
     Returns:
         ``(pixels, loss)``: ``(B, 3, S, S)`` float predictions in [0, 1] space (not
@@ -127,20 +154,24 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor) -> tu
     flat = masks.reshape(b, -1).to(model.device)
     out = torch.empty(b, 3, x.shape[2], x.shape[3], device=model.device)
     losses = torch.empty(b, device=model.device)
-    keep_counts = (~flat).sum(dim=1)
-    for k in keep_counts.unique().tolist():
-        rows = (keep_counts == k).nonzero().flatten()
-        sub = flat[rows]
-        ids_keep = torch.stack([(~r).nonzero().flatten() for r in sub])
-        latent = mae.encode_tokens(tokens.expand(len(rows), -1, -1), ids_keep)
-        pred = mae.forward_decoder(latent, ids_keep)  # (n, L, p*p*3)
+    counts = (~flat).sum(dim=1).tolist()
+    for group in buckets(counts, max_batch=max_batch):
+        k = counts[group[0]]
+        ids = torch.zeros(len(group), k, dtype=torch.long, device=model.device)
+        valid = torch.zeros(len(group), k, dtype=torch.bool, device=model.device)
+        for row, i in enumerate(group):
+            vis = (~flat[i]).nonzero().flatten()
+            ids[row, : vis.numel()] = vis
+            valid[row, : vis.numel()] = True
+        latent = mae.encode_tokens(tokens.expand(len(group), -1, -1), ids, valid)
+        pred = mae.forward_decoder(latent, ids, valid)  # (n, L, p*p*3)
         err = (pred - target_space.unsqueeze(0)).pow(2).mean(dim=-1)  # (n, L)
-        hidden = sub.float()
+        hidden = flat[group].float()
+        rows = torch.tensor(group, device=model.device)
         losses[rows] = (err * hidden).sum(dim=1) / hidden.sum(dim=1).clamp(min=1)
         if model.norm_pix:
             pred = pred * (var + 1e-6).sqrt() + mu
-        img = unpatchify(pred, p, grid)  # (n, 3, S, S), normalised space
-        out[rows] = denormalize(img, cfg)
+        out[rows] = denormalize(unpatchify(pred, p, grid), cfg)
     return out, losses
 
 

@@ -6,12 +6,13 @@ import os
 
 import gradio as gr
 
-from . import mae_tab
+from . import compute_tab, mae_tab, swin_tab
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
     "# vitviz\n"
-    "Drop a photo and watch a **Masked Autoencoder** rebuild it as you move the masking ratio. "
+    "Drop a photo and watch a **Masked Autoencoder** rebuild it as you move the masking ratio; see how "
+    "**Swin**'s shifted windows work and why windowed attention scales where global attention does not. "
     "Everything runs locally; the default model, *mae-tiny*, ships with the app."
 )
 
@@ -22,7 +23,11 @@ def build_demo() -> gr.Blocks:
         gr.Markdown(INTRO)
         with gr.Tabs():
             with gr.Tab("MAE", id="mae"):
-                mae_tab.build_tab()
+                mae_tab.build_tab(demo)
+            with gr.Tab("Swin", id="swin"):
+                swin_tab.build_tab()
+            with gr.Tab("Compute", id="compute"):
+                compute_tab.build_tab()
     concurrency = int(os.environ.get("VITVIZ_CONCURRENCY", "2"))
     max_queue = int(os.environ.get("VITVIZ_MAX_QUEUE", "64"))
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)

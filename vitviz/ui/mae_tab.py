@@ -1,45 +1,77 @@
-"""The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction."""
+"""The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction.
+
+Wiring only: every number and image comes from :mod:`vitviz.mae_view`,
+:mod:`vitviz.sweep` and :mod:`vitviz.reconstruct`.
+"""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import gradio as gr
 import numpy as np
+from PIL import Image
 
+from .. import mae_view
 from ..masking import MAX_RATIO, PATTERNS
 from ..models.loading import available_models, load_model
+from ..plots import sweep_figure
 from ..reconstruct import reconstruct
+from ..sweep import STOPS, reconstruct_cached, sweep
 from .common import as_seed, example_images, require_image, user_errors
 
-PANEL_HEIGHT = 260
+PANEL_HEIGHT = 240
+NO_COMPARE = "(none)"
 
-EXPLAIN_RATIO = (
-    "**Masking ratio** — the share of 16x16 patches hidden from the encoder. MAE trains at 75%: "
-    "images are so redundant that a low ratio can be solved by copying neighbours."
+HELP_RATIO = (
+    "**Masking ratio**: the share of patches hidden from the encoder. MAE trains at **75%**: images are so "
+    "redundant that at low ratios the task is solved by copying neighbours, and nothing is learned."
 )
-EXPLAIN_ENCODER = (
-    "The encoder sees **only the visible patches** (the MAE asymmetry), so at 75% it processes a quarter "
-    "of the tokens; a light decoder fills in the rest."
+HELP_PATTERN = (
+    "**Pattern**: *random* hides patches uniformly (MAE); *block* hides large rectangles (BEiT), which is "
+    "harder; *grid* keeps one patch in every k, which is easiest. The **seed** picks the random draw; "
+    "with one seed, raising the ratio only ever hides more of the same patches."
+)
+HELP_ENCODER = (
+    "**Why the encoder skips hidden patches**: MAE's encoder runs only on visible patches (no mask tokens), "
+    "so at 75% it processes a quarter of the tokens; a small decoder sees mask tokens at the hidden positions."
+)
+HELP_PAINT = (
+    "**Paint the mask**: tick the box, then click patches of the *Original* panel to hide or show them; "
+    "the reconstruction follows your mask exactly."
+)
+HELP_VISIBLE = (
+    "The raw **reconstruction** redraws the visible patches too. They look worse than the input because the "
+    "loss is computed on hidden patches only; **reconstruction + visible** pastes the real pixels back."
 )
 
 
 def mae_model_choices() -> list[tuple[str, str]]:
-    """(label, name) pairs of MAE models; unavailable ones say why in the label."""
+    """(label, name) pairs of MAE models; unavailable ones say so in the label."""
     out = []
     for info in available_models():
-        if info.family != "mae":
-            continue
-        label = info.name if info.available else f"{info.name} (unavailable)"
-        out.append((label, info.name))
+        if info.family == "mae":
+            out.append((info.name if info.available else f"{info.name} (unavailable)", info.name))
     return out
 
 
-def metrics_markdown(r) -> str:  # noqa: ANN001 - a Reconstruction
-    """One line of numbers under the panels."""
-    return (
-        f"**Hidden-patch MSE** {r.masked_mse:.4f} · **PSNR** {r.psnr:.1f} dB (RGB in [0, 1]) · "
-        f"**model loss** {r.model_loss:.3f} (normalised pixels) · **encoder tokens** "
-        f"{r.tokens_encoded} of {r.num_patches} ({int(r.mask.sum())} hidden)"
-    )
+def model_note(name: str | None) -> str:
+    """Description, licence and availability of the picked model, as Markdown."""
+    for info in available_models():
+        if info.name == name:
+            status = "✅ available" if info.available else "⛔ unavailable"
+            reason = f" — {info.reason}" if info.reason else ""
+            return f"{info.description}  \n*{info.architecture}* · licence: {info.licence}  \n{status}{reason}"
+    return ""
+
+
+def _result(image: Any, model_name: str, ratio: float, seed: int, pattern: str, painted: np.ndarray | None):
+    model = load_model(model_name)
+    if painted is not None:
+        return model, reconstruct(model, image, mask=painted)
+    return model, reconstruct_cached(model, image, ratio, seed, pattern)[0]
 
 
 @user_errors
@@ -47,51 +79,163 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
     """Endpoint ``reconstruct``: (image, model, ratio, seed, pattern) -> four panels and metrics."""
     require_image(image)
+    model, r = _result(image, model_name, mask_ratio, as_seed(seed), pattern, None)
+    return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))
+
+
+@user_errors
+def update_view(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
+                paint: bool, painted: list | None, compare_name: str) -> tuple:
+    """Everything on screen for the current controls (private endpoint used by the page)."""
+    require_image(image)
+    s = as_seed(seed)
+    model, r = _result(image, model_name, mask_ratio, s, pattern,
+                       np.asarray(painted, dtype=bool) if paint and painted is not None else None)
+    p = mae_view.panels(r)
+    m = mae_view.metrics(model, r)
+    out = [p.original, p.masked, p.reconstruction, p.pasted, p.error, mae_view.metrics_markdown(m),
+           r.mask.tolist()]
+    if compare_name and compare_name != NO_COMPARE:
+        other = load_model(compare_name)
+        if other.module.config.grid != model.module.config.grid:
+            raise gr.Error(f"{compare_name} uses a different patch grid than {model_name}; "
+                           "compare models with the same grid")
+        q = reconstruct(other, image, mask=r.mask)
+        pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
+        out += [gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
+                mae_view.metrics_markdown(mae_view.metrics(other, q))]
+    else:
+        out += [gr.update(visible=False), None, None, None, ""]
+    return tuple(out)
+
+
+@user_errors
+def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
+              progress: gr.Progress = gr.Progress()) -> tuple:
+    """Endpoint ``sweep``: every slider stop in batched passes -> chart, thumbnails, chart data."""
+    require_image(image)
     model = load_model(model_name)
-    r = reconstruct(model, image, mask_ratio=mask_ratio, seed=as_seed(seed), pattern=pattern)
-    return r.original, r.masked, r.reconstruction, r.pasted, metrics_markdown(r)
+    progress(0.0, desc="Reconstructing every slider stop")
+    s = sweep(model, image, as_seed(seed), pattern, STOPS, progress=lambda f: progress(f, desc="Every slider stop"))
+    data = mae_view.sweep_data(model, s)
+    return sweep_figure(data), mae_view.thumbnails(s), data
 
 
-def build_tab() -> None:
-    """Create the MAE tab's components inside the caller's ``gr.Tab`` context."""
+@user_errors
+def paint_click(evt: gr.SelectData, mask: list | None, image: str | None, model_name: str) -> tuple:
+    """Toggle the clicked patch; switch paint mode on."""
+    require_image(image)
+    if mask is None:
+        raise gr.Error("Wait for the first reconstruction, then click patches to paint.")
+    model = load_model(model_name)
+    x, y = evt.index[0], evt.index[1]
+    new = mae_view.toggle_patch(np.asarray(mask, dtype=bool), x, y, model.module.patch_size)
+    return new.tolist(), True
+
+
+@user_errors
+def export(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool,
+           painted: list | None, compare_name: str) -> tuple[str, str]:
+    """Write the panels (one PNG) and the metrics (JSON) to files for download."""
+    require_image(image)
+    s = as_seed(seed)
+    model, r = _result(image, model_name, mask_ratio, s, pattern,
+                       np.asarray(painted, dtype=bool) if paint and painted is not None else None)
+    items = [mae_view.metrics(model, r)]
+    q = None
+    if compare_name and compare_name != NO_COMPARE:
+        other = load_model(compare_name)
+        q = reconstruct(other, image, mask=r.mask)
+        items.append(mae_view.metrics(other, q))
+    folder = Path(tempfile.mkdtemp(prefix="vitviz-export-"))
+    png = folder / "vitviz-mae-panels.png"
+    Image.fromarray(mae_view.export_png(r, q, (model_name, compare_name))).save(png)
+    js = folder / "vitviz-mae-metrics.json"
+    js.write_text(mae_view.export_json(items, {"seed": s, "pattern": "painted" if paint else pattern,
+                                                "mask": r.mask.astype(int).tolist()}))
+    return str(png), str(js)
+
+
+def build_tab(demo: gr.Blocks) -> None:
+    """Create the MAE tab's components inside the caller's ``gr.Tab`` context.
+
+    Args:
+        demo: the enclosing app; its page load shows the first example at once.
+    """
     examples = example_images()
     choices = mae_model_choices()
+    default_model = choices[0][1] if choices else None
+    mask_state = gr.State(None)
     with gr.Row():
-        with gr.Column(scale=1, min_width=280):
-            image = gr.Image(
-                value=examples[0] if examples else None,
-                type="filepath",
-                sources=["upload", "webcam", "clipboard"],
-                label="Your image (drop, paste or use the webcam)",
-                height=280,
-                elem_id="mae-input",
-            )
+        with gr.Column(scale=1, min_width=300):
+            image = gr.Image(value=examples[1] if len(examples) > 1 else None, type="filepath",
+                             sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
+                             height=260, elem_id="mae-input")
             if examples:
                 gr.Examples(examples=examples, inputs=image, label="Example photos")
-            model = gr.Dropdown(choices=choices, value=choices[0][1] if choices else None, label="Model",
-                                elem_id="mae-model")
+            model = gr.Dropdown(choices=choices, value=default_model, label="Model", elem_id="mae-model")
+            note = gr.Markdown(model_note(default_model), elem_id="mae-model-note")
             ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio")
-            gr.Markdown(EXPLAIN_RATIO)
+            gr.Markdown(HELP_RATIO)
             with gr.Row():
-                seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="mae-seed")
+                seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="mae-seed", min_width=80)
                 pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
-            gr.Markdown(EXPLAIN_ENCODER)
+            gr.Markdown(HELP_PATTERN)
+            paint = gr.Checkbox(False, label="Paint the mask (click patches of the Original panel)",
+                                elem_id="mae-paint")
+            gr.Markdown(HELP_PAINT)
+            compare = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + choices, value=NO_COMPARE,
+                                  label="Compare with another model (same image, same mask)", elem_id="mae-compare")
         with gr.Column(scale=3):
+            kw: dict[str, Any] = dict(type="numpy", format="png", height=PANEL_HEIGHT, interactive=False,
+                                      buttons=["download"])
             with gr.Row(equal_height=True):
-                kw = dict(type="numpy", format="png", height=PANEL_HEIGHT, interactive=False, buttons=["download"])
-                original = gr.Image(label="Original", elem_id="panel-original", **kw)
+                original = gr.Image(label="Original (click to paint)", elem_id="panel-original", **kw)
                 masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
                 recon = gr.Image(label="Reconstruction", elem_id="panel-reconstruction", **kw)
                 pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
+                error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
             metrics = gr.Markdown(elem_id="mae-metrics")
-            gr.Markdown(
-                "The raw reconstruction also redraws the visible patches; they look worse than the input "
-                "because the model was trained to predict only the hidden ones. *Reconstruction + visible* "
-                "pastes the real pixels back."
-            )
-    inputs = [image, model, ratio, seed, pattern]
-    outputs = [original, masked, recon, pasted, metrics]
-    image.change(run_reconstruct, inputs, outputs, api_name="reconstruct", trigger_mode="always_last")
-    for control in (model, ratio, seed, pattern):
-        control.change(run_reconstruct, inputs, outputs, api_visibility="private", trigger_mode="always_last",
-                       show_progress="minimal")
+            with gr.Row(visible=False, equal_height=True) as compare_row:
+                c_recon = gr.Image(label="Comparison: reconstruction", elem_id="panel-compare-reconstruction", **kw)
+                c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted", **kw)
+                c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error", **kw)
+            c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
+            gr.Markdown(HELP_VISIBLE + "\n\n" + HELP_ENCODER)
+            with gr.Row():
+                chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
+            thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90%", columns=4, height=220,
+                                format="png", elem_id="mae-thumbs", allow_preview=True)
+            with gr.Accordion("Sweep data (JSON)", open=False):
+                sweep_json = gr.JSON(elem_id="mae-sweep-json")
+            with gr.Accordion("Export", open=False, elem_id="mae-export-box"):
+                export_btn = gr.Button("Export panels (PNG) and metrics (JSON)", elem_id="mae-export", size="sm")
+                with gr.Row():
+                    png_file = gr.File(label="Panels PNG", elem_id="mae-export-png")
+                    json_file = gr.File(label="Metrics JSON", elem_id="mae-export-json")
+    api_btn = gr.Button(visible=False)
+
+    view_inputs = [image, model, ratio, seed, pattern, paint, mask_state, compare]
+    view_outputs = [original, masked, recon, pasted, error, metrics, mask_state, compare_row, c_recon, c_pasted,
+                    c_error, c_metrics]
+    sweep_inputs = [image, model, seed, pattern]
+    sweep_outputs = [chart, thumbs, sweep_json]
+    quick = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+
+    # Upload or new model/seed/pattern: show the current stop first, then fill every stop in the background.
+    demo.load(update_view, view_inputs, view_outputs, api_visibility="private", show_progress="minimal").then(
+        run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", show_progress="full")
+    for control in (image, model, seed, pattern):
+        control.change(update_view, view_inputs, view_outputs, **quick).then(
+            run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", trigger_mode="always_last",
+            show_progress="full")
+    model.change(model_note, model, note, api_visibility="private", queue=False)
+    ratio.change(update_view, view_inputs, view_outputs, **quick)
+    compare.change(update_view, view_inputs, view_outputs, **quick)
+    paint.change(update_view, view_inputs, view_outputs, **quick)
+    original.select(paint_click, [mask_state, image, model], [mask_state, paint], api_visibility="private").then(
+        update_view, view_inputs, view_outputs, **quick)
+    export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
+    api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
+                  api_name="reconstruct")
+    api_btn.click(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
