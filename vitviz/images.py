@@ -55,6 +55,8 @@ def _open(data: bytes) -> Image.Image:
         img = Image.open(io.BytesIO(data))
     except UnidentifiedImageError:
         raise ImageError("this file is not an image in a format vitviz can read (JPEG, PNG, WebP, GIF, BMP, TIFF)") from None
+    except Image.DecompressionBombError:
+        raise ImageError(f"the image has too many pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels") from None
     except Exception as exc:  # noqa: BLE001 - PIL raises many types on bad headers
         raise ImageError(f"the image header could not be read ({type(exc).__name__})") from None
     w, h = img.size
@@ -80,13 +82,8 @@ def _to_rgb(img: Image.Image) -> Image.Image:
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt data
         raise ImageError(f"the image data is truncated or corrupt ({type(exc).__name__})") from None
     mode = img.mode
-    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        arr = np.asarray(img, dtype=np.float64)
-        lo, hi = (0.0, 65535.0) if mode.startswith("I;16") else (float(np.nanmin(arr)), float(np.nanmax(arr)))
-        if mode == "F" and lo >= 0.0 and hi <= 1.0:
-            lo, hi = 0.0, 1.0
-        scaled = np.nan_to_num((arr - lo) / max(hi - lo, 1e-12), nan=0.0).clip(0, 1)
-        img = Image.fromarray((scaled * 255 + 0.5).astype(np.uint8), "L")
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        img = Image.fromarray(_scale_to_uint8(np.asarray(img), mode), "L")
         mode = "L"
     if mode == "P" or mode == "PA":
         img = img.convert("RGBA")
@@ -95,6 +92,28 @@ def _to_rgb(img: Image.Image) -> Image.Image:
         bg = Image.new("RGBA", rgba.size, (128, 128, 128, 255))
         return Image.alpha_composite(bg, rgba).convert("RGB")
     return img.convert("RGB")
+
+
+def _scale_to_uint8(arr: np.ndarray, mode: str) -> np.ndarray:
+    """Scale a single-channel high-bit-depth image to ``uint8``.
+
+    16-bit modes divide by 65535; 32-bit integer images whose values fit 8 or 16 bits
+    are scaled by that range; float images in [0, 1] are taken as they are; anything
+    else is stretched from its minimum to its maximum. NaN becomes 0.
+    """
+    a = np.asarray(arr, dtype=np.float64)
+    finite = a[np.isfinite(a)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if mode.startswith("I;16"):
+        lo, hi = 0.0, 65535.0
+    elif mode == "I" and lo >= 0 and hi <= 255:
+        lo, hi = 0.0, 255.0
+    elif mode == "I" and lo >= 0 and hi <= 65535:
+        lo, hi = 0.0, 65535.0
+    elif mode == "F" and lo >= 0 and hi <= 1:
+        lo, hi = 0.0, 1.0
+    scaled = np.nan_to_num((a - lo) / max(hi - lo, 1e-12), nan=0.0, posinf=1.0, neginf=0.0).clip(0, 1)
+    return (scaled * 255 + 0.5).astype(np.uint8)
 
 
 def load_image(source: ImageInput) -> Image.Image:

@@ -6,7 +6,7 @@ import os
 
 import gradio as gr
 
-from . import compute_tab, mae_tab, swin_tab
+from . import compute_tab, gradio_fixes, mae_tab, swin_tab
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -19,7 +19,10 @@ INTRO = (
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded until a request needs one)."""
-    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+    gradio_fixes.install()
+    # Files handed to the browser (panels, exports, CSVs) are deleted after an hour.
+    cache_age = int(os.environ.get("VITVIZ_CACHE_SECONDS", "3600"))
+    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(INTRO)
         with gr.Tabs():
             with gr.Tab("MAE", id="mae"):

@@ -168,7 +168,7 @@ def build_tab(demo: gr.Blocks) -> None:
     mask_state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            image = gr.Image(value=examples[1] if len(examples) > 1 else None, type="filepath",
+            image = gr.Image(value=examples[1] if len(examples) > 1 else None, type="filepath", image_mode=None,
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
                              height=260, elem_id="mae-input")
             if examples:
