@@ -42,3 +42,33 @@ def test_errors_exit_non_zero_with_message(tmp_path, photo_path):
     p = run("reconstruct", str(photo_path), "--model", "nope", "--out", str(tmp_path / "x.png"))
     assert p.returncode == 1 and "unknown model" in p.stderr
     assert run("frobnicate").returncode == 2
+
+
+def test_sweep_gif(tmp_path, photo_path):
+    out = tmp_path / "sweep.gif"
+    p = run("sweep", str(photo_path), "--seed", "1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    gif = Image.open(out)
+    assert gif.n_frames == 20 + 18  # up through 20 stops, then back down
+    assert "ratio 0.95" in p.stdout
+
+
+def test_flops_csv(tmp_path):
+    import csv
+
+    out = tmp_path / "classic.csv"
+    assert run("flops", "--out", str(out)).returncode == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [int(r["tokens"]) for r in rows] == [196, 784, 3136, 12544]
+    assert [float(r["products_speedup"]) for r in rows] == [4.0, 16.0, 64.0, 256.0]
+    for table in ("attention", "models", "patch-size", "mae"):
+        p = run("flops", "--table", table)
+        assert p.returncode == 0 and p.stdout.count("\n") > 3, table
+    bad = run("flops", "--table", "mae", "--mae", "nope")
+    assert bad.returncode == 1 and "unknown MAE architecture" in bad.stderr
+
+
+def test_help_for_each_command():
+    for cmd in ("models", "reconstruct", "sweep", "flops"):
+        p = run(cmd, "--help")
+        assert p.returncode == 0 and "usage" in p.stdout

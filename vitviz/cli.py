@@ -3,6 +3,8 @@
 Commands:
     models        list every model, whether it is available here and why not
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
+    sweep         an animated GIF of the reconstruction as the masking ratio rises
+    flops         the compute tables (global vs windowed attention, models, MAE) as CSV
 
 Global options (before or after the command):
     --weights-dir DIR   a local folder of weights searched first, holding files under
@@ -66,6 +68,60 @@ def _reconstruct(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from PIL import Image
+
+    from .models.loading import load_model
+    from .render import label_row
+    from .sweep import STOPS, sweep
+
+    model = load_model(args.model, device=args.device)
+    s = sweep(model, args.image, seed=args.seed, pattern=args.pattern, ratios=STOPS, cache=None)
+    frames = [Image.fromarray(label_row([(f"masked {r.mask_ratio:.0%}", r.masked),
+                                         (f"MSE {r.masked_mse:.4f}", r.pasted)])) for r in s.results]
+    frames += frames[-2:0:-1]  # play back down again
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    frames[0].save(args.out, save_all=True, append_images=frames[1:], duration=args.frame_ms, loop=0)
+    print(f"{len(s.results)} stops from 0% to 95% -> {args.out}")
+    for r, mse in zip(s.ratios, s.mse):
+        print(f"  ratio {r:.2f}: hidden-patch MSE {mse:.5f}")
+    return 0
+
+
+FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
+
+
+def _flops(args: argparse.Namespace) -> int:
+    import csv
+
+    from . import flops
+
+    if args.table == "classic":
+        rows = flops.classic_table()
+    elif args.table == "attention":
+        rows = flops.attention_scaling_rows()
+    elif args.table == "models":
+        rows = flops.model_scaling_rows()
+    elif args.table == "patch-size":
+        rows = flops.patch_size_rows()
+    else:
+        configs = flops.mae_configs()
+        if args.mae not in configs:
+            raise ValueError(f"unknown MAE architecture {args.mae!r}; choose one of {', '.join(configs)}")
+        rows = flops.mae_ratio_rows(configs[args.mae])
+    out = open(args.out, "w", newline="") if args.out is not None else sys.stdout
+    try:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (float(v) if hasattr(v, "numerator") and not isinstance(v, int) else v)
+                             for k, v in row.items()})
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command."""
     parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
@@ -89,6 +145,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON here")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_reconstruct)
+    p = sub.add_parser("sweep", parents=[common], help="an animated GIF of the reconstruction as the ratio rises")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="mae-tiny", help="model name (see `models`)")
+    p.add_argument("--seed", type=int, default=0, help="mask seed (default 0): masks nest as the ratio rises")
+    p.add_argument("--pattern", choices=PATTERNS, default="random", help="mask pattern")
+    p.add_argument("--out", type=Path, default=Path("sweep.gif"), help="output GIF (default sweep.gif)")
+    p.add_argument("--frame-ms", type=int, default=250, help="milliseconds per frame")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_sweep)
+    p = sub.add_parser("flops", parents=[common], help="the compute tables as CSV (closed-form FLOPs)")
+    p.add_argument("--table", choices=FLOPS_TABLES, default="classic",
+                   help="classic: global vs windowed attention (C=96, M=7); attention: the same over many sizes; "
+                        "models: ViT-B/16 vs Swin-T by resolution; patch-size: ViT by patch size; mae: MAE by ratio")
+    p.add_argument("--mae", default="MAE ViT-B/16", help="MAE architecture for --table mae")
+    p.add_argument("--out", type=Path, default=None, help="output CSV (default: standard output)")
+    p.set_defaults(func=_flops)
     return parser
 
 

@@ -603,7 +603,7 @@ def _windowed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, side:
     return out.reshape(b, h, side * side, d)
 
 
-class _TensorMemoryTracker(TorchDispatchMode):
+class TensorMemoryTracker(TorchDispatchMode):
     """Peak bytes of tensor storages created while active.
 
     CPU tensors have no allocator statistics, so every operator's outputs are watched
@@ -876,7 +876,7 @@ def measure_attention_scaling(
                     sync()
                     peak = torch.cuda.max_memory_allocated(device) - base
                 else:
-                    with _TensorMemoryTracker(exclude=(q, k, v)) as tracker:
+                    with TensorMemoryTracker(exclude=(q, k, v)) as tracker:
                         out = call(m, q, k, v, side)
                     peak = tracker.peak
                 del out

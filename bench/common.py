@@ -1,0 +1,47 @@
+"""Timing and memory helpers shared by the benchmarks."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from vitviz.flops import TensorMemoryTracker
+
+
+def median_seconds(fn: Callable[[], object], warmup: int = 2, repeats: int = 7, min_total: float = 0.0) -> float:
+    """Median wall time of ``fn`` after ``warmup`` calls (at least ``repeats`` timed calls)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < min_total:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 200:
+            break
+    return statistics.median(times)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: int = 7) -> dict[str, float]:
+    """Median seconds of several callables timed in alternation (fair on a noisy machine)."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def peak_mib(fn: Callable[[], object]) -> float:
+    """Peak MiB of tensor storages created while ``fn`` runs (weights and inputs excluded)."""
+    with torch.inference_mode(), TensorMemoryTracker() as tracker:
+        fn()
+    return tracker.peak / 2**20
