@@ -1,5 +1,5 @@
 """Gradio front end: the only part of vitviz that imports gradio."""
 
-from .app import build_demo
+from .app import build_demo, launch_options
 
-__all__ = ["build_demo"]
+__all__ = ["build_demo", "launch_options"]

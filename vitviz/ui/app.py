@@ -6,7 +6,7 @@ import os
 
 import gradio as gr
 
-from . import compute_tab, gradio_fixes, mae_tab, swin_tab
+from . import compute_tab, gradio_fixes, mae_tab, swin_tab, urlstate
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -24,14 +24,43 @@ def build_demo() -> gr.Blocks:
     cache_age = int(os.environ.get("VITVIZ_CACHE_SECONDS", "3600"))
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(INTRO)
-        with gr.Tabs():
-            with gr.Tab("MAE", id="mae"):
-                mae_tab.build_tab(demo)
-            with gr.Tab("Swin", id="swin"):
+        with gr.Tabs() as tabs:
+            with gr.Tab("MAE", id="mae") as t_mae:
+                mae = mae_tab.build_tab()
+            with gr.Tab("Swin", id="swin") as t_swin:
                 swin_tab.build_tab()
-            with gr.Tab("Compute", id="compute"):
+            with gr.Tab("Compute", id="compute") as t_compute:
                 compute_tab.build_tab()
+        for tab, tab_id in ((t_mae, "mae"), (t_swin, "swin"), (t_compute, "compute")):
+            tab.select(None, None, None, js=urlstate.tab_js(tab_id), queue=False, api_visibility="private")
+
+        def apply_url(request: gr.Request) -> tuple:
+            """Open the view the URL names (validated; anything unknown is ignored)."""
+            state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+            keep = gr.update()
+            return (
+                gr.Tabs(selected=state.tab) if state.tab else keep,
+                gr.update(value=state.model) if state.model else keep,
+                gr.update(value=state.ratio) if state.ratio is not None else keep,
+                gr.update(value=state.seed) if state.seed is not None else keep,
+                gr.update(value=state.pattern) if state.pattern else keep,
+            )
+
+        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern], api_visibility="private",
+                  queue=False).then(**mae.show).then(**mae.sweep)
     concurrency = int(os.environ.get("VITVIZ_CONCURRENCY", "2"))
     max_queue = int(os.environ.get("VITVIZ_MAX_QUEUE", "64"))
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
     return demo
+
+
+def launch_options() -> dict:
+    """Keyword arguments of ``demo.launch`` for a public host: page head/CSS, limits, no share link."""
+    return dict(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
+        max_file_size=os.environ.get("VITVIZ_MAX_UPLOAD", "20mb"),
+        share=False,
+        js=urlstate.JS,
+        css=urlstate.CSS,
+    )

@@ -1,4 +1,4 @@
-"""A fix for a race in Gradio's image cache, installed when the app is built.
+"""Process-wide settings for serving: an image-cache race fix and PIL's pixel limit.
 
 ``gradio.processing_utils.save_pil_to_cache`` (6.31) names each output image by the
 hash of its bytes and rewrites the file in place on every call. When two requests
@@ -52,4 +52,9 @@ def install() -> None:
     from gradio import processing_utils
 
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
+    # Gradio opens every uploaded image with PIL before vitviz sees it; make PIL's own
+    # decompression-bomb check use vitviz's pixel limit (it raises above twice the value).
+    from ..images import MAX_PIXELS
+
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
     _INSTALLED = True

@@ -7,6 +7,7 @@ Wiring only: every number and image comes from :mod:`vitviz.mae_view`,
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ..models.loading import available_models, load_model
 from ..plots import sweep_figure
 from ..reconstruct import reconstruct
 from ..sweep import STOPS, reconstruct_cached, sweep
+from . import urlstate
 from .common import as_seed, example_images, require_image, user_errors
 
 PANEL_HEIGHT = 240
@@ -61,7 +63,7 @@ def model_note(name: str | None) -> str:
     """Description, licence and availability of the picked model, as Markdown."""
     for info in available_models():
         if info.name == name:
-            status = "✅ available" if info.available else "⛔ unavailable"
+            status = "**available**" if info.available else "**unavailable**"
             reason = f" — {info.reason}" if info.reason else ""
             return f"{info.description}  \n*{info.architecture}* · licence: {info.licence}  \n{status}{reason}"
     return ""
@@ -156,11 +158,23 @@ def export(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     return str(png), str(js)
 
 
-def build_tab(demo: gr.Blocks) -> None:
+@dataclass
+class MaeTab:
+    """Handles on the tab's components, for the app's URL state and page-load event."""
+
+    model: gr.Dropdown
+    ratio: gr.Slider
+    seed: gr.Number
+    pattern: gr.Radio
+    show: dict  # keyword arguments of the event that renders the current view
+    sweep: dict  # keyword arguments of the event that fills every slider stop
+
+
+def build_tab() -> MaeTab:
     """Create the MAE tab's components inside the caller's ``gr.Tab`` context.
 
-    Args:
-        demo: the enclosing app; its page load shows the first example at once.
+    Returns:
+        Handles the app uses to apply URL state and render the first view on page load.
     """
     examples = example_images()
     choices = mae_model_choices()
@@ -172,24 +186,26 @@ def build_tab(demo: gr.Blocks) -> None:
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
                              height=260, elem_id="mae-input")
             if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+                with gr.Group(elem_classes=["vitviz-secondary"]):
+                    gr.Examples(examples=examples, inputs=image, label="Example photos")
             model = gr.Dropdown(choices=choices, value=default_model, label="Model", elem_id="mae-model")
-            note = gr.Markdown(model_note(default_model), elem_id="mae-model-note")
+            note = gr.Markdown(model_note(default_model), elem_id="mae-model-note", elem_classes=["vitviz-secondary"])
             ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio")
-            gr.Markdown(HELP_RATIO)
+            gr.Markdown(HELP_RATIO, elem_classes=["vitviz-help"])
             with gr.Row():
                 seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="mae-seed", min_width=80)
                 pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
-            gr.Markdown(HELP_PATTERN)
+            gr.Markdown(HELP_PATTERN, elem_classes=["vitviz-help"])
             paint = gr.Checkbox(False, label="Paint the mask (click patches of the Original panel)",
-                                elem_id="mae-paint")
-            gr.Markdown(HELP_PAINT)
+                                elem_id="mae-paint", elem_classes=["vitviz-secondary"])
+            gr.Markdown(HELP_PAINT, elem_classes=["vitviz-help"])
             compare = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + choices, value=NO_COMPARE,
-                                  label="Compare with another model (same image, same mask)", elem_id="mae-compare")
+                                  label="Compare with another model (same image, same mask)", elem_id="mae-compare",
+                                  elem_classes=["vitviz-secondary"])
         with gr.Column(scale=3):
             kw: dict[str, Any] = dict(type="numpy", format="png", height=PANEL_HEIGHT, interactive=False,
                                       buttons=["download"])
-            with gr.Row(equal_height=True):
+            with gr.Row(equal_height=True, elem_id="mae-panels"):
                 original = gr.Image(label="Original (click to paint)", elem_id="panel-original", **kw)
                 masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
                 recon = gr.Image(label="Reconstruction", elem_id="panel-reconstruction", **kw)
@@ -201,7 +217,7 @@ def build_tab(demo: gr.Blocks) -> None:
                 c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted", **kw)
                 c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error", **kw)
             c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
-            gr.Markdown(HELP_VISIBLE + "\n\n" + HELP_ENCODER)
+            gr.Markdown(HELP_VISIBLE + "\n\n" + HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
             thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90%", columns=4, height=220,
@@ -223,8 +239,10 @@ def build_tab(demo: gr.Blocks) -> None:
     quick = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
     # Upload or new model/seed/pattern: show the current stop first, then fill every stop in the background.
-    demo.load(update_view, view_inputs, view_outputs, api_visibility="private", show_progress="minimal").then(
-        run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", show_progress="full")
+    write_url = dict(fn=None, inputs=[model, ratio, seed, pattern], outputs=None, js=urlstate.WRITE_JS,
+                     queue=False, api_visibility="private")
+    for control in (model, ratio, seed, pattern):
+        control.change(**write_url)
     for control in (image, model, seed, pattern):
         control.change(update_view, view_inputs, view_outputs, **quick).then(
             run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", trigger_mode="always_last",
@@ -239,3 +257,8 @@ def build_tab(demo: gr.Blocks) -> None:
     api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
                   api_name="reconstruct")
     api_btn.click(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
+    return MaeTab(model, ratio, seed, pattern,
+                  show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
+                            show_progress="minimal"),
+                  sweep=dict(fn=run_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
+                             show_progress="full"))

@@ -1,0 +1,61 @@
+import os
+
+import pytest
+
+from vitviz.ui.urlstate import UrlState, parse_query, tab_js
+from tests.test_app import CHROMIUM, LAUNCH_ARGS
+
+
+def test_parse_query_validates_everything():
+    s = parse_query({"tab": "swin", "model": "mae-tiny", "ratio": "0.61", "seed": "3", "pattern": "block",
+                     "layer": "4", "presenter": "1"})
+    assert s == UrlState("swin", "mae-tiny", 0.6, 3, "block", 4, True)
+    bad = parse_query({"tab": "../etc", "model": "/etc/passwd", "ratio": "nan", "seed": "-1", "pattern": "x",
+                       "layer": "1e9", "presenter": "maybe"})
+    assert bad == UrlState()
+    assert parse_query({"ratio": "0.99"}).ratio is None and parse_query({"seed": "2.5"}).seed is None
+    with pytest.raises(ValueError):
+        tab_js("nope")
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_url_round_trip_and_presenter(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app_url + "?tab=mae&ratio=0.6&seed=3&pattern=block")
+        page.wait_for_function("document.querySelector('#mae-metrics') && "
+                               "document.querySelector('#mae-metrics').innerText.includes('(118 hidden)')",
+                               timeout=120_000)
+        assert page.locator("#mae-pattern input[value=block]").is_checked()
+        assert page.locator("#mae-seed input").input_value() == "3"
+        # Moving the slider writes the new state into the URL ...
+        page.locator("#mae-ratio input[type=range]").fill("0.8")
+        page.wait_for_function("window.location.search.includes('ratio=0.80')", timeout=30_000)
+        shared = page.url
+        assert "seed=3" in shared and "pattern=block" in shared
+        # ... and a teacher's link opens the same view in a fresh page.
+        other = browser.new_page(viewport={"width": 1400, "height": 1000})
+        other.goto(shared)
+        other.wait_for_function("document.querySelector('#mae-metrics') && "
+                                "document.querySelector('#mae-metrics').innerText.includes('(157 hidden)')",
+                                timeout=120_000)
+        assert other.locator("#mae-pattern input[value=block]").is_checked()
+        # Presenter layout: explanations hidden, panels larger, keys step the ratio.
+        normal_h = other.locator("#panel-reconstruction img").first.bounding_box()["height"]
+        pres = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pres.goto(app_url + "?presenter=1&ratio=0.5")
+        pres.wait_for_function("document.querySelector('#mae-metrics') && "
+                               "document.querySelector('#mae-metrics').innerText.includes('(98 hidden)')",
+                               timeout=120_000)
+        assert pres.evaluate("document.body.classList.contains('vitviz-presenter')")
+        assert not pres.locator(".vitviz-help").first.is_visible()
+        assert pres.locator("#panel-reconstruction img").first.bounding_box()["height"] > normal_h * 1.3
+        pres.locator("body").click(position={"x": 5, "y": 5})
+        pres.keyboard.press("ArrowRight")
+        pres.wait_for_function("document.querySelector('#mae-metrics').innerText.includes('(108 hidden)')",
+                               timeout=60_000)
+        pres.screenshot(path="/tmp/vitviz-presenter.png", full_page=True)
+        browser.close()
