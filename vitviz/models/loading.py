@@ -91,6 +91,9 @@ class LoadedModel:
         data_config: input size and normalisation.
         device: where the module lives.
         norm_pix: True if predictions are per-patch normalised pixels.
+        random_init: True when the module holds *random* weights (the architecture
+            only, built by ``load_model(..., random_init=True)``): its maps show the
+            architecture, not anything learned.
     """
 
     name: str
@@ -99,6 +102,7 @@ class LoadedModel:
     data_config: DataConfig
     device: torch.device
     norm_pix: bool = False
+    random_init: bool = False
 
     @property
     def family(self) -> str:
@@ -488,6 +492,41 @@ def _build_timm(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig
     return module, timm_data_config(module), False
 
 
+#: Seed of the weights built by ``load_model(..., random_init=True)``.
+RANDOM_INIT_SEED = 0
+
+
+def _build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
+    """The architecture of ``spec`` with random weights (no file, no network).
+
+    The initialisation runs inside ``torch.random.fork_rng`` seeded with
+    :data:`RANDOM_INIT_SEED`, so the weights depend only on the model name and the
+    caller's global RNG state is untouched.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_INIT_SEED)
+        if spec.family == "mae":
+            assert spec.mae_config is not None
+            module: nn.Module = MaskedAutoencoderViT(spec.mae_config)
+            data_config = DataConfig(input_size=spec.mae_config.img_size)
+        else:
+            from .timm_models import create_timm, timm_data_config
+
+            assert spec.timm_name is not None
+            module = create_timm(spec.timm_name)
+            data_config = timm_data_config(module)
+    norm_pix = bool(spec.mae_config is not None and (spec.mae_config.norm_pix_loss or spec.norm_pix))
+    return module, data_config, norm_pix
+
+
+def _load_random(spec: ModelSpec, device: torch.device) -> LoadedModel:
+    """:func:`_build_random` as a :class:`LoadedModel` (eval mode, gradients off, ``random_init=True``)."""
+    with torch.no_grad():
+        module, data_config, norm_pix = _build_random(spec)
+        module.eval().requires_grad_(False).to(device)
+    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, random_init=True)
+
+
 def _load_uncached(spec: ModelSpec, device: torch.device) -> LoadedModel:
     ok, reason = _availability(spec)
     if not ok:
@@ -509,14 +548,14 @@ class _ModelCache:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
-        self._models: OrderedDict[tuple[str, str, str], LoadedModel] = OrderedDict()
+        self._models: OrderedDict[tuple[str, str, str, bool], LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
-        self._key_locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._key_locks: dict[tuple[str, str, str, bool], threading.Lock] = {}
         self.loads = 0
 
-    def get(self, spec: ModelSpec, device: torch.device) -> LoadedModel:
+    def get(self, spec: ModelSpec, device: torch.device, random_init: bool = False) -> LoadedModel:
         # The weights folder is part of the key: changing it must not serve another file's model.
-        key = (spec.name, str(device), str(weights_dir() or ""))
+        key = (spec.name, str(device), "" if random_init else str(weights_dir() or ""), random_init)
         with self._lock:
             if key in self._models:
                 self._models.move_to_end(key)
@@ -527,7 +566,7 @@ class _ModelCache:
                 if key in self._models:
                     self._models.move_to_end(key)
                     return self._models[key]
-            model = _load_uncached(spec, device)
+            model = _load_random(spec, device) if random_init else _load_uncached(spec, device)
             with self._lock:
                 self.loads += 1
                 self._models[key] = model
@@ -547,7 +586,7 @@ class _ModelCache:
 CACHE = _ModelCache(MAX_MODELS)
 
 
-def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
+def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False) -> LoadedModel:
     """Load a registered model (cached).
 
     Looks in the weights folder, then the caches, then (unless offline) downloads
@@ -557,6 +596,11 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     Args:
         name: a registry name (see :func:`available_models`).
         device: ``None`` picks CUDA when present, else CPU.
+        random_init: build the architecture with random weights instead (seeded,
+            offline, never touches a weight file); the result has
+            ``random_init=True`` so that views can say their maps show the
+            architecture, not learned attention. Cached separately from the
+            pretrained model.
 
     Raises:
         ValueError: unknown name (the message lists the valid ones).
@@ -565,4 +609,4 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     """
     spec = get_spec(name)
     dev = default_device() if device is None else torch.device(device)
-    return CACHE.get(spec, dev)
+    return CACHE.get(spec, dev, bool(random_init))

@@ -1,0 +1,218 @@
+"""The Attention tab: its handlers, its named endpoints, and a click in the browser."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import free_port
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run"]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _select(x: float, y: float):
+    import gradio as gr
+
+    return gr.SelectData(None, {"index": [x, y], "value": None})
+
+
+# ----------------------------------------------------------------------------- handlers
+
+
+def test_model_choices_offer_random_weight_architectures():
+    from vitviz.ui.attention_tab import model_choices, parse_choice
+
+    values = [v for _, v in model_choices()]
+    assert values[0] == "mae-tiny"
+    for name in ("vit-base", "deit-small-distilled", "dino-small"):
+        assert f"{name}:random" in values
+    assert not any(v.startswith("swin") for v in values)
+    assert parse_choice("vit-base:random") == ("vit-base", True)
+    assert parse_choice("mae-tiny") == ("mae-tiny", False)
+
+
+def test_views_on_mae_tiny(photo_path):
+    from vitviz.ui import attention_tab as t
+
+    out = t.update_all(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4, False, "mean", 0.0)
+    overlay, grid, info, cls_img, _, roll, roll_text, fig, top5, note, query = out
+    assert overlay.shape == (t.VIEW, t.VIEW, 3) and roll.shape == (t.VIEW, t.VIEW, 3)
+    assert "Layer 2 of 8" in info and "row 3, col 4" in info and query == "patch"
+    assert "sums to 1.000" in roll_text
+    assert len(fig.data[0].x) == 8 * 3
+    assert top5["visible"] is False and "no ImageNet labels" in note
+    other, _, info2 = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 10, 1)
+    assert not np.array_equal(other, overlay) and "row 10, col 1" in info2
+    cls_overlay, _, cls_info = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 8, "cls", 0, 0)
+    assert "class token" in cls_info and "Layer 8 of 8" in cls_info
+    r2, _ = t.rollout(str(photo_path), "mae-tiny", "encoder", 0.0, 0, "max", 0.5)
+    assert not np.array_equal(r2, roll)
+
+
+def test_masked_encoder_and_clicks(photo_path):
+    import gradio as gr
+
+    from vitviz.masking import make_mask
+    from vitviz.ui import attention_tab as t
+
+    mask = make_mask((14, 14), 0.75, 0).numpy()
+    hidden_r, hidden_c = (int(v) for v in np.argwhere(mask)[0])
+    visible_r, visible_c = (int(v) for v in np.argwhere(~mask)[0])
+    px = lambda v: (v + 0.5) * t.VIEW / 14  # noqa: E731 - pixel centre of a patch in the overlay
+    args = (str(photo_path), "mae-tiny", "encoder", 0.75, 0)
+    assert t.pick_patch(_select(px(visible_c), px(visible_r)), *args) == (visible_r, visible_c, "patch")
+    with pytest.raises(gr.Error, match="hidden by the mask"):
+        t.pick_patch(_select(px(hidden_c), px(hidden_r)), *args)
+    with pytest.raises(gr.Error, match="hidden by the mask"):
+        t.attention_query(*args, 1, "patch", hidden_r, hidden_c)
+    out = t.update_all(*args, 1, "patch", hidden_r, hidden_c, True, "mean", 0.0)
+    assert out[-1] == "cls"  # a hidden query patch falls back to the class token
+    assert "49 patch tokens" in out[2] and "never sees them" in out[2]
+    dec = t.update_all(str(photo_path), "mae-tiny", "decoder", 0.75, 0, 4, "patch", hidden_r, hidden_c, False,
+                       "mean", 0.0)
+    assert "mask token" in dec[2] and "Layer 4 of 4" in dec[2]
+
+
+def test_errors_become_messages(photo_path):
+    import gradio as gr
+
+    from vitviz.ui import attention_tab as t
+
+    with pytest.raises(gr.Error, match="layer must be 1..8"):
+        t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 9, "cls", 0, 0)
+    with pytest.raises(gr.Error, match="distillation"):
+        t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 1, "dist", 0, 0)
+    with pytest.raises(gr.Error, match="head fusion"):
+        t.rollout(str(photo_path), "mae-tiny", "encoder", 0.0, 0, "median", 0.0)
+    with pytest.raises(gr.Error, match="Drop an image"):
+        t.attention_distance(None, "mae-tiny", "encoder", 0.0, 0)
+    with pytest.raises(gr.Error, match="Model unavailable"):
+        t.attention_distance(str(photo_path), "vit-base", "encoder", 0.0, 0)
+    assert t.step_layer(1, 8, -1) == 1 and t.step_layer(8, 8, +1) == 8 and t.step_layer(3, 8, +1) == 4
+
+
+def test_random_deit_shows_both_tokens_and_labels(photo_path):
+    from vitviz.ui import attention_tab as t
+
+    note, part, mae_box, layer, query, depth = t.on_model("deit-small-distilled:random", 20, "decoder")
+    assert "Random weights" in note and depth == 12 and layer["maximum"] == 12 and layer["value"] == 12
+    assert part["visible"] is False and part["value"] == "encoder"
+    assert "dist" in [v for _, v in query["choices"]]
+    assert t.on_model("vit-base:random", 3, "encoder", "dist")[4]["value"] == "cls"
+    out = t.update_all(str(photo_path), "deit-small-distilled:random", "encoder", 0.0, 0, 12, "dist", 0, 0, True,
+                       "mean", 0.2)
+    cls_img = out[3]
+    assert cls_img.shape[1] > 2 * 3 * t.TILE  # class and distillation panels side by side
+    assert "distillation token" in out[2] and "(random weights)" in out[2]
+    assert out[8]["visible"] is True and len(out[8]["value"]) == 5 and "mean nothing" in out[9]
+
+
+# ----------------------------------------------------------------------------- served app
+
+
+@pytest.fixture(scope="module")
+def attention_app():
+    """The tab alone in a Blocks app on a free loopback port."""
+    import gradio as gr
+
+    from vitviz.ui import attention_tab
+
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tabs():
+            with gr.Tab("Attention", id="attention"):
+                attention_tab.build_tab(demo)
+    demo.queue(default_concurrency_limit=2)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        demo.close()
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+
+
+def test_named_endpoints(attention_app, photo_path):
+    from gradio_client import Client, handle_file
+
+    client = Client(attention_app, verbose=False)
+    img = handle_file(str(photo_path))
+    overlay, heads, info = client.predict(img, "mae-tiny", "encoder", 0.0, 0, 3, "patch", 5, 6,
+                                          api_name="/attention_query")
+    assert np.asarray(Image.open(overlay)).shape[:2] == (448, 448) and "row 5, col 6" in info
+    roll, text = client.predict(img, "mae-tiny", "encoder", 0.0, 0, "min", 0.3, api_name="/rollout")
+    assert "sums to 1.000" in text
+    fig = client.predict(img, "mae-tiny", "encoder", 0.0, 0, api_name="/attention_distance")
+    assert fig
+    with pytest.raises(Exception, match="layer must be|greater than maximum"):
+        client.predict(img, "mae-tiny", "encoder", 0.0, 0, 99, "cls", 0, 0, api_name="/attention_query")
+
+
+def _src(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id} img").first.get_attribute("src") or ""
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_click_a_patch_changes_the_overlay(attention_app, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(attention_app)
+            page.wait_for_function("document.querySelector('#attn-query-info') && "
+                                   "document.querySelector('#attn-query-info').innerText.includes('row 7, col 7')",
+                                   timeout=120_000)
+            before = _src(page, "attn-query-overlay")
+            box = page.locator("#attn-query-overlay img").first.bounding_box()
+            side = min(box["width"], box["height"])  # the square image is drawn centred (object-fit: contain)
+            x0, y0 = box["x"] + (box["width"] - side) / 2, box["y"] + (box["height"] - side) / 2
+            page.mouse.click(x0 + (2.5 / 14) * side, y0 + (11.5 / 14) * side)  # patch (row 11, col 2)
+            page.wait_for_function("document.querySelector('#attn-query-info').innerText.includes('row 11, col 2')",
+                                   timeout=60_000)
+            page.wait_for_function("(b) => document.querySelector('#attn-query-overlay img').src !== b",
+                                   arg=before, timeout=60_000)
+            assert page.locator("#attn-row input").input_value() == "11"
+            assert page.locator("#attn-col input").input_value() == "2"
+            # the keyboard steps through layers
+            page.locator("#attn-query-info").click()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("document.querySelector('#attn-query-info').innerText.includes('Layer 2 of 8')",
+                                   timeout=60_000)
+            page.locator("#attn-next").click()
+            page.wait_for_function("document.querySelector('#attn-query-info').innerText.includes('Layer 3 of 8')",
+                                   timeout=60_000)
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
