@@ -357,3 +357,101 @@ def sweep_figure(data: dict) -> go.Figure:
                       margin=dict(l=60, r=60, t=50, b=50), legend=dict(orientation="h", y=-0.25),
                       hovermode="x unified", template="plotly_white")
     return fig
+
+
+def attention_distance_figure(distance: np.ndarray, title: str, reference: float | None = None,
+                              max_px: float | None = None) -> go.Figure:
+    """Mean attention distance of every head against layer depth (the ViT paper's figure 7).
+
+    Args:
+        distance: ``(L, H)`` mean attention distance in input pixels
+            (:meth:`vitviz.attention.AttentionMaps.mean_distance`).
+        title: figure title (model and image).
+        reference: the distance under uniform attention over the same patches, drawn
+            as a dashed line (what a head that looks everywhere equally would score).
+        max_px: top of the y axis (default: a little above the largest value).
+
+    Returns:
+        One dot per head at its layer (1-based), coloured by head; hover names both.
+    """
+    d = np.asarray(distance, dtype=np.float64)
+    n_layers, n_heads = d.shape
+    layers = np.repeat(np.arange(1, n_layers + 1), n_heads)
+    heads = np.tile(np.arange(1, n_heads + 1), n_layers)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=layers, y=d.reshape(-1), mode="markers", name="one head",
+        marker=dict(size=9, color=heads, colorscale="Viridis", opacity=0.85, line=dict(width=0.5, color="#333"),
+                    colorbar=dict(title=dict(text="head"), thickness=12, len=0.8), cmin=1, cmax=max(n_heads, 2)),
+        customdata=np.stack([heads], axis=-1),
+        hovertemplate="layer %{x}, head %{customdata[0]}<br>mean distance %{y:.1f} px<extra></extra>",
+    ))
+    if reference is not None:
+        fig.add_hline(y=float(reference), line=dict(color="#888", dash="dash"),
+                      annotation_text=f"uniform attention: {reference:.0f} px", annotation_position="top left")
+    top = float(max_px) if max_px is not None else 1.1 * max(float(d.max()) if d.size else 1.0,
+                                                             float(reference or 0.0))
+    fig.update_xaxes(title_text="network depth (layer)", dtick=1, range=[0.5, n_layers + 0.5])
+    fig.update_yaxes(title_text="mean attention distance (pixels of the input)", range=[0, top])
+    fig.update_layout(showlegend=False)
+    return _layout(fig, title, height=400)
+
+
+def pixel_vector_figure(values: np.ndarray, patch_size: int, title: str = "") -> go.Figure:
+    """A flattened patch as a line: value against position in the vector, dots coloured by channel.
+
+    Args:
+        values: ``(P*P*3,)`` in [0, 1], ordered (row, column, channel) as
+            :func:`vitviz.patches.patchify` flattens a patch.
+        patch_size: ``P``.
+        title: figure title.
+    """
+    v = np.asarray(values, dtype=np.float32).reshape(-1)
+    idx = np.arange(v.size)
+    pix = idx // 3
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=idx, y=v, mode="lines", line=dict(color="#bbbbbb", width=1), hoverinfo="skip",
+                             showlegend=False))
+    for ch, (name, color) in enumerate((("R", "#d62728"), ("G", "#2ca02c"), ("B", "#1f77b4"))):
+        sel = idx % 3 == ch
+        fig.add_trace(go.Scatter(
+            x=idx[sel], y=v[sel], mode="markers", name=name, marker=dict(color=color, size=4 if v.size <= 768 else 2),
+            customdata=np.stack([pix[sel] // patch_size, pix[sel] % patch_size], axis=-1),
+            hovertemplate=(f"element %{{x}}: {name} of pixel (row %{{customdata[0]}}, col %{{customdata[1]}})"
+                           "<br>value %{y:.3f}<extra></extra>"),
+        ))
+    fig.update_xaxes(title_text=f"position in the flattened vector (0..{v.size - 1}: pixel by pixel, R G B)",
+                     range=[-1, v.size])
+    fig.update_yaxes(title_text="value (RGB in [0, 1])", range=[-0.02, 1.02])
+    _layout(fig, title or f"flattened patch: {patch_size}x{patch_size}x3 = {v.size} numbers", height=280)
+    fig.update_layout(margin=dict(l=60, r=20, t=50, b=50))
+    return fig
+
+
+def embedding_figure(values: np.ndarray, title: str = "", width: int | None = None) -> go.Figure:
+    """A token embedding (``D`` numbers) as a small diverging heatmap, wrapped into rows.
+
+    Args:
+        values: ``(D,)``.
+        title: figure title.
+        width: numbers per heatmap row (default 32 when ``D >= 192`` is a multiple of 32, else 16).
+    """
+    v = np.asarray(values, dtype=np.float32).reshape(-1)
+    d = v.size
+    w = width or (32 if d >= 192 and d % 32 == 0 else 16)
+    rows = -(-d // w)
+    z = np.full(rows * w, np.nan, dtype=np.float32)
+    z[:d] = v
+    z = z.reshape(rows, w)
+    dims = np.arange(rows * w).reshape(rows, w)
+    top = float(np.nanmax(np.abs(v))) if d else 1.0
+    fig = go.Figure(go.Heatmap(
+        z=z, customdata=dims, colorscale="RdBu", reversescale=True, zmid=0, zmin=-top, zmax=top, xgap=1, ygap=1,
+        colorbar=dict(thickness=10, len=0.9),
+        hovertemplate="dimension %{customdata}: %{z:.4f}<extra></extra>",
+    ))
+    fig.update_xaxes(showticklabels=False, title_text=f"{d} dimensions, {w} per row", constrain="domain")
+    fig.update_yaxes(showticklabels=False, autorange="reversed", scaleanchor="x", constrain="domain")
+    _layout(fig, title or f"embedding ({d} numbers)", height=280)
+    fig.update_layout(margin=dict(l=20, r=20, t=50, b=40))
+    return fig
