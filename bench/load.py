@@ -16,24 +16,14 @@ server. Traffic goes to 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -53,22 +43,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-requests", type=int, default=50, help="per user")
     ap.add_argument("--url", default=None, help="use a running app instead of starting one")
     args = ap.parse_args(argv)
+    if args.url is not None:
+        return run_load(args, args.url, None)
+    sys.path.insert(0, str(ROOT))
+    from tests.appserver import running_app
+
+    with running_app() as (url, proc):
+        return run_load(args, url, proc)
+
+
+def run_load(args: argparse.Namespace, url: str, proc: subprocess.Popen | None) -> int:
+    """Drive ``args.users`` clients against ``url``; print the table; 0 if no errors."""
     from gradio_client import Client, handle_file
 
-    proc = None
-    url = args.url
-    if url is None:
-        port = _free_port()
-        env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1")
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}/"
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
     photos = sorted((ROOT / "assets" / "examples").glob("*.jpg"))
     latencies: list[float] = []
     errors: list[str] = []
@@ -99,9 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         t.join(timeout=args.seconds + 120)
     wall = time.monotonic() - t_start
     peak = _peak_rss_mb(proc.pid) if proc is not None else float("nan")
-    if proc is not None:
-        proc.terminate()
-        proc.wait(timeout=30)
     lat = sorted(latencies)
     p50 = statistics.median(lat) * 1000 if lat else float("nan")
     p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))] * 1000 if lat else float("nan")

@@ -28,13 +28,10 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -149,27 +146,12 @@ def sweep_row(name: str, model: LoadedModel, repeats: int) -> dict:
             "vitviz_mib": peak_mib(batched), "peer_mib": peak_mib(single), "max_abs_diff": float("nan")}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def app_rows(calls: int) -> list[dict]:
     from gradio_client import Client, handle_file
 
-    port = _free_port()
-    env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
+    from tests.appserver import running_app
+
+    with running_app() as (url, _proc):
         client = Client(url, verbose=False)
         photo = handle_file(str(EXAMPLE))
         client.predict(photo, "mae-tiny", 0.75, 0, "random", api_name="/reconstruct")  # warm-up, model load
@@ -183,9 +165,6 @@ def app_rows(calls: int) -> list[dict]:
             t0 = time.perf_counter()
             client.predict(photo, "mae-tiny", ratio, 1000 + i, "random", api_name="/reconstruct")
             uncached.append(time.perf_counter() - t0)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
     def pct(v: list[float], q: float) -> float:
         s = sorted(v)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+from tests.appserver import free_port, running_app  # noqa: F401 - free_port re-exported
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets" / "examples"
@@ -53,40 +50,9 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
     """Start ``python app.py`` on a free loopback port; yield its URL; stop it after."""
-    port = free_port()
-    env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
-               GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2")
     log = tmp_path_factory.mktemp("app") / "app.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 180
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited early:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError(f"app did not start in time:\n{log.read_text()}")
-            time.sleep(0.5)
+    with running_app(log=log, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2") as (url, _proc):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()

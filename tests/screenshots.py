@@ -11,16 +11,12 @@ panels, and saves one PNG per tab. Stops the app afterwards.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.conftest import free_port  # noqa: E402
+from tests.appserver import running_app  # noqa: E402
 from tests.test_app import CHROMIUM, LAUNCH_ARGS  # noqa: E402
 
 
@@ -31,18 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(360):
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
+    with running_app() as (url, _proc):
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
@@ -55,10 +40,21 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
             page.wait_for_timeout(1500)
             page.screenshot(path=str(args.out / "mae.png"), full_page=True)
+            for name, ready in (("Patches", "#patches-overlay img"),
+                                ("Attention", "#attn-query-overlay img"),
+                                ("Swin", ".js-plotly-plot"), ("Compute", ".js-plotly-plot")):
+                page.get_by_role("tab", name=name).click()
+                page.wait_for_selector(ready, timeout=180_000)
+                page.wait_for_timeout(4000)
+                page.screenshot(path=str(args.out / f"{name.lower()}.png"), full_page=True)
+            presenter = browser.new_page(viewport={"width": 1600, "height": 1000})
+            presenter.goto(url + "?presenter=1&ratio=0.75")
+            presenter.wait_for_function("document.querySelector('#mae-metrics') && "
+                                        "document.querySelector('#mae-metrics').innerText.includes('of 196')",
+                                        timeout=120_000)
+            presenter.wait_for_timeout(1500)
+            presenter.screenshot(path=str(args.out / "presenter.png"))
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
     print(f"screenshots in {args.out}")
     return 0
 

@@ -6,12 +6,13 @@ import os
 
 import gradio as gr
 
-from . import compute_tab, gradio_fixes, mae_tab, swin_tab, urlstate
+from . import attention_tab, compute_tab, gradio_fixes, mae_tab, patches_tab, swin_tab, urlstate
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
     "# vitviz\n"
-    "Drop a photo and watch a **Masked Autoencoder** rebuild it as you move the masking ratio; see how "
+    "Drop a photo and watch a **Masked Autoencoder** rebuild it as you move the masking ratio; take an image "
+    "apart into **patches** and positions; click a patch to see where every **attention** head looks; see how "
     "**Swin**'s shifted windows work and why windowed attention scales where global attention does not. "
     "Everything runs locally; the default model, *mae-tiny*, ships with the app."
 )
@@ -27,11 +28,16 @@ def build_demo() -> gr.Blocks:
         with gr.Tabs() as tabs:
             with gr.Tab("MAE", id="mae") as t_mae:
                 mae = mae_tab.build_tab()
+            with gr.Tab("Patches", id="patches") as t_patches:
+                patches_tab.build_tab(demo)
+            with gr.Tab("Attention", id="attention") as t_attention:
+                attention_tab.build_tab(demo)
             with gr.Tab("Swin", id="swin") as t_swin:
                 swin_tab.build_tab()
             with gr.Tab("Compute", id="compute") as t_compute:
                 compute_tab.build_tab()
-        for tab, tab_id in ((t_mae, "mae"), (t_swin, "swin"), (t_compute, "compute")):
+        for tab, tab_id in ((t_mae, "mae"), (t_patches, "patches"), (t_attention, "attention"), (t_swin, "swin"),
+                            (t_compute, "compute")):
             tab.select(None, None, None, js=urlstate.tab_js(tab_id), queue=False, api_visibility="private")
 
         def apply_url(request: gr.Request) -> tuple:

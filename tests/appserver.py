@@ -1,0 +1,62 @@
+"""Start the app on a free loopback port for tests, benchmarks and screenshots."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_app(log: Path | None = None, timeout: float = 300.0, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run ``python app.py`` on a free loopback port; yield ``(url, process)``; stop it after.
+
+    Args:
+        log: file for the app's output (default: discarded).
+        timeout: seconds to wait for the first page.
+        env: extra environment variables.
+    """
+    port = free_port()
+    full_env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
+                    GRADIO_ANALYTICS_ENABLED="False", **env)
+    out = log.open("w") if log is not None else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError("the app exited early" + (f":\n{log.read_text()}" if log else ""))
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("the app did not start in time" + (f":\n{log.read_text()}" if log else ""))
+            time.sleep(0.5)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log is not None:
+            out.close()
