@@ -59,3 +59,24 @@ def test_url_round_trip_and_presenter(app_url):
                                timeout=60_000)
         pres.screenshot(path="/tmp/vitviz-presenter.png", full_page=True)
         browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_tour_steps_open_their_tabs(app_url):
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.ui.app import TOUR
+
+    assert [t for t, _, _ in TOUR] == ["patches", "attention", "mae", "swin", "compute"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app_url)
+        page.get_by_text("Tour: from pixels").click()
+        page.locator("#tour-swin").click()
+        page.wait_for_function("window.location.search.includes('tab=swin')", timeout=30_000)
+        assert page.get_by_role("tab", name="Swin").get_attribute("aria-selected") == "true"
+        page.locator("#tour-patches").click()
+        page.wait_for_function("window.location.search.includes('tab=patches')", timeout=30_000)
+        assert page.get_by_role("tab", name="Patches").get_attribute("aria-selected") == "true"
+        browser.close()

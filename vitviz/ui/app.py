@@ -18,6 +18,21 @@ INTRO = (
 )
 
 
+#: The guided tour: (tab id, step title, one sentence).
+TOUR: tuple[tuple[str, str, str], ...] = (
+    ("patches", "Patches", "A ViT cuts the image into a grid of patches, flattens each one and projects it to a "
+                           "token; position embeddings tell the model where each token came from."),
+    ("attention", "Attention", "Every token looks at every other token in every layer; click a patch to see where "
+                               "each head looks, and roll the layers up into one map."),
+    ("mae", "Masked autoencoder", "Hide 75% of the patches and the encoder sees only the rest; a light decoder has to "
+                                  "paint the hidden ones back from context."),
+    ("swin", "Swin", "Swin keeps attention inside 7x7 windows and shifts them every other block, so information "
+                     "still crosses window borders."),
+    ("compute", "Compute", "Global attention costs grow with the square of the token count, windowed attention "
+                           "linearly: the charts and a measurement on this machine show where that matters."),
+)
+
+
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded until a request needs one)."""
     gradio_fixes.install()
@@ -25,6 +40,14 @@ def build_demo() -> gr.Blocks:
     cache_age = int(os.environ.get("VITVIZ_CACHE_SECONDS", "3600"))
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(INTRO)
+        tour_buttons = []
+        with gr.Accordion("Tour: from pixels to tokens to masked image modeling, in five steps", open=False,
+                          elem_id="tour", elem_classes=["vitviz-secondary"]):
+            for i, (tab_id, title, sentence) in enumerate(TOUR, start=1):
+                with gr.Row(equal_height=True):
+                    gr.Markdown(f"**{i}. {title}.** {sentence}")
+                    tour_buttons.append((tab_id, gr.Button(f"Open {title}", size="sm", scale=0, min_width=160,
+                                                           elem_id=f"tour-{tab_id}")))
         with gr.Tabs() as tabs:
             with gr.Tab("MAE", id="mae") as t_mae:
                 mae = mae_tab.build_tab()
@@ -39,6 +62,10 @@ def build_demo() -> gr.Blocks:
         for tab, tab_id in ((t_mae, "mae"), (t_patches, "patches"), (t_attention, "attention"), (t_swin, "swin"),
                             (t_compute, "compute")):
             tab.select(None, None, None, js=urlstate.tab_js(tab_id), queue=False, api_visibility="private")
+
+        for tab_id, button in tour_buttons:
+            button.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, js=urlstate.tab_js(tab_id),
+                         queue=False, api_visibility="private")
 
         def apply_url(request: gr.Request) -> tuple:
             """Open the view the URL names (validated; anything unknown is ignored)."""
