@@ -69,6 +69,18 @@ def test_flops_csv(tmp_path):
 
 
 def test_help_for_each_command():
-    for cmd in ("models", "reconstruct", "sweep", "flops"):
+    for cmd in ("models", "reconstruct", "sweep", "attention", "flops"):
         p = run(cmd, "--help")
         assert p.returncode == 0 and "usage" in p.stdout
+
+
+def test_attention_png(tmp_path, photo_path):
+    out = tmp_path / "rollout.png"
+    p = run("attention", str(photo_path), "--out", str(out), "--size", "224")
+    assert p.returncode == 0, p.stderr
+    assert Image.open(out).size == (224, 224) and "sums to 1.000" in p.stdout
+    p = run("attention", str(photo_path), "--model", "deit-small-distilled", "--random-weights",
+            "--out", str(tmp_path / "deit.png"))
+    assert p.returncode == 0, p.stderr
+    p = run("attention", str(photo_path), "--model", "swin-tiny", "--random-weights", "--out", str(out))
+    assert p.returncode == 1 and "Swin tab" in p.stderr

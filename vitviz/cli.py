@@ -4,6 +4,7 @@ Commands:
     models        list every model, whether it is available here and why not
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
     sweep         an animated GIF of the reconstruction as the masking ratio rises
+    attention     attention rollout of the class token as a PNG overlay
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
 
 Global options (before or after the command):
@@ -88,6 +89,27 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attention(args: argparse.Namespace) -> int:
+    from PIL import Image
+
+    from .attention import attention
+    from .models.loading import load_model
+    from .render_attention import heat_overlay
+
+    if not 64 <= args.size <= 2048:
+        raise ValueError(f"--size must be between 64 and 2048 pixels, got {args.size}")
+    model = load_model(args.model, device=args.device, random_init=args.random_weights)
+    maps = attention(model, args.image)
+    roll = maps.rollout(head_fusion=args.head_fusion, discard_ratio=args.discard_ratio)
+    label = f"{args.model}{' (random weights)' if args.random_weights else ''}: rollout, {args.head_fusion} fusion"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(heat_overlay(maps.image, roll, size=args.size, label=label)).save(args.out)
+    i, j = divmod(int(roll.argmax()), roll.shape[1])
+    print(f"rollout over {roll.shape[0]}x{roll.shape[1]} patches (sums to {roll.sum():.3f}); "
+          f"strongest patch row {i}, column {j} -> {args.out}")
+    return 0
+
+
 FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
 
 
@@ -154,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frame-ms", type=int, default=250, help="milliseconds per frame")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_sweep)
+    p = sub.add_parser("attention", parents=[common], help="attention rollout of the class token as a PNG overlay")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="mae-tiny", help="a ViT-family model (see `models`; not swin-tiny)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="use the architecture with random weights (works offline; maps show no learned content)")
+    p.add_argument("--head-fusion", choices=("mean", "max", "min"), default="mean", help="how heads are fused")
+    p.add_argument("--discard-ratio", type=float, default=0.0, help="share of weakest attentions dropped per layer")
+    p.add_argument("--size", type=int, default=448, help="output side in pixels")
+    p.add_argument("--out", type=Path, default=Path("rollout.png"), help="output PNG (default rollout.png)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_attention)
     p = sub.add_parser("flops", parents=[common], help="the compute tables as CSV (closed-form FLOPs)")
     p.add_argument("--table", choices=FLOPS_TABLES, default="classic",
                    help="classic: global vs windowed attention (C=96, M=7); attention: the same over many sizes; "
