@@ -196,9 +196,17 @@ def test_browser_click_a_patch_changes_the_overlay(attention_app, tmp_path):
             box = page.locator("#attn-query-overlay img").first.bounding_box()
             side = min(box["width"], box["height"])  # the square image is drawn centred (object-fit: contain)
             x0, y0 = box["x"] + (box["width"] - side) / 2, box["y"] + (box["height"] - side) / 2
-            page.mouse.click(x0 + (2.5 / 14) * side, y0 + (11.5 / 14) * side)  # patch (row 11, col 2)
-            page.wait_for_function("document.querySelector('#attn-query-info').innerText.includes('row 11, col 2')",
-                                   timeout=60_000)
+            page.wait_for_timeout(1000)  # let the first render settle before clicking
+            for attempt in range(3):  # a click that lands while the image re-renders is retried
+                page.mouse.click(x0 + (2.5 / 14) * side, y0 + (11.5 / 14) * side)  # patch (row 11, col 2)
+                try:
+                    page.wait_for_function(
+                        "document.querySelector('#attn-query-info').innerText.includes('row 11, col 2')",
+                        timeout=40_000)
+                    break
+                except Exception:
+                    if attempt == 2:
+                        raise
             page.wait_for_function("(b) => document.querySelector('#attn-query-overlay img').src !== b",
                                    arg=before, timeout=60_000)
             assert page.locator("#attn-row input").input_value() == "11"

@@ -72,6 +72,7 @@ def test_tour_steps_open_their_tabs(app_url):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(app_url)
+        page.wait_for_function("window.__vitvizTabReady === true", timeout=60_000)
         page.get_by_text("Tour: from pixels").click()
         page.locator("#tour-swin").click()
         page.wait_for_function("window.location.search.includes('tab=swin')", timeout=30_000)
@@ -79,4 +80,21 @@ def test_tour_steps_open_their_tabs(app_url):
         page.locator("#tour-patches").click()
         page.wait_for_function("window.location.search.includes('tab=patches')", timeout=30_000)
         assert page.get_by_role("tab", name="Patches").get_attribute("aria-selected") == "true"
+        browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_attention_layer_in_url(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app_url + "?tab=attention&layer=5")
+        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Attention')", timeout=60_000)
+        page.wait_for_function("document.querySelector('#attn-layer input[type=range]') && "
+                               "document.querySelector('#attn-layer input[type=range]').value === '5'",
+                               timeout=120_000)
+        page.locator("#attn-layer input[type=range]").fill("3")
+        page.wait_for_function("window.location.search.includes('layer=3')", timeout=30_000)
         browser.close()

@@ -18,6 +18,7 @@ from ..masking import MAX_RATIO
 from ..models.loading import LoadedModel, available_models, load_model
 from ..plots import attention_distance_figure
 from ..render_attention import head_grid, heat_overlay, side_by_side
+from . import urlstate
 from .common import as_seed, example_images, require_image, user_errors
 
 #: Families whose attention is global (Swin's windows have their own tab).
@@ -334,6 +335,12 @@ def on_model(choice: str, layer: float, part: str, query: str | None = None) -> 
             gr.update(maximum=depth, value=value), gr.update(choices=choices, value=q), depth)
 
 
+def on_load(choice: str, layer: float, part: str, query: str | None, request: gr.Request) -> tuple:
+    """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
+    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    return on_model(choice, state.layer if state.layer else layer, part, query)
+
+
 @user_errors
 def on_part(choice: str, part: str, layer: float) -> tuple:
     """Encoder/decoder switch (MAE) -> the layer range of that part."""
@@ -481,7 +488,7 @@ def build_tab(demo: gr.Blocks) -> None:
     api_btn.click(rollout, r_in, r_out, api_name="rollout")
     api_btn.click(attention_distance, src, [dist_plot], api_name="attention_distance")
 
-    demo.load(on_model, [model, layer, part, query], [note, part, mae_box, layer, query, depth],
+    demo.load(on_load, [model, layer, part, query], [note, part, mae_box, layer, query, depth],
               api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")
     model.change(on_model, [model, layer, part, query], [note, part, mae_box, layer, query, depth], **quick).then(
         update_all, all_in, all_out, **quick)
@@ -490,6 +497,7 @@ def build_tab(demo: gr.Blocks) -> None:
         control.change(update_all, all_in, all_out, **quick)
     ratio.change(update_all, all_in, all_out, **quick)
     layer.change(attention_query, q_in, q_out, **quick)
+    layer.change(None, [layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     query.input(attention_query, q_in, q_out, **quick)
     gr.on([row.submit, col.submit], as_patch, None, query, api_visibility="private", queue=False).then(
         attention_query, q_in, q_out, **quick)

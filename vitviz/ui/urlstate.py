@@ -8,6 +8,7 @@ browser by :data:`WRITE_JS` whenever a control changes, with ``history.replaceSt
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -73,20 +74,49 @@ WRITE_JS = """
 """
 
 
+#: Browser code run when the attention layer changes: writes ``layer`` into the URL.
+LAYER_JS = """
+(layer) => {
+  const u = new URL(window.location.href);
+  if (layer !== null && layer !== undefined) u.searchParams.set('layer', String(Math.round(layer)));
+  window.history.replaceState(null, '', u);
+  return [layer];
+}
+"""
+
+
 def tab_js(tab: str) -> str:
-    """Browser code that records the selected tab in the URL."""
+    """Browser code that records the selected tab in the URL (once the URL's own tab is open)."""
     if tab not in TABS:
         raise ValueError(f"unknown tab {tab!r}")
-    return ("() => { const u = new URL(window.location.href); u.searchParams.set('tab', '%s');"
-            " window.history.replaceState(null, '', u); }" % tab)
+    return ("() => { if (!window.__vitvizTabReady) return; const u = new URL(window.location.href);"
+            " u.searchParams.set('tab', '%s'); window.history.replaceState(null, '', u); }" % tab)
+
+
+#: Tab ids and the labels of their buttons (the browser opens the URL's tab by its label).
+TAB_LABELS: dict[str, str] = {"mae": "MAE", "patches": "Patches", "attention": "Attention", "swin": "Swin",
+                              "compute": "Compute"}
 
 
 #: Keyboard keys and the presenter layout (run by Gradio once the page has loaded).
 JS = """
 () => {
+  const labels = __TAB_LABELS__;
+  const wanted = labels[new URL(window.location.href).searchParams.get('tab') || ''];
+  window.__vitvizTabReady = false;
+  let tries = 0;
+  const openTab = setInterval(() => {
+    const buttons = Array.from(document.querySelectorAll('[role=tab]'));
+    const target = wanted && buttons.find(b => b.innerText.trim() === wanted);
+    if (target || (!wanted && buttons.length) || ++tries > 100) {
+      clearInterval(openTab);
+      if (target) target.click();
+      setTimeout(() => { window.__vitvizTabReady = true; }, 300);
+    }
+  }, 100);
   const step = (selector, delta) => {
     const el = document.querySelector(selector);
-    if (!el) return false;
+    if (!el || el.offsetParent === null) return false;  // only the visible tab's control
     const v = Math.min(Number(el.max), Math.max(Number(el.min), Number(el.value) + delta * Number(el.step || 1)));
     el.value = String(v);
     el.dispatchEvent(new Event('input', {bubbles: true}));
@@ -105,8 +135,6 @@ JS = """
     let done = false;
     if (e.key === 'ArrowRight' || e.key === ']') done = step('#mae-ratio input[type=range]', +1);
     else if (e.key === 'ArrowLeft' || e.key === '[') done = step('#mae-ratio input[type=range]', -1);
-    else if (e.key === 'ArrowUp' || e.key === '.') done = step('#attn-layer input[type=range]', +1);
-    else if (e.key === 'ArrowDown' || e.key === ',') done = step('#attn-layer input[type=range]', -1);
     else if (e.key === 'p' && e.altKey) {
       const u = new URL(window.location.href);
       u.searchParams.set('presenter', document.body.classList.contains('vitviz-presenter') ? '0' : '1');
@@ -116,6 +144,8 @@ JS = """
   });
 }
 """
+
+JS = JS.replace("__TAB_LABELS__", json.dumps(TAB_LABELS))
 
 #: Styles of the presenter layout: bigger panels, explanations and secondary controls hidden.
 CSS = """
