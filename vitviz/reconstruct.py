@@ -17,6 +17,7 @@ from .masking import PATTERNS, make_mask, validate_ratio
 from .models.loading import LoadedModel
 from .models.mae import MaskedAutoencoderViT
 from .patches import patchify, unpatchify
+from .precision import autocast
 from .render import masked_image, paste_visible
 
 
@@ -124,7 +125,9 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
 
     Masks are batched in groups of similar visible counts; within a group, shorter
     visible sequences are padded and the padding is masked out of attention, so each
-    result equals the single-mask computation (to float rounding).
+    result equals the single-mask computation (to float rounding). The transformer
+    runs under :func:`vitviz.precision.autocast` (bf16 on CUDA by default); losses and
+    pixels are computed in fp32.
 
     Args:
         model: a loaded MAE.
@@ -141,7 +144,8 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
     p = mae.patch_size
     x01 = uint8_to_unit(original).to(model.device)
     x = normalize(x01, cfg).unsqueeze(0)
-    tokens = mae.embed_patches(x)  # (1, L, D), once per image
+    with autocast(model.device):
+        tokens = mae.embed_patches(x)  # (1, L, D), once per image
     target = patchify(x, p)[0]  # (L, p*p*3)
     if model.norm_pix:
         mu = target.mean(dim=-1, keepdim=True)
@@ -163,8 +167,9 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
             vis = (~flat[i]).nonzero().flatten()
             ids[row, : vis.numel()] = vis
             valid[row, : vis.numel()] = True
-        latent = mae.encode_tokens(tokens.expand(len(group), -1, -1), ids, valid)
-        pred = mae.forward_decoder(latent, ids, valid)  # (n, L, p*p*3)
+        with autocast(model.device):
+            latent = mae.encode_tokens(tokens.expand(len(group), -1, -1), ids, valid)
+            pred = mae.forward_decoder(latent, ids, valid).float()  # (n, L, p*p*3)
         err = (pred - target_space.unsqueeze(0)).pow(2).mean(dim=-1)  # (n, L)
         hidden = flat[group].float()
         rows = torch.tensor(group, device=model.device)

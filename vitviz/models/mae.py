@@ -206,7 +206,7 @@ class MaskedAutoencoderViT(nn.Module):
             ids_keep = ids_keep.unsqueeze(0).expand(n, -1)
         if valid is not None:
             ids_keep = torch.where(valid, ids_keep, torch.full_like(ids_keep, length))  # padding -> spare slot
-        full = self.mask_token.expand(n, length + 1, dd).clone()
+        full = self.mask_token.to(x.dtype).expand(n, length + 1, dd).clone()
         full.scatter_(1, ids_keep.unsqueeze(-1).expand(-1, -1, dd), x[:, 1:, :])
         x = torch.cat([x[:, :1, :], full[:, :length]], dim=1) + self.decoder_pos_embed
         for blk in self.decoder_blocks:
