@@ -1,0 +1,37 @@
+"""What can be checked of the deployment files without a Docker engine or a Space."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_dockerfile_runs_the_app_safely():
+    text = (ROOT / "Dockerfile").read_text()
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    assert lines[0].startswith("FROM python:3.11-slim")
+    users = [l for l in lines if l.startswith("USER ")]
+    assert users and users[-1] != "USER root"
+    assert "EXPOSE 7860" in lines and any(l.startswith("HEALTHCHECK") for l in lines)
+    assert 'VOLUME ["/weights"]' in lines and "VITVIZ_WEIGHTS_DIR=/weights" in text
+    assert "GRADIO_SERVER_NAME=0.0.0.0" in text and lines[-1] == 'CMD ["python", "app.py"]'
+    for src in re.findall(r"^COPY (?:--\S+ )*(\S+) ", text, re.M):
+        assert (ROOT / src).exists(), src
+
+
+def test_requirements_are_pinned_and_spaces_header_matches():
+    reqs = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l and not l.startswith("#")]
+    assert all("==" in r for r in reqs)
+    pins = dict(r.split("==") for r in reqs)
+    assert pins["torch"] == "2.14.1" and pins["torchvision"] == "0.29.1"
+    readme = (ROOT / "README.md").read_text()
+    header = readme.split("---")[1]
+    assert f"sdk_version: {pins['gradio']}" in header
+    for key in ("title:", "emoji:", "sdk: gradio", "app_file: app.py", "license:", "short_description:"):
+        assert key in header
+
+
+def test_app_module_exposes_demo_without_launching():
+    source = (ROOT / "app.py").read_text()
+    assert "demo = build_demo()" in source and 'if __name__ == "__main__":' in source
+    assert source.index("demo.launch") > source.index('if __name__ == "__main__":')
