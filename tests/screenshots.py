@@ -42,9 +42,10 @@ def main(argv: list[str] | None = None) -> int:
             page.screenshot(path=str(args.out / "mae.png"), full_page=True)
             for name, ready in (("Patches", "#patches-overlay img"),
                                 ("Attention", "#attn-query-overlay img"),
-                                ("Swin", ".js-plotly-plot"), ("Compute", ".js-plotly-plot")):
+                                ("Swin", ".js-plotly-plot >> visible=true"),
+                                ("Compute", ".js-plotly-plot >> visible=true")):
                 page.get_by_role("tab", name=name).click()
-                page.wait_for_selector(ready, timeout=180_000)
+                page.locator(ready).first.wait_for(timeout=180_000)
                 page.wait_for_timeout(4000)
                 page.screenshot(path=str(args.out / f"{name.lower()}.png"), full_page=True)
             presenter = browser.new_page(viewport={"width": 1600, "height": 1000})
