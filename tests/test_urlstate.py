@@ -76,10 +76,10 @@ def test_tour_steps_open_their_tabs(app_url):
         page.get_by_text("Tour: from pixels").click()
         page.locator("#tour-swin").click()
         page.wait_for_function("window.location.search.includes('tab=swin')", timeout=30_000)
-        assert page.get_by_role("tab", name="Swin").get_attribute("aria-selected") == "true"
+        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Swin')", timeout=30_000)
         page.locator("#tour-patches").click()
         page.wait_for_function("window.location.search.includes('tab=patches')", timeout=30_000)
-        assert page.get_by_role("tab", name="Patches").get_attribute("aria-selected") == "true"
+        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Patches')", timeout=30_000)
         browser.close()
 
 
