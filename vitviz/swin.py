@@ -39,6 +39,7 @@ from PIL import Image
 from torch import nn
 
 from .images import DataConfig, normalize, square_resize, to_uint8, uint8_to_unit
+from .seeding import isolated_seed
 
 Pair = tuple[int, int]
 
@@ -470,8 +471,7 @@ def create_swin(name: str = SWIN_TINY, seed: int = 0) -> nn.Module:
     """
     import timm  # heavy import kept out of module import
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with isolated_seed(seed):
         model = timm.create_model(name, pretrained=False)
     return model.eval()
 

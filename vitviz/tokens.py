@@ -48,6 +48,7 @@ from .models.loading import LoadedModel, available_models, default_device, load_
 from .models.mae import MaskedAutoencoderViT, sincos_pos_embed
 from .models.registry import get_spec, model_names
 from .patches import grid_size, patchify
+from .seeding import isolated_seed
 
 #: Patch sizes offered by the tab.
 PATCH_SIZES: tuple[int, ...] = (4, 8, 14, 16, 32)
@@ -422,8 +423,7 @@ def create_random_vit(timm_name: str, seed: int = RANDOM_SEED) -> nn.Module:
     """
     import timm  # heavy import kept out of module import
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with isolated_seed(seed):
         model = timm.create_model(timm_name, pretrained=False)
     return model.eval().requires_grad_(False)
 

@@ -38,6 +38,7 @@ from torch import nn
 
 from ..errors import ModelUnavailable
 from ..images import DataConfig
+from ..seeding import isolated_seed
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .registry import (ASSETS, EMBEDDED, HF_VITMAE, MAE_OFFICIAL, TIMM_HF, ModelSpec, WeightSource, get_spec,
                        model_names)
@@ -503,8 +504,7 @@ def _build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
     :data:`RANDOM_INIT_SEED`, so the weights depend only on the model name and the
     caller's global RNG state is untouched.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_INIT_SEED)
+    with isolated_seed(RANDOM_INIT_SEED):
         if spec.family == "mae":
             assert spec.mae_config is not None
             module: nn.Module = MaskedAutoencoderViT(spec.mae_config)
