@@ -393,7 +393,7 @@ def test_random_init_models_are_flagged_seeded_and_leave_the_global_rng(monkeypa
     m = loading.load_model("mae-tiny", device="cpu", random_init=True)
     assert torch.equal(state, torch.random.get_rng_state())
     assert m.random_init and not m.module.training
-    again = loading._load_random(get_spec("mae-tiny"), torch.device("cpu"))
+    again = loading._load_random(get_spec("mae-tiny"), torch.device("cpu"), m.kernels)
     for k, v in m.module.state_dict().items():
         assert torch.equal(v, again.module.state_dict()[k])
     trained = loading.load_model("mae-tiny", device="cpu")

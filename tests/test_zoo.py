@@ -373,7 +373,7 @@ def test_cache_loads_once_under_8_threads(monkeypatch, weights):
 def test_cache_is_lru_with_a_cap(monkeypatch):
     loads = []
 
-    def fake_load(spec, device):  # noqa: ANN001, ANN202
+    def fake_load(spec, device, kernels):  # noqa: ANN001, ANN202
         loads.append(spec.name)
         return object()
 
@@ -409,8 +409,8 @@ def test_timm_model_round_trips_through_a_safetensors_folder(monkeypatch, tmp_pa
     assert model.data_config.input_size == 224
     assert model.data_config.mean == pytest.approx((0.485, 0.456, 0.406))
     x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
-    with torch.inference_mode():
-        assert torch.equal(model.module(x), ref(x))
+    with torch.inference_mode():  # equal up to float rounding: the loaded model runs oneDNN-packed linears
+        torch.testing.assert_close(model.module(x), ref(x), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="not a masked autoencoder"):
         reconstruct(model, PHOTO)
     # The same file found in the Hugging Face cache (no weights folder).

@@ -3,7 +3,8 @@
 ``VITVIZ_PRECISION`` chooses: ``auto`` (default: bf16 autocast on CUDA, fp32
 elsewhere, since bf16 is several times slower on AVX2-only CPUs), ``fp32`` or
 ``bf16`` (autocast on any device; on CPU it exists to check the bf16 error without a
-GPU). Measured on CPU with mae-tiny at 75% on three example photos: bf16 changed the
+GPU), or ``int8`` (CPU only: models loaded from then on get dynamically quantised int8
+linear layers, see :mod:`vitviz.models.kernels`; runs are otherwise fp32). Measured on CPU with mae-tiny at 75% on three example photos: bf16 changed the
 hidden-patch MSE by at most 0.04% (relative) and reconstruction pixels by 0.2 levels
 of 255 on average, 6 at most; tests/test_precision.py allows 2% and 8 levels.
 """
@@ -15,7 +16,7 @@ import os
 
 import torch
 
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
 
 
 def precision() -> str:
@@ -29,6 +30,6 @@ def precision() -> str:
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:
     """The autocast context for a model run on ``device`` (a no-op in fp32)."""
     mode = precision()
-    if mode == "fp32" or (mode == "auto" and device.type != "cuda"):
+    if mode in ("fp32", "int8") or (mode == "auto" and device.type != "cuda"):
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)

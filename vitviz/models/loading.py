@@ -39,6 +39,7 @@ from torch import nn
 from ..errors import ModelUnavailable
 from ..images import DataConfig
 from ..seeding import isolated_seed
+from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .registry import (ASSETS, EMBEDDED, HF_VITMAE, MAE_OFFICIAL, TIMM_HF, ModelSpec, WeightSource, get_spec,
                        model_names)
@@ -95,6 +96,8 @@ class LoadedModel:
         random_init: True when the module holds *random* weights (the architecture
             only, built by ``load_model(..., random_init=True)``): its maps show the
             architecture, not anything learned.
+        kernels: how the linear layers run (:func:`vitviz.models.kernels.kernel_mode`):
+            ``onednn`` (packed fp32, the CPU default), ``int8`` (opt-in) or ``eager``.
     """
 
     name: str
@@ -104,6 +107,7 @@ class LoadedModel:
     device: torch.device
     norm_pix: bool = False
     random_init: bool = False
+    kernels: str = "eager"
 
     @property
     def family(self) -> str:
@@ -519,15 +523,16 @@ def _build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
     return module, data_config, norm_pix
 
 
-def _load_random(spec: ModelSpec, device: torch.device) -> LoadedModel:
+def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     """:func:`_build_random` as a :class:`LoadedModel` (eval mode, gradients off, ``random_init=True``)."""
     with torch.no_grad():
         module, data_config, norm_pix = _build_random(spec)
-        module.eval().requires_grad_(False).to(device)
-    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, random_init=True)
+        module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
+    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, random_init=True,
+                       kernels=kernels)
 
 
-def _load_uncached(spec: ModelSpec, device: torch.device) -> LoadedModel:
+def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     ok, reason = _availability(spec)
     if not ok:
         raise ModelUnavailable(f"{spec.name} is unavailable: {reason}")
@@ -539,8 +544,8 @@ def _load_uncached(spec: ModelSpec, device: torch.device) -> LoadedModel:
             module, data_config, norm_pix = _build_mae(spec, hit)
         else:
             module, data_config, norm_pix = _build_timm(spec, hit)
-        module.eval().requires_grad_(False).to(device)
-    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix)
+        module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
+    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, kernels=kernels)
 
 
 class _ModelCache:
@@ -548,14 +553,16 @@ class _ModelCache:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
-        self._models: OrderedDict[tuple[str, str, str, bool], LoadedModel] = OrderedDict()
+        self._models: OrderedDict[tuple[str, str, str, bool, str], LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
-        self._key_locks: dict[tuple[str, str, str, bool], threading.Lock] = {}
+        self._key_locks: dict[tuple[str, str, str, bool, str], threading.Lock] = {}
         self.loads = 0
 
     def get(self, spec: ModelSpec, device: torch.device, random_init: bool = False) -> LoadedModel:
-        # The weights folder is part of the key: changing it must not serve another file's model.
-        key = (spec.name, str(device), "" if random_init else str(weights_dir() or ""), random_init)
+        # The weights folder and kernel mode are part of the key: changing either must not
+        # serve a model loaded under the other setting.
+        kernels = kernel_mode(device)
+        key = (spec.name, str(device), "" if random_init else str(weights_dir() or ""), random_init, kernels)
         with self._lock:
             if key in self._models:
                 self._models.move_to_end(key)
@@ -566,7 +573,7 @@ class _ModelCache:
                 if key in self._models:
                     self._models.move_to_end(key)
                     return self._models[key]
-            model = _load_random(spec, device) if random_init else _load_uncached(spec, device)
+            model = _load_random(spec, device, kernels) if random_init else _load_uncached(spec, device, kernels)
             with self._lock:
                 self.loads += 1
                 self._models[key] = model
