@@ -77,11 +77,11 @@ def measure(moves: int = 20, model: str = "mae-tiny") -> list[dict]:
     with running_app() as (url, _proc), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(f"{url}?model={model}", wait_until="networkidle")
+        page.goto(f"{url}?model={model}")
         page.wait_for_selector("#panel-reconstruction img", timeout=300_000)
         # The sweep fills every stop in the background; its thumbnails appear when it is done.
         page.wait_for_selector("#mae-thumbs img", timeout=300_000)
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(2000)  # and for the panels of every stop to be pre-encoded
         current = 0.75
         order = iter([stops[(7 * i + 3) % len(stops)] for i in range(10 * moves)])
 

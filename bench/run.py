@@ -14,11 +14,19 @@ warm-up, alternating the compared implementations so machine noise hits both):
    same weights (written in the hub's file format and loaded with ``from_pretrained``)
    and the same mask (its ``noise`` argument), and against a plain timm
    ``vit_base_patch16_224`` forward as the unit of cost. Random weights for Base and
-   Large (timing does not depend on them); mae-tiny uses its shipped weights.
-2. A 19-stop ratio sweep (0.05 ... 0.95) batched against 19 single reconstructions.
-3. End to end through the running app (``gradio_client``): a ``reconstruct`` call for a
-   stop that is already computed (after the ``sweep`` endpoint ran) and for one that is
-   not (a fresh seed each time), p50/p95.
+   Large (timing does not depend on them); mae-tiny uses its shipped weights. vitviz
+   runs with its default kernels (oneDNN-packed fp32 linears on CPU), and on CPU also
+   with plain eager linears (``kernels="eager"``, the before/after of that lever) and
+   with the opt-in int8 mode, whose error against fp32 is measured on mae-tiny.
+2. A 19-stop ratio sweep (0.05 ... 0.95) batched against 19 single reconstructions, with
+   its FLOP floor: the sweep's FLOPs (closed form) at this machine's measured fp32 GEMM
+   rate, the least time any fp32 implementation could take.
+3. End to end through the running app (mae-tiny), p50/p95: ``gradio_client`` calls of
+   the ``reconstruct`` endpoint (it uploads the image on every call); the same endpoint
+   over Gradio's HTTP API with the image uploaded once, as the page does (every output
+   image downloaded); and slider moves in Chromium timed inside the page
+   (``bench/browser.py``). "Cached" stops were filled by a sweep first; "uncached" ones
+   use a fresh seed.
 4. Peak memory of each (tensor storages allocated during the call).
 """
 
@@ -41,27 +49,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import browser  # noqa: E402
 from common import interleaved, peak_mib  # noqa: E402
 
-from vitviz.images import DataConfig, normalize, uint8_to_unit  # noqa: E402
+from vitviz.images import normalize, uint8_to_unit  # noqa: E402
 from vitviz.masking import random_mask  # noqa: E402
 from vitviz.models.convert import official_to_hf  # noqa: E402
+from vitviz.flops import mae_flops  # noqa: E402
 from vitviz.models.loading import LoadedModel, load_model  # noqa: E402
-from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT  # noqa: E402
-from vitviz.models.registry import MAE_BASE_CONFIG, MAE_LARGE_CONFIG, get_spec  # noqa: E402
+from vitviz.models.mae import MAEConfig  # noqa: E402
 from vitviz.reconstruct import predict, prepare, reconstruct  # noqa: E402
 from vitviz.sweep import STOPS, sweep  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
-
-
-def random_mae(name: str, config: MAEConfig, device: torch.device) -> LoadedModel:
-    """An MAE with random weights, wrapped like a loaded model."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        module = MaskedAutoencoderViT(config)
-    module.eval().requires_grad_(False).to(device)
-    return LoadedModel(name, get_spec(name), module, DataConfig(config.img_size), device)
 
 
 def hf_copy(model: LoadedModel, mask_ratio: float, device: torch.device):  # noqa: ANN201
@@ -95,7 +95,14 @@ def hf_noise(mask: torch.Tensor) -> torch.Tensor:
     return (flat + torch.arange(flat.numel()) * 1e-6).unsqueeze(0)
 
 
-def mae_rows(name: str, model: LoadedModel, vit: torch.nn.Module, repeats: int, device: torch.device) -> list[dict]:
+def mae_rows(name: str, registry_name: str, vit: torch.nn.Module, repeats: int, device: torch.device) -> list[dict]:
+    """Reconstruction at 75%: vitviz (default kernels, eager, int8) against transformers and a timm forward."""
+    random_init = registry_name != "mae-tiny"
+    model = load_model(registry_name, device=device, random_init=random_init)
+    variants = {"vitviz": model}
+    if device.type == "cpu":
+        variants["vitviz eager"] = load_model(registry_name, device=device, random_init=random_init, kernels="eager")
+        variants["vitviz int8"] = load_model(registry_name, device=device, random_init=random_init, kernels="int8")
     original = prepare(model, EXAMPLE)
     mask = random_mask(model.module.config.grid, 0.75, seed=0)
     hf = hf_copy(model, 0.75, device)
@@ -106,8 +113,7 @@ def mae_rows(name: str, model: LoadedModel, vit: torch.nn.Module, repeats: int, 
         theirs = hf(pixel_values=x, noise=noise).logits
     diff = float((ours - theirs).abs().max())
 
-    def run_ours():
-        return predict(model, original, mask.unsqueeze(0))
+    fns = {k: (lambda m=m: predict(m, original, mask.unsqueeze(0))) for k, m in variants.items()}
 
     def run_hf():
         with torch.inference_mode():
@@ -117,20 +123,50 @@ def mae_rows(name: str, model: LoadedModel, vit: torch.nn.Module, repeats: int, 
         with torch.inference_mode():
             return vit(x)
 
-    t = interleaved({"vitviz": run_ours, "transformers": run_hf, "timm ViT-B/16 forward": run_vit},
-                    repeats=repeats)
-    mem = {"vitviz": peak_mib(run_ours), "transformers": peak_mib(run_hf)}
+    t = interleaved({**fns, "transformers": run_hf, "timm ViT-B/16 forward": run_vit}, repeats=repeats)
+    mem = {"vitviz": peak_mib(fns["vitviz"]), "transformers": peak_mib(run_hf)}
     del hf
+    nan = float("nan")
     return [{
-        "row": f"{name} reconstruction, 75%",
-        "vitviz_ms": t["vitviz"] * 1e3, "peer": "transformers ViTMAEForPreTraining",
-        "peer_ms": t["transformers"] * 1e3, "ratio": t["vitviz"] / t["transformers"],
+        "row": f"{name} reconstruction, 75%", "kernels": model.kernels,
+        "vitviz_ms": t["vitviz"] * 1e3, "eager_ms": t.get("vitviz eager", nan) * 1e3,
+        "int8_ms": t.get("vitviz int8", nan) * 1e3, "peer_ms": t["transformers"] * 1e3,
+        "ratio": t["vitviz"] / t["transformers"], "eager_ratio": t.get("vitviz eager", nan) / t["transformers"],
+        "int8_ratio": t.get("vitviz int8", nan) / t["transformers"],
         "unit_ms": t["timm ViT-B/16 forward"] * 1e3, "vitviz_mib": mem["vitviz"], "peer_mib": mem["transformers"],
         "max_abs_diff": diff,
     }]
 
 
-def sweep_row(name: str, model: LoadedModel, repeats: int) -> dict:
+def int8_error(photos: list[Path], seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
+    """int8 against fp32 on the shipped mae-tiny at 75%: hidden-patch MSE and pixel differences."""
+    fp32 = load_model("mae-tiny", device="cpu")
+    q = load_model("mae-tiny", device="cpu", kernels="int8")
+    rel, mean_px, max_px = [], [], []
+    for photo in photos:
+        for seed in seeds:
+            a = reconstruct(fp32, photo, 0.75, seed=seed)
+            b = reconstruct(q, photo, 0.75, seed=seed)
+            rel.append((b.masked_mse - a.masked_mse) / a.masked_mse)
+            d = np.abs(a.reconstruction.astype(int) - b.reconstruction.astype(int))
+            mean_px.append(float(d.mean()))
+            max_px.append(int(d.max()))
+    return {"runs": len(rel), "mse_rel_change_mean": float(np.mean(rel)), "mse_rel_change_max": float(np.max(np.abs(rel))),
+            "pixel_diff_mean": float(np.mean(mean_px)), "pixel_diff_max": int(np.max(max_px))}
+
+
+def peak_gflops(device: torch.device) -> float:
+    """fp32 GEMM rate of this machine (2048x2048 matmul, median), the ceiling for any implementation."""
+    a = torch.randn(2048, 2048, device=device)
+    b = torch.randn(2048, 2048, device=device)
+    with torch.inference_mode():
+        t = interleaved({"mm": lambda: a @ b}, warmup=2, repeats=9)["mm"]
+    return 2 * 2048**3 / t / 1e9
+
+
+def sweep_row(name: str, registry_name: str, repeats: int, device: torch.device, peak: float) -> dict:
+    """19 stops batched against 19 single reconstructions, with the FLOP floor of the batched run."""
+    model = load_model(registry_name, device=device, random_init=registry_name != "mae-tiny")
     original = prepare(model, EXAMPLE)
     ratios = STOPS[1:]
 
@@ -141,16 +177,47 @@ def sweep_row(name: str, model: LoadedModel, repeats: int) -> dict:
         return [reconstruct(model, original, r, seed=0) for r in ratios]
 
     t = interleaved({"batched": batched, "single": single}, warmup=1, repeats=repeats)
-    return {"row": f"{name} 19-stop sweep", "vitviz_ms": t["batched"] * 1e3, "peer": "19 single reconstructions",
-            "peer_ms": t["single"] * 1e3, "ratio": t["batched"] / t["single"], "unit_ms": float("nan"),
-            "vitviz_mib": peak_mib(batched), "peer_mib": peak_mib(single), "max_abs_diff": float("nan")}
+    flops = sum(mae_flops(model.module.config, r)["total"] for r in ratios)
+    floor = flops / (peak * 1e9)
+    return {"row": f"{name} 19-stop sweep", "vitviz_ms": t["batched"] * 1e3, "peer_ms": t["single"] * 1e3,
+            "ratio": t["batched"] / t["single"], "gflops": flops / 1e9, "floor_ms": floor * 1e3,
+            "floor_ratio": floor / t["single"], "vitviz_mib": peak_mib(batched), "peer_mib": peak_mib(single)}
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _api_call(http, url: str, api: str, data: list) -> list:  # noqa: ANN001
+    """One call of a named endpoint over Gradio's HTTP API, its output images downloaded."""
+    event = http.post(f"{url}gradio_api/call/{api}", json={"data": data}).json()["event_id"]
+    result = None
+    with http.stream("GET", f"{url}gradio_api/call/{api}/{event}") as resp:
+        kind = ""
+        for line in resp.iter_lines():
+            if line.startswith("event:"):
+                kind = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and kind in ("complete", "error"):
+                if kind == "error":
+                    raise RuntimeError(f"{api} failed: {line}")
+                result = json.loads(line[5:])
+                break
+    assert result is not None
+    for item in result:
+        if isinstance(item, dict) and item.get("url"):
+            http.get(item["url"]).raise_for_status()
+    return result
 
 
 def app_rows(calls: int) -> list[dict]:
+    """End to end through the running app, three ways (see the module docstring)."""
+    import httpx
     from gradio_client import Client, handle_file
 
     from tests.appserver import running_app
 
+    rows = []
     with running_app() as (url, _proc):
         client = Client(url, verbose=False)
         photo = handle_file(str(EXAMPLE))
@@ -165,15 +232,32 @@ def app_rows(calls: int) -> list[dict]:
             t0 = time.perf_counter()
             client.predict(photo, "mae-tiny", ratio, 1000 + i, "random", api_name="/reconstruct")
             uncached.append(time.perf_counter() - t0)
-
-    def pct(v: list[float], q: float) -> float:
-        s = sorted(v)
-        return s[min(len(s) - 1, int(q * len(s)))] * 1e3
-
-    return [{"row": "app: slider move, cached stop (mae-tiny)", "p50_ms": statistics.median(cached) * 1e3,
-             "p95_ms": pct(cached, 0.95)},
-            {"row": "app: slider move, uncached stop (mae-tiny)", "p50_ms": statistics.median(uncached) * 1e3,
-             "p95_ms": pct(uncached, 0.95)}]
+        rows += [{"row": "gradio_client (uploads the image every call): cached stop", "values": cached},
+                 {"row": "gradio_client (uploads the image every call): uncached stop", "values": uncached}]
+        # An API client that uploads once, as the page does, and downloads every output image.
+        with httpx.Client(timeout=120) as http:
+            with EXAMPLE.open("rb") as fh:
+                server_path = http.post(f"{url}gradio_api/upload", files=[("files", (EXAMPLE.name, fh))]).json()[0]
+            image = {"path": server_path, "orig_name": EXAMPLE.name, "meta": {"_type": "gradio.FileData"}}
+            _api_call(http, url, "sweep", [image, "mae-tiny", 0, "random"])
+            cached, uncached = [], []
+            for i in range(calls):
+                ratio = STOPS[1 + (7 * i) % (len(STOPS) - 1)]
+                t0 = time.perf_counter()
+                _api_call(http, url, "reconstruct", [image, "mae-tiny", ratio, 0, "random"])
+                cached.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                _api_call(http, url, "reconstruct", [image, "mae-tiny", ratio, 2000 + i, "random"])
+                uncached.append(time.perf_counter() - t0)
+        rows += [{"row": "HTTP API, image uploaded once: cached stop", "values": cached},
+                 {"row": "HTTP API, image uploaded once: uncached stop", "values": uncached}]
+    out = [{"row": r["row"], "p50_ms": statistics.median(r["values"]) * 1e3, "p95_ms": _pct(r["values"], 0.95) * 1e3,
+            "n": len(r["values"])} for r in rows]
+    if Path(browser.CHROMIUM).exists():
+        out += browser.measure(moves=calls)
+    else:
+        print(f"(no {browser.CHROMIUM}: browser rows skipped; run bash tests/setup.sh)")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,29 +277,44 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         vit = timm.create_model("vit_base_patch16_224", pretrained=False).eval().to(device)
     rows = []
-    tiny = load_model("mae-tiny", device=device)
-    rows += mae_rows("mae-tiny", tiny, vit, repeats, device)
-    base = random_mae("mae-base", MAE_BASE_CONFIG, device)
-    rows += mae_rows("MAE-Base", base, vit, repeats, device)
+    rows += mae_rows("mae-tiny", "mae-tiny", vit, repeats, device)
+    rows += mae_rows("MAE-Base", "mae-base", vit, repeats, device)
     if not args.skip_large:
-        large = random_mae("mae-large", MAE_LARGE_CONFIG, device)
-        rows += mae_rows("MAE-Large", large, vit, max(3, repeats // 2), device)
-        del large
-    rows.append(sweep_row("mae-tiny", tiny, max(3, repeats // 2)))
-    rows.append(sweep_row("MAE-Base", base, 3))
+        rows += mae_rows("MAE-Large", "mae-large", vit, max(3, repeats // 2), device)
     print()
-    print("| row | vitviz ms | peer | peer ms | vitviz / peer | timm ViT-B/16 ms | vitviz MiB | peer MiB | max abs diff |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| row | kernels | vitviz ms | transformers ms | **vitviz / transformers** | vitviz eager ms | eager / "
+          "transformers | vitviz int8 ms | int8 / transformers | timm ViT-B/16 ms | vitviz MiB | transformers MiB "
+          "| max abs diff |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['row']} | {r['vitviz_ms']:.1f} | {r['peer']} | {r['peer_ms']:.1f} | **{r['ratio']:.2f}x** | "
+        print(f"| {r['row']} | {r['kernels']} | {r['vitviz_ms']:.1f} | {r['peer_ms']:.1f} | **{r['ratio']:.2f}x** | "
+              f"{r['eager_ms']:.1f} | {r['eager_ratio']:.2f}x | {r['int8_ms']:.1f} | {r['int8_ratio']:.2f}x | "
               f"{r['unit_ms']:.1f} | {r['vitviz_mib']:.1f} | {r['peer_mib']:.1f} | {r['max_abs_diff']:.1e} |")
+    if device.type == "cpu":
+        err = int8_error(sorted((ROOT / "assets" / "examples").glob("*.jpg")))
+        rows.append({"row": "int8 error", **err})
+        print(f"\nint8 against fp32, mae-tiny at 75%, {err['runs']} runs (4 example photos x 3 seeds): hidden-patch "
+              f"MSE changed by {err['mse_rel_change_mean']:+.2%} on average ({err['mse_rel_change_max']:.2%} at most); "
+              f"reconstruction pixels differ by {err['pixel_diff_mean']:.2f} levels of 255 on average, "
+              f"{err['pixel_diff_max']} at most.")
+    peak = peak_gflops(device)
+    sweeps = [sweep_row("mae-tiny", "mae-tiny", max(3, repeats // 2), device, peak),
+              sweep_row("MAE-Base", "mae-base", 3, device, peak)]
+    print()
+    print(f"| sweep | batched ms | 19 single ms | **batched / single** | GFLOPs | floor ms at {peak:.0f} GFLOP/s "
+          "| floor / single | batched MiB | single MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in sweeps:
+        print(f"| {r['row']} | {r['vitviz_ms']:.0f} | {r['peer_ms']:.0f} | **{r['ratio']:.2f}x** | {r['gflops']:.1f} | "
+              f"{r['floor_ms']:.0f} | {r['floor_ratio']:.2f}x | {r['vitviz_mib']:.1f} | {r['peer_mib']:.1f} |")
+    rows += sweeps
     if not args.skip_app:
         app = app_rows(10 if args.quick else 20)
         print()
-        print("| end to end through the app (gradio_client) | p50 ms | p95 ms |")
-        print("| --- | ---: | ---: |")
+        print("| end to end through the app, mae-tiny | calls | p50 ms | p95 ms |")
+        print("| --- | ---: | ---: | ---: |")
         for r in app:
-            print(f"| {r['row']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
+            print(f"| {r['row']} | {r['n']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
         rows += app
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1, default=float))

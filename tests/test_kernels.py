@@ -133,3 +133,15 @@ def test_quantize_int8_replaces_every_linear():
     with torch.inference_mode():
         out = m(x, torch.tensor([[0, 5, 10]]))
     assert out.shape == (1, 16, 16 * 16 * 3) and torch.isfinite(out).all()
+
+
+def test_load_model_takes_an_explicit_kernel_mode(monkeypatch):
+    from vitviz.models import loading
+
+    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(4))
+    monkeypatch.delenv("VITVIZ_PRECISION", raising=False)
+    eager = loading.load_model("mae-tiny", device="cpu", kernels="eager")
+    assert eager.kernels == "eager" and not any(isinstance(m, PackedLinear) for m in eager.module.modules())
+    assert loading.load_model("mae-tiny", device="cpu", kernels="eager") is eager
+    with pytest.raises(ValueError, match="kernels must be one of"):
+        loading.load_model("mae-tiny", device="cpu", kernels="fast")

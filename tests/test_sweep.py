@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from vitviz.models.mae import MaskedAutoencoderViT
-from vitviz.reconstruct import buckets, reconstruct
+from vitviz.reconstruct import reconstruct
 from vitviz.sweep import STOPS, SweepCache, reconstruct_cached, stop_of, sweep
 
 
@@ -40,13 +40,21 @@ def test_padded_batch_equals_unpadded(tiny_config):
     assert torch.allclose(batched[0], single_a[0], atol=1e-5)
 
 
-def test_buckets_limit_padding_and_size():
-    counts = [196, 186, 176, 157, 147, 100, 98, 10]
-    groups = buckets(counts, max_padding=0.25, max_batch=3)
-    assert sorted(i for g in groups for i in g) == list(range(len(counts)))
-    for g in groups:
-        assert len(g) <= 3
-        assert min(counts[i] for i in g) >= 0.75 * max(counts[i] for i in g)
+def test_packed_encoding_equals_each_mask_alone(tiny_config):
+    """Masks of very different sizes packed end to end give each mask's own result."""
+    from vitviz.models.mae import MaskedAutoencoderViT
+
+    torch.manual_seed(0)  # test-only: deterministic random weights
+    model = MaskedAutoencoderViT(tiny_config).eval()
+    x = torch.randn(1, 3, tiny_config.img_size, tiny_config.img_size)
+    n = tiny_config.num_patches
+    ids = [torch.arange(n), torch.tensor([0]), torch.arange(1, n, 3), torch.tensor([n - 1, 2])]
+    with torch.inference_mode():
+        tokens = model.embed_patches(x)
+        packed = model.decode_packed(model.encode_packed(tokens, ids), ids)
+        for row, i in enumerate(ids):
+            single = model.forward_decoder(model.encode_tokens(tokens, i), i)
+            torch.testing.assert_close(packed[row], single[0], rtol=1e-5, atol=1e-5)
 
 
 def test_cache_makes_slider_a_lookup(tiny_loaded, photo_path):

@@ -95,39 +95,17 @@ def check_mask(mask: np.ndarray | torch.Tensor, grid: tuple[int, int]) -> torch.
     return m
 
 
-def buckets(counts: list[int], max_padding: float = 0.25, max_batch: int = 8) -> list[list[int]]:
-    """Group items by size so that padding each group to its largest wastes little.
-
-    Args:
-        counts: visible-token count of each mask.
-        max_padding: an item joins a group if it is at least ``1 - max_padding`` of the
-            group's largest count.
-        max_batch: largest group.
-
-    Returns:
-        Lists of indices into ``counts``, largest counts first.
-    """
-    order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
-    groups: list[list[int]] = []
-    for i in order:
-        g = groups[-1] if groups else None
-        if g is not None and len(g) < max_batch and counts[i] >= (1 - max_padding) * counts[g[0]]:
-            g.append(i)
-        else:
-            groups.append([i])
-    return groups
-
-
 @torch.inference_mode()
 def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_batch: int = 8
             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the MAE on one image under several masks, embedding the patches once.
 
-    Masks are batched in groups of similar visible counts; within a group, shorter
-    visible sequences are padded and the padding is masked out of attention, so each
-    result equals the single-mask computation (to float rounding). The transformer
-    runs under :func:`vitviz.precision.autocast` (bf16 on CUDA by default); losses and
-    pixels are computed in fp32.
+    One mask runs the plain encoder and decoder. Several masks run in groups of
+    ``max_batch``: the encoder packs the groups' visible tokens end to end (no padding;
+    :meth:`~vitviz.models.mae.MaskedAutoencoderViT.encode_packed`) and the decoder runs
+    them as one batch, so each result equals the single-mask computation (to float
+    rounding). The transformer runs under :func:`vitviz.precision.autocast` (bf16 on CUDA
+    by default); losses and pixels are computed in fp32.
 
     Args:
         model: a loaded MAE.
@@ -158,18 +136,16 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
     flat = masks.reshape(b, -1).to(model.device)
     out = torch.empty(b, 3, x.shape[2], x.shape[3], device=model.device)
     losses = torch.empty(b, device=model.device)
-    counts = (~flat).sum(dim=1).tolist()
-    for group in buckets(counts, max_batch=max_batch):
-        k = counts[group[0]]
-        ids = torch.zeros(len(group), k, dtype=torch.long, device=model.device)
-        valid = torch.zeros(len(group), k, dtype=torch.bool, device=model.device)
-        for row, i in enumerate(group):
-            vis = (~flat[i]).nonzero().flatten()
-            ids[row, : vis.numel()] = vis
-            valid[row, : vis.numel()] = True
+    step = max(1, max_batch)
+    for start in range(0, b, step):
+        group = list(range(start, min(b, start + step)))
+        ids = [(~flat[i]).nonzero().flatten() for i in group]
         with autocast(model.device):
-            latent = mae.encode_tokens(tokens.expand(len(group), -1, -1), ids, valid)
-            pred = mae.forward_decoder(latent, ids, valid).float()  # (n, L, p*p*3)
+            if len(group) == 1:
+                pred = mae.forward_decoder(mae.encode_tokens(tokens, ids[0]), ids[0])
+            else:
+                pred = mae.decode_packed(mae.encode_packed(tokens, ids), ids)
+            pred = pred.float()  # (n, L, p*p*3)
         err = (pred - target_space.unsqueeze(0)).pow(2).mean(dim=-1)  # (n, L)
         hidden = flat[group].float()
         rows = torch.tensor(group, device=model.device)

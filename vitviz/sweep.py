@@ -127,7 +127,7 @@ def sweep(
     ratios: Sequence[float] = STOPS,
     progress: Callable[[float], None] | None = None,
     cache: SweepCache | None = CACHE,
-    batch: int = 5,
+    batch: int = 10,
 ) -> Sweep:
     """Reconstruct an image at many masking ratios in batched passes.
 

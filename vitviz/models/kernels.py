@@ -139,21 +139,31 @@ def quantize_int8(module: nn.Module) -> nn.Module:
         return torch.ao.quantization.quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
-def kernel_mode(device: torch.device) -> str:
+KERNEL_MODES = ("onednn", "eager", "int8")
+
+
+def kernel_mode(device: torch.device, requested: str | None = None) -> str:
     """How a model loaded now for ``device`` runs: ``int8``, ``onednn`` or ``eager``.
 
+    Args:
+        device: where the model will run.
+        requested: an explicit mode; ``None`` follows the settings (``VITVIZ_PRECISION=int8``
+            gives int8; otherwise oneDNN on CPU unless ``VITVIZ_ONEDNN=0``; eager on GPUs).
+            ``onednn`` falls back to ``eager`` where oneDNN is not available.
+
     Raises:
-        ValueError: ``VITVIZ_PRECISION=int8`` asked for a non-CPU device.
+        ValueError: an unknown mode, or int8 asked for a non-CPU device.
     """
     from ..precision import precision
 
-    if precision() == "int8":
-        if device.type != "cpu":
-            raise ValueError("VITVIZ_PRECISION=int8 runs on CPU only; use auto or bf16 on a GPU")
-        return "int8"
-    if device.type == "cpu" and packing_enabled():
-        return "onednn"
-    return "eager"
+    if requested is not None and requested not in KERNEL_MODES:
+        raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}, got {requested!r}")
+    mode = requested or ("int8" if precision() == "int8" else "onednn" if packing_enabled() else "eager")
+    if mode == "int8" and device.type != "cpu":
+        raise ValueError("int8 kernels (VITVIZ_PRECISION=int8) run on CPU only; use auto or bf16 on a GPU")
+    if mode == "onednn" and (device.type != "cpu" or not onednn_available()):
+        return "eager"
+    return mode
 
 
 def optimize_for_inference(module: nn.Module, mode: str) -> nn.Module:

@@ -558,10 +558,11 @@ class _ModelCache:
         self._key_locks: dict[tuple[str, str, str, bool, str], threading.Lock] = {}
         self.loads = 0
 
-    def get(self, spec: ModelSpec, device: torch.device, random_init: bool = False) -> LoadedModel:
+    def get(self, spec: ModelSpec, device: torch.device, random_init: bool = False,
+            kernels: str | None = None) -> LoadedModel:
         # The weights folder and kernel mode are part of the key: changing either must not
         # serve a model loaded under the other setting.
-        kernels = kernel_mode(device)
+        kernels = kernel_mode(device, kernels)
         key = (spec.name, str(device), "" if random_init else str(weights_dir() or ""), random_init, kernels)
         with self._lock:
             if key in self._models:
@@ -593,7 +594,8 @@ class _ModelCache:
 CACHE = _ModelCache(MAX_MODELS)
 
 
-def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False) -> LoadedModel:
+def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False,
+               kernels: str | None = None) -> LoadedModel:
     """Load a registered model (cached).
 
     Looks in the weights folder, then the caches, then (unless offline) downloads
@@ -608,12 +610,16 @@ def load_model(name: str, device: str | torch.device | None = None, random_init:
             ``random_init=True`` so that views can say their maps show the
             architecture, not learned attention. Cached separately from the
             pretrained model.
+        kernels: ``onednn``, ``eager`` or ``int8`` (see :mod:`vitviz.models.kernels`);
+            ``None`` follows ``VITVIZ_PRECISION`` and ``VITVIZ_ONEDNN`` (oneDNN-packed fp32
+            on CPU by default). Each mode is cached separately.
 
     Raises:
-        ValueError: unknown name (the message lists the valid ones).
+        ValueError: unknown name (the message lists the valid ones), or a kernel mode
+            this device cannot run.
         ModelUnavailable: weights cannot be had here, with the reason and where to
             put the file; or the file does not match the architecture (naming the keys).
     """
     spec = get_spec(name)
     dev = default_device() if device is None else torch.device(device)
-    return CACHE.get(spec, dev, bool(random_init))
+    return CACHE.get(spec, dev, bool(random_init), kernels)

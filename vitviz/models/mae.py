@@ -18,6 +18,7 @@ from functools import partial
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 from timm.layers import PatchEmbed
 from timm.models.vision_transformer import Block
@@ -82,6 +83,29 @@ def sincos_pos_embed(embed_dim: int, grid: tuple[int, int], cls_token: bool = Tr
     if cls_token:
         emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
     return emb.astype(np.float32)
+
+
+def _packed_attention(qkv: torch.Tensor, lengths: list[int], num_heads: int) -> torch.Tensor:
+    """Self-attention of sequences packed end to end, each attending only to itself.
+
+    Args:
+        qkv: ``(T, 3 * C)`` packed query/key/value projections (``T = sum(lengths)``).
+        lengths: tokens per sequence.
+        num_heads: attention heads ``h`` (head width ``C / h``).
+
+    Returns:
+        ``(T, C)`` attention outputs, heads concatenated, before the output projection.
+    """
+    t, c3 = qkv.shape
+    c = c3 // 3
+    heads = qkv.reshape(t, 3, num_heads, c // num_heads).permute(1, 2, 0, 3)  # (3, h, T, d)
+    out = torch.empty(t, c, dtype=qkv.dtype, device=qkv.device)
+    start = 0
+    for n in lengths:
+        q, k, v = heads[:, :, start:start + n].unsqueeze(1).unbind(0)  # (1, h, n, d) each
+        out[start:start + n] = F.scaled_dot_product_attention(q, k, v)[0].transpose(0, 1).reshape(n, c)
+        start += n
+    return out
 
 
 class MaskedAutoencoderViT(nn.Module):
@@ -213,6 +237,66 @@ class MaskedAutoencoderViT(nn.Module):
             x = blk(x)
         x = self.decoder_norm(x)
         return self.decoder_pred(x)[:, 1:, :]
+
+    def _plain_blocks(self, blocks: nn.ModuleList) -> bool:
+        """True when every block is a plain pre-norm ViT block (what :meth:`encode_packed` re-implements)."""
+        same = (nn.Identity,)
+        for blk in blocks:
+            a = blk.attn
+            if not all(isinstance(m, same) for m in (blk.ls1, blk.ls2, blk.drop_path1, blk.drop_path2,
+                                                      a.q_norm, a.k_norm, a.norm)):
+                return False
+            if getattr(a, "gate", None) is not None or a.attn_dim != a.num_heads * a.head_dim:
+                return False
+        return True
+
+    def encode_packed(self, tokens: torch.Tensor, ids: list[torch.Tensor]) -> torch.Tensor:
+        """Encode several visible sets of one image's tokens, packed end to end without padding.
+
+        Every linear layer, norm and MLP runs once on all sequences' tokens together (one
+        large matrix product instead of one per mask); attention runs per sequence, so
+        each result equals :meth:`encode_tokens` on that sequence alone (to float rounding).
+
+        Args:
+            tokens: ``(1, L, D)`` from :meth:`embed_patches`.
+            ids: B tensors ``(K_i,)`` of visible patch indices.
+
+        Returns:
+            ``(T, D)`` with ``T = sum(1 + K_i)``: sequence ``i`` is rows
+            ``offsets[i] : offsets[i] + 1 + K_i`` (class token first), after the final norm.
+        """
+        if not self._plain_blocks(self.blocks):
+            raise NotImplementedError("packed encoding needs plain ViT blocks")
+        d = tokens.shape[-1]
+        cls = (self.cls_token + self.pos_embed[:, :1, :]).reshape(1, d).to(tokens.dtype)
+        x = torch.cat([t for i in ids for t in (cls, tokens[0, i])], dim=0)  # (T, D)
+        lengths = [1 + int(i.numel()) for i in ids]
+        for blk in self.blocks:
+            x = x + blk.attn.proj(_packed_attention(blk.attn.qkv(blk.norm1(x)), lengths, blk.attn.num_heads))
+            x = x + blk.mlp(blk.norm2(x))
+        return self.norm(x)
+
+    def decode_packed(self, latent: torch.Tensor, ids: list[torch.Tensor]) -> torch.Tensor:
+        """Decode the output of :meth:`encode_packed` for every sequence in one batch.
+
+        Args:
+            latent: ``(T, D)`` packed encoder output.
+            ids: the same B index tensors ``(K_i,)``.
+
+        Returns:
+            ``(B, L, p*p*3)`` predictions, row ``i`` equal to :meth:`forward_decoder` of sequence ``i``.
+        """
+        x = self.decoder_embed(latent)  # (T, Dd)
+        b, dd = len(ids), x.shape[-1]
+        length = self.decoder_pos_embed.shape[1] - 1
+        rows = torch.cat([torch.full((1 + i.numel(),), k, dtype=torch.long, device=x.device) for k, i in enumerate(ids)])
+        slots = torch.cat([torch.cat([i.new_zeros(1), i.to(torch.long) + 1]) for i in ids]).to(x.device)
+        full = self.mask_token.to(x.dtype).reshape(1, 1, dd).repeat(b, length + 1, 1)
+        full[rows, slots] = x
+        x = full + self.decoder_pos_embed
+        for blk in self.decoder_blocks:
+            x = blk(x)
+        return self.decoder_pred(self.decoder_norm(x))[:, 1:, :]
 
     def forward(self, imgs: torch.Tensor, ids_keep: torch.Tensor) -> torch.Tensor:
         """``(N, 3, H, W)``, ``(N, K)`` -> ``(N, L, p*p*3)`` predictions."""

@@ -80,7 +80,7 @@ def build_demo() -> gr.Blocks:
             )
 
         demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern], api_visibility="private",
-                  queue=False).then(**mae.show).then(**mae.sweep)
+                  queue=False).then(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     concurrency = int(os.environ.get("VITVIZ_CONCURRENCY", "2"))
     max_queue = int(os.environ.get("VITVIZ_MAX_QUEUE", "64"))
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)

@@ -123,6 +123,32 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     return sweep_figure(data), mae_view.thumbnails(s), data
 
 
+def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str) -> None:
+    """Encode the panels of every cached slider stop ahead of time (private, after a sweep).
+
+    Gradio PNG-encodes every output image; the content memo of
+    :mod:`vitviz.ui.gradio_fixes` then serves a panel it has seen without encoding it again.
+    Doing that for all stops right after the sweep makes the first visit to each stop as
+    fast as a revisit. Failures are ignored: this only warms a cache.
+    """
+    from gradio.processing_utils import save_img_array_to_cache
+    from gradio.utils import get_upload_folder
+
+    try:
+        require_image(image)
+        model = load_model(model_name)
+        folder = get_upload_folder()
+        for ratio in STOPS:
+            r, hit = reconstruct_cached(model, image, ratio, as_seed(seed), pattern)
+            if not hit:
+                continue
+            p = mae_view.panels(r)
+            for panel in (p.masked, p.reconstruction, p.pasted, p.error):
+                save_img_array_to_cache(panel, cache_dir=folder, format="png")
+    except Exception:  # noqa: BLE001 - a cold cache is harmless
+        return
+
+
 @user_errors
 def paint_click(evt: gr.SelectData, mask: list | None, image: str | None, model_name: str) -> tuple:
     """Toggle the clicked patch; switch paint mode on."""
@@ -168,6 +194,7 @@ class MaeTab:
     pattern: gr.Radio
     show: dict  # keyword arguments of the event that renders the current view
     sweep: dict  # keyword arguments of the event that fills every slider stop
+    prewarm: dict  # keyword arguments of the event that pre-encodes every stop's panels
 
 
 def build_tab() -> MaeTab:
@@ -237,6 +264,8 @@ def build_tab() -> MaeTab:
     sweep_inputs = [image, model, seed, pattern]
     sweep_outputs = [chart, thumbs, sweep_json]
     quick = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+    prewarm = dict(fn=prewarm_panels, inputs=sweep_inputs, outputs=None, api_visibility="private",
+                   trigger_mode="always_last", show_progress="hidden")
 
     # Upload or new model/seed/pattern: show the current stop first, then fill every stop in the background.
     write_url = dict(fn=None, inputs=[model, ratio, seed, pattern], outputs=None, js=urlstate.WRITE_JS,
@@ -246,7 +275,7 @@ def build_tab() -> MaeTab:
     for control in (image, model, seed, pattern):
         control.change(update_view, view_inputs, view_outputs, **quick).then(
             run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", trigger_mode="always_last",
-            show_progress="full")
+            show_progress="full").then(**prewarm)
     model.change(model_note, model, note, api_visibility="private", queue=False)
     ratio.change(update_view, view_inputs, view_outputs, **quick)
     compare.change(update_view, view_inputs, view_outputs, **quick)
@@ -261,4 +290,5 @@ def build_tab() -> MaeTab:
                   show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
                             show_progress="minimal"),
                   sweep=dict(fn=run_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
-                             show_progress="full"))
+                             show_progress="full"),
+                  prewarm=prewarm)

@@ -1,0 +1,71 @@
+"""The image cache writer: exact PNGs, atomic files, and no re-encoding of pixels already written."""
+
+import numpy as np
+from PIL import Image
+
+from vitviz.ui import gradio_fixes
+
+
+def _img(seed: int) -> Image.Image:
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (32, 48, 3), dtype=np.uint8))
+
+
+def test_png_outputs_are_lossless_and_memoised(tmp_path, monkeypatch):
+    calls = []
+    real = gradio_fixes.encode
+    monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt) or real(img, fmt))
+    monkeypatch.setattr(gradio_fixes, "_MEMO", gradio_fixes._PixelMemo(capacity=8))
+    a = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    assert np.array_equal(np.asarray(Image.open(a)), np.asarray(_img(0)))
+    again = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    assert again == a and len(calls) == 1  # same pixels: the file is reused, nothing encoded
+    b = gradio_fixes._atomic_save_pil_to_cache(_img(1), str(tmp_path), format="png")
+    assert b != a and len(calls) == 2
+    # A file removed by Gradio's cache cleaner is written again, not served missing.
+    import os
+
+    os.remove(a)
+    c = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    assert os.path.exists(c) and len(calls) == 3
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no staging files left behind
+
+
+def test_memo_is_bounded_and_keyed_by_format():
+    memo = gradio_fixes._PixelMemo(capacity=2)
+    for k in "abc":
+        memo.put(k, k)
+    assert memo.get("a") is None and memo.get("c") == "c"
+    img = _img(2)
+    assert gradio_fixes.pixel_key(img, "/x", "image", "png") != gradio_fixes.pixel_key(img, "/x", "image", "webp")
+    img.info["comment"] = "metadata"
+    assert gradio_fixes.pixel_key(img, "/x", "image", "png") is None
+
+
+def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_path):
+    """After a sweep, the panels of every stop are written; showing a stop then encodes nothing."""
+    import gradio.utils
+    from gradio.processing_utils import save_img_array_to_cache
+
+    from vitviz import load_model, mae_view
+    from vitviz.sweep import STOPS, SweepCache, reconstruct_cached, sweep
+    from vitviz.ui import mae_tab
+
+    cache = SweepCache(4)
+    monkeypatch.setattr("vitviz.sweep.CACHE", cache)
+    monkeypatch.setattr(mae_tab, "reconstruct_cached",
+                        lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
+    monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
+    monkeypatch.setattr(gradio_fixes, "_MEMO", gradio_fixes._PixelMemo())
+    gradio_fixes.install()
+    model = load_model("mae-tiny")
+    sweep(model, photo_path, 0, "random", cache=cache)
+    mae_tab.prewarm_panels(str(photo_path), "mae-tiny", 0, "random")
+    assert len(list(tmp_path.rglob("image.png"))) >= 3 * len(STOPS)
+    calls = []
+    monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt))
+    r, hit = reconstruct_cached(model, photo_path, 0.4, 0, "random", cache=cache)
+    assert hit
+    p = mae_view.panels(r)
+    for panel in (p.masked, p.reconstruction, p.pasted, p.error):
+        assert save_img_array_to_cache(panel, cache_dir=str(tmp_path), format="png")
+    assert calls == []
