@@ -14,6 +14,10 @@ metrics line reports the new hidden-patch count: what the user waits for.
 "Cached" moves go to stops the sweep has filled (the steady state after an upload);
 "uncached" moves change the seed first without waiting for its sweep, so they measure a
 reconstruction computed on demand.
+
+For scale, the same moves are timed on a minimal Gradio app (one slider, four image
+outputs of the same size and a line of text, panels precomputed so the server does no
+work): Gradio's own floor for showing four new images, on this machine, in this run.
 """
 
 from __future__ import annotations
@@ -69,11 +73,76 @@ def _hidden(ratio: float, num_patches: int = 196) -> int:
     return int(round(ratio * num_patches))
 
 
+def _floor_demo():  # noqa: ANN202
+    """A minimal Gradio app with the MAE tab's slider and panel ids; panels precomputed."""
+    import gradio as gr
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    panels = {k: [rng.integers(0, 256, (224, 224, 3), dtype=np.uint8) for _ in PANELS] for k in range(20)}
+
+    def show(ratio: float) -> list:
+        k = int(round(float(ratio) * 20))
+        return [f"({_hidden(k / 20)} hidden)", *panels[k]]
+
+    with gr.Blocks() as demo:
+        ratio = gr.Slider(0.0, 0.95, value=0.75, step=0.05, elem_id="mae-ratio")
+        text = gr.Markdown(elem_id="mae-metrics")
+        images = [gr.Image(type="numpy", format="png", elem_id=e) for e in PANELS]
+        ratio.change(show, ratio, [text, *images], trigger_mode="always_last", show_progress="minimal")
+    return demo
+
+
+class _Slider:
+    """Moves a page's ratio slider around the stops, never to the stop it is on."""
+
+    def __init__(self, page) -> None:  # noqa: ANN001
+        self.page = page
+        self.current = 0.75
+        self.step = 0
+
+    def moves(self, count: int) -> list[float]:
+        """Move ``count`` times; milliseconds until the new panels show, each."""
+        stops = [round(0.05 * i, 2) for i in range(1, 20)]
+        out = []
+        for _ in range(count):
+            ratio = self.current
+            while abs(ratio - self.current) < 1e-9:
+                ratio = stops[(7 * self.step + 3) % len(stops)]
+                self.step += 1
+            self.current = ratio
+            out.append(self.page.evaluate(MOVE_JS, [str(ratio), _hidden(ratio), list(PANELS)]))
+        return out
+
+
+def measure_floor(moves: int = 20) -> dict:
+    """Slider moves on :func:`_floor_demo` in Chromium: p50/p95 milliseconds."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.appserver import free_port
+
+    demo = _floor_demo()
+    demo.queue()
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.goto(url)
+            page.wait_for_selector("#mae-ratio input[type=range]", timeout=60_000)
+            page.wait_for_timeout(1000)
+            times = _Slider(page).moves(moves)
+            browser.close()
+    finally:
+        demo.close()
+    return {"row": "browser: minimal Gradio app, 4 precomputed new images per move (framework floor)",
+            "p50_ms": statistics.median(times), "p95_ms": _pct(times, 0.95), "n": len(times)}
+
+
 def measure(moves: int = 20, model: str = "mae-tiny") -> list[dict]:
     """Time cached and uncached slider moves in Chromium; rows of p50/p95 milliseconds."""
     from playwright.sync_api import sync_playwright
 
-    stops = [round(0.05 * i, 2) for i in range(1, 20)]
     with running_app() as (url, _proc), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
@@ -82,29 +151,22 @@ def measure(moves: int = 20, model: str = "mae-tiny") -> list[dict]:
         # The sweep fills every stop in the background; its thumbnails appear when it is done.
         page.wait_for_selector("#mae-thumbs img", timeout=300_000)
         page.wait_for_timeout(2000)  # and for the panels of every stop to be pre-encoded
-        current = 0.75
-        order = iter([stops[(7 * i + 3) % len(stops)] for i in range(10 * moves)])
-
-        def move() -> float:
-            nonlocal current
-            ratio = next(r for r in order if abs(r - current) > 1e-9)
-            current = ratio
-            return page.evaluate(MOVE_JS, [str(ratio), _hidden(ratio), list(PANELS)])
-
-        cached = [move() for _ in range(moves)]
+        slider = _Slider(page)
+        cached = slider.moves(moves)
         uncached: list[float] = []
         seed_box = page.locator("#mae-seed input")
         for i in range(max(3, moves // 4)):
             seed_box.fill(str(500 + i))
             seed_box.press("Enter")
             page.wait_for_timeout(50)
-            uncached.append(move())
+            uncached += slider.moves(1)
         browser.close()
     return [
         {"row": f"browser: slider move, cached stop ({model})", "p50_ms": statistics.median(cached),
          "p95_ms": _pct(cached, 0.95), "n": len(cached)},
         {"row": f"browser: slider move, seed changed, stop not yet cached ({model})",
          "p50_ms": statistics.median(uncached), "p95_ms": _pct(uncached, 0.95), "n": len(uncached)},
+        measure_floor(moves),
     ]
 
 

@@ -35,3 +35,16 @@ def test_app_module_exposes_demo_without_launching():
     source = (ROOT / "app.py").read_text()
     assert "demo = build_demo()" in source and 'if __name__ == "__main__":' in source
     assert source.index("demo.launch") > source.index('if __name__ == "__main__":')
+
+
+def test_the_app_never_imports_benchmark_peers():
+    """transformers is a benchmark-only dependency: building the app and running a model must not load it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, app, vitviz; from vitviz.reconstruct import reconstruct; "
+            "reconstruct(vitviz.load_model('mae-tiny'), 'assets/examples/chelsea.jpg'); "
+            "print(sorted(m for m in ('transformers', 'timm', 'gradio') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['gradio', 'timm']"

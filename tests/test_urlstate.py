@@ -53,6 +53,10 @@ def test_url_round_trip_and_presenter(app_url):
         assert pres.evaluate("document.body.classList.contains('vitviz-presenter')")
         assert not pres.locator(".vitviz-help").first.is_visible()
         assert pres.locator("#panel-reconstruction img").first.bounding_box()["height"] > normal_h * 1.3
+        for panel in ("panel-original", "panel-reconstruction", "panel-error"):  # whole panels, none clipped
+            img = pres.locator(f"#{panel} img").first.bounding_box()
+            block = pres.locator(f"#{panel}").bounding_box()
+            assert img["y"] + img["height"] <= block["y"] + block["height"] + 1, panel
         pres.locator("body").click(position={"x": 5, "y": 5})
         pres.keyboard.press("ArrowRight")
         pres.wait_for_function("document.querySelector('#mae-metrics').innerText.includes('(108 hidden)')",

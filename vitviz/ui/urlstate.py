@@ -151,7 +151,8 @@ JS = JS.replace("__TAB_LABELS__", json.dumps(TAB_LABELS))
 CSS = """
 .vitviz-presenter .vitviz-help, .vitviz-presenter .vitviz-secondary { display: none !important; }
 .vitviz-presenter #mae-panels { flex-wrap: wrap !important; }
-.vitviz-presenter #mae-panels > div { min-width: 31% !important; flex: 1 1 31% !important; }
+.vitviz-presenter #mae-panels > div { min-width: 31% !important; flex: 1 1 31% !important;
+  height: auto !important; max-height: none !important; }
 .vitviz-presenter #mae-panels .image-container { height: 380px !important; }
 .vitviz-presenter #mae-panels img { height: 100% !important; width: 100% !important; max-height: 380px !important; object-fit: contain !important; }
 .vitviz-presenter .prose { font-size: 1.15rem; }
