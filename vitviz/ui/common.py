@@ -68,3 +68,48 @@ def require_image(image: Any) -> Any:
     if image is None or (isinstance(image, str) and not image):
         raise gr.Error("Drop an image first (or pick one of the examples).")
     return image
+
+
+class LatestCall:
+    """Drops results that a newer call from the same browser session has superseded.
+
+    A view can be requested by several controls whose events run concurrently (change
+    the seed, then move the slider at once): the older call may finish last and would
+    overwrite the newer panels with stale ones. Each call takes a ticket on entry;
+    before returning, a call whose ticket is no longer its session's newest returns
+    ``gr.skip()`` for every output instead. The newest call always shows its result.
+    Calls without a session (the HTTP API) are never dropped. Thread-safe; remembers
+    at most ``capacity`` sessions.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        from collections import OrderedDict
+        from threading import Lock
+
+        self.capacity = capacity
+        self._newest: OrderedDict[str, int] = OrderedDict()
+        self._counter = 0
+        self._lock = Lock()
+
+    def begin(self, session: str | None) -> int:
+        """A ticket for a call from ``session``, newer than every earlier one."""
+        with self._lock:
+            self._counter += 1
+            if session:
+                self._newest[session] = self._counter
+                self._newest.move_to_end(session)
+                while len(self._newest) > self.capacity:
+                    self._newest.popitem(last=False)
+            return self._counter
+
+    def superseded(self, session: str | None, ticket: int) -> bool:
+        """True when a newer call from ``session`` began after ``ticket``'s."""
+        if not session:
+            return False
+        with self._lock:
+            return self._newest.get(session, ticket) > ticket
+
+
+def session_of(request: gr.Request | None) -> str | None:
+    """The browser session of a request (``None`` for API calls without one)."""
+    return getattr(request, "session_hash", None) if request is not None else None
