@@ -29,3 +29,19 @@ def test_precision_setting(monkeypatch):
     monkeypatch.setenv("VITVIZ_PRECISION", "fp16")
     with pytest.raises(ValueError, match="VITVIZ_PRECISION"):
         precision()
+
+
+def test_bf16_batched_sweep_stays_close_to_fp32(monkeypatch, photo_path):
+    """The packed multi-mask path under autocast (the GPU default), checked on CPU."""
+    import vitviz
+    from vitviz.sweep import sweep
+
+    model = vitviz.load_model("mae-tiny", device="cpu")
+    ratios = (0.25, 0.5, 0.75, 0.9)
+    monkeypatch.setenv("VITVIZ_PRECISION", "fp32")
+    ref = sweep(model, photo_path, ratios=ratios, cache=None)
+    monkeypatch.setenv("VITVIZ_PRECISION", "bf16")
+    low = sweep(model, photo_path, ratios=ratios, cache=None)
+    for a, b in zip(ref.results, low.results):
+        assert abs(b.masked_mse - a.masked_mse) / a.masked_mse < 0.02
+        assert np.abs(a.reconstruction.astype(int) - b.reconstruction.astype(int)).mean() < 1.0
