@@ -22,7 +22,7 @@ from ..plots import sweep_figure
 from ..reconstruct import reconstruct
 from ..sweep import STOPS, reconstruct_cached, sweep
 from . import urlstate
-from .common import LatestCall, as_seed, example_images, require_image, session_of, user_errors
+from .common import as_seed, example_images, require_image, user_errors
 
 PANEL_HEIGHT = 240
 NO_COMPARE = "(none)"
@@ -85,28 +85,10 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
     return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))
 
 
-#: Keeps a slow, older view request from overwriting a newer one in the same browser tab.
-LATEST_VIEW = LatestCall()
-
-
 @user_errors
 def update_view(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
-                paint: bool, painted: list | None, compare_name: str, request: gr.Request | None = None) -> tuple:
-    """Everything on screen for the current controls (private endpoint used by the page).
-
-    When a newer view request from the same browser session began while this one ran,
-    every output is left as it is (``gr.skip()``): the newer request shows its own.
-    """
-    session = session_of(request)
-    ticket = LATEST_VIEW.begin(session)
-    out = _view(image, model_name, mask_ratio, seed, pattern, paint, painted, compare_name)
-    if LATEST_VIEW.superseded(session, ticket):
-        return tuple(gr.skip() for _ in out)
-    return out
-
-
-def _view(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
-          paint: bool, painted: list | None, compare_name: str) -> tuple:
+                paint: bool, painted: list | None, compare_name: str) -> tuple:
+    """Everything on screen for the current controls (private endpoint used by the page)."""
     require_image(image)
     s = as_seed(seed)
     model, r = _result(image, model_name, mask_ratio, s, pattern,
