@@ -267,19 +267,19 @@ def build_tab() -> MaeTab:
     prewarm = dict(fn=prewarm_panels, inputs=sweep_inputs, outputs=None, api_visibility="private",
                    trigger_mode="always_last", show_progress="hidden")
 
-    # Upload or new model/seed/pattern: show the current stop first, then fill every stop in the background.
     write_url = dict(fn=None, inputs=[model, ratio, seed, pattern], outputs=None, js=urlstate.WRITE_JS,
                      queue=False, api_visibility="private")
     for control in (model, ratio, seed, pattern):
         control.change(**write_url)
-    for control in (image, model, seed, pattern):
-        control.change(update_view, view_inputs, view_outputs, **quick).then(
-            run_sweep, sweep_inputs, sweep_outputs, api_visibility="private", trigger_mode="always_last",
-            show_progress="full").then(**prewarm)
+    # Every control that changes the view is one listener, so Gradio runs its calls in the order the
+    # browser made them (always the last one after a burst): an older, slower call can never land after
+    # a newer one and leave panels that disagree with the controls.
+    gr.on([image.change, model.change, ratio.change, seed.change, pattern.change, compare.change, paint.change],
+          update_view, view_inputs, view_outputs, **quick)
+    # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
+    gr.on([image.change, model.change, seed.change, pattern.change], run_sweep, sweep_inputs, sweep_outputs,
+          api_visibility="private", trigger_mode="always_last", show_progress="full").then(**prewarm)
     model.change(model_note, model, note, api_visibility="private", queue=False)
-    ratio.change(update_view, view_inputs, view_outputs, **quick)
-    compare.change(update_view, view_inputs, view_outputs, **quick)
-    paint.change(update_view, view_inputs, view_outputs, **quick)
     original.select(paint_click, [mask_state, image, model], [mask_state, paint], api_visibility="private").then(
         update_view, view_inputs, view_outputs, **quick)
     export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
