@@ -139,11 +139,20 @@ def measure_floor(moves: int = 20) -> dict:
             "p50_ms": statistics.median(times), "p95_ms": _pct(times, 0.95), "n": len(times)}
 
 
-def measure(moves: int = 20, model: str = "mae-tiny") -> list[dict]:
-    """Time cached and uncached slider moves in Chromium; rows of p50/p95 milliseconds."""
+def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) -> list[dict]:
+    """Time cached and uncached slider moves in Chromium; rows of p50/p95 milliseconds.
+
+    Args:
+        moves: cached moves (a quarter as many uncached ones).
+        model: the MAE to open the page with.
+        url: a running app to use (default: start one).
+    """
+    if url is None:
+        with running_app() as (started, _proc):
+            return measure(moves, model, started)
     from playwright.sync_api import sync_playwright
 
-    with running_app() as (url, _proc), sync_playwright() as pw:
+    with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(f"{url}?model={model}")

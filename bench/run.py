@@ -262,12 +262,14 @@ def app_rows(calls: int) -> list[dict]:
                 uncached.append(time.perf_counter() - t0)
         rows += [{"row": "HTTP API, image uploaded once: cached stop", "values": cached},
                  {"row": "HTTP API, image uploaded once: uncached stop", "values": uncached}]
+        in_browser = []
+        if Path(browser.CHROMIUM).exists():
+            in_browser = browser.measure(moves=calls, url=url)
+        else:
+            print(f"(no {browser.CHROMIUM}: browser rows skipped; run bash tests/setup.sh)")
     out = [{"row": r["row"], "p50_ms": statistics.median(r["values"]) * 1e3, "p95_ms": _pct(r["values"], 0.95) * 1e3,
             "n": len(r["values"])} for r in rows]
-    if Path(browser.CHROMIUM).exists():
-        out += browser.measure(moves=calls)
-    else:
-        print(f"(no {browser.CHROMIUM}: browser rows skipped; run bash tests/setup.sh)")
+    out += in_browser
     return out
 
 
@@ -282,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     repeats = 3 if args.quick else 7
+    started = time.perf_counter()
     print(f"# vitviz benchmark — {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads, device {device}")
     with torch.random.fork_rng(devices=[]):
@@ -329,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += app
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1, default=float))
+    print(f"\n(the whole run took {time.perf_counter() - started:.0f} s)")
     return 0
 
 
