@@ -56,6 +56,7 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
     monkeypatch.setattr(gradio_fixes, "_MEMO", gradio_fixes._PixelMemo())
+    monkeypatch.setattr(mae_tab, "_PREWARMED", type(mae_tab._PREWARMED)())
     gradio_fixes.install()
     model = load_model("mae-tiny")
     sweep(model, photo_path, 0, "random", cache=cache)
@@ -69,3 +70,8 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
     for panel in (p.masked, p.reconstruction, p.pasted, p.error):
         assert save_img_array_to_cache(panel, cache_dir=str(tmp_path), format="png")
     assert calls == []
+    # A second prewarm of the same sweep (the next visitor) does no work at all.
+    looked_up = []
+    monkeypatch.setattr(mae_tab, "reconstruct_cached", lambda *a, **k: looked_up.append(a))
+    mae_tab.prewarm_panels(str(photo_path), "mae-tiny", 0, "random")
+    assert looked_up == []

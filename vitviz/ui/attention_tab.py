@@ -19,7 +19,7 @@ from ..models.loading import LoadedModel, available_models, load_model
 from ..plots import attention_distance_figure
 from ..render_attention import head_grid, heat_overlay, side_by_side
 from . import urlstate
-from .common import as_seed, example_images, require_image, user_errors
+from .common import as_seed, example_images, memo_view, require_image, user_errors
 
 #: Families whose attention is global (Swin's windows have their own tab).
 FAMILIES = ("mae", "vit", "deit", "dino")
@@ -300,6 +300,7 @@ def attention_distance(image: str | None, model: str, part: str, mask_ratio: flo
 
 
 @user_errors
+@memo_view()
 def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
                row: float, col: float, mass: bool, head_fusion: str, discard_ratio: float) -> tuple:
     """Every view for the current controls (one capture, then lookups)."""

@@ -68,3 +68,68 @@ def require_image(image: Any) -> Any:
     if image is None or (isinstance(image, str) and not image):
         raise gr.Error("Drop an image first (or pick one of the examples).")
     return image
+
+
+def _arg_key(value: Any) -> Any:
+    """A hashable stand-in for one view argument; ``_UNCACHEABLE`` when there is none."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        path = Path(value)
+        try:
+            if path.is_file():  # an image file: its identity is its path, size and modification time
+                st = path.stat()
+                return ("file", str(path.resolve()), st.st_size, st.st_mtime_ns)
+        except (OSError, ValueError):
+            pass
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        import json
+
+        try:
+            return ("json", json.dumps(value, sort_keys=True))
+        except (TypeError, ValueError):
+            return _UNCACHEABLE
+    return _UNCACHEABLE
+
+
+_UNCACHEABLE = object()
+
+
+def memo_view(maxsize: int = 8) -> Callable[[F], F]:
+    """Keep the outputs of a deterministic view function for its last ``maxsize`` argument sets.
+
+    Every visitor's page load computes the same default views (same example image, same
+    controls); with this, the first visitor pays and the rest read the result. Arguments
+    key the cache by value; an image path by its file's path, size and modification
+    time. Calls with any other kind of argument, and calls that raise, are not cached.
+    Returned objects are shared between sessions, so the function must return fresh
+    objects that nobody mutates afterwards (arrays, figures, frozen dataclasses).
+    """
+    from collections import OrderedDict
+    from threading import Lock
+
+    def decorate(fn: F) -> F:
+        cache: OrderedDict[tuple, Any] = OrderedDict()
+        lock = Lock()
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            key = tuple(_arg_key(a) for a in args)
+            if any(k is _UNCACHEABLE for k in key):
+                return fn(*args)
+            with lock:
+                if key in cache:
+                    cache.move_to_end(key)
+                    return cache[key]
+            out = fn(*args)
+            with lock:
+                cache[key] = out
+                while len(cache) > maxsize:
+                    cache.popitem(last=False)
+            return out
+
+        wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

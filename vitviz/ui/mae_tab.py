@@ -7,6 +7,7 @@ Wiring only: every number and image comes from :mod:`vitviz.mae_view`,
 from __future__ import annotations
 
 import tempfile
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from .. import mae_view
 from ..masking import MAX_RATIO, PATTERNS
 from ..models.loading import available_models, load_model
 from ..plots import sweep_figure
-from ..reconstruct import reconstruct
-from ..sweep import STOPS, reconstruct_cached, sweep
+from ..reconstruct import prepare, reconstruct
+from ..sweep import STOPS, image_key, reconstruct_cached, sweep
 from . import urlstate
 from .common import as_seed, example_images, require_image, user_errors
 
@@ -123,13 +124,18 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     return sweep_figure(data), mae_view.thumbnails(s), data
 
 
+#: Sweeps whose panels are already encoded (``vitviz.sweep.image_key``), most recent last.
+_PREWARMED: OrderedDict[str, None] = OrderedDict()
+
+
 def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str) -> None:
     """Encode the panels of every cached slider stop ahead of time (private, after a sweep).
 
     Gradio PNG-encodes every output image; the content memo of
     :mod:`vitviz.ui.gradio_fixes` then serves a panel it has seen without encoding it again.
     Doing that for all stops right after the sweep makes the first visit to each stop as
-    fast as a revisit. Failures are ignored: this only warms a cache.
+    fast as a revisit. A sweep already warmed is skipped (the next visitor on the same
+    example). Failures are ignored: this only warms a cache.
     """
     from gradio.processing_utils import save_img_array_to_cache
     from gradio.utils import get_upload_folder
@@ -137,14 +143,24 @@ def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str
     try:
         require_image(image)
         model = load_model(model_name)
+        key = image_key(model, prepare(model, image), as_seed(seed), pattern)
+        if key in _PREWARMED:
+            _PREWARMED.move_to_end(key)
+            return
         folder = get_upload_folder()
+        complete = True
         for ratio in STOPS:
             r, hit = reconstruct_cached(model, image, ratio, as_seed(seed), pattern)
             if not hit:
+                complete = False
                 continue
             p = mae_view.panels(r)
             for panel in (p.masked, p.reconstruction, p.pasted, p.error):
                 save_img_array_to_cache(panel, cache_dir=folder, format="png")
+        if complete:
+            _PREWARMED[key] = None
+            while len(_PREWARMED) > 256:
+                _PREWARMED.popitem(last=False)
     except Exception:  # noqa: BLE001 - a cold cache is harmless
         return
 

@@ -31,7 +31,7 @@ from ..render_tokens import (
     similarity_mosaic,
     token_strip,
 )
-from .common import as_seed, example_images, require_image, user_errors
+from .common import as_seed, example_images, memo_view, require_image, user_errors
 
 DEFAULT_MODEL = "mae-tiny"
 DEFAULT_PATCH = 16
@@ -163,6 +163,7 @@ def patch_grid(image: str | None, patch_size: float, resolution: float) -> tuple
 
 
 @user_errors
+@memo_view()
 def update_grid(image: str | None, patch_size: float, resolution: float, point: Any, on_cls: bool) -> tuple:
     """Grid, readouts, token strip and the selected patch's pixels (private)."""
     require_image(image)
@@ -185,6 +186,7 @@ def update_grid(image: str | None, patch_size: float, resolution: float, point: 
 
 
 @user_errors
+@memo_view()
 def update_model(image: str | None, model_key: str, resolution: float, point: Any, on_cls: bool) -> tuple:
     """Row/column of the selected patch in the model's grid, its embedding E·x, the model note (private)."""
     require_image(image)
@@ -251,6 +253,7 @@ def _sincos_note(new: tuple[int, int], old: tuple[int, int]) -> str:
 
 
 @user_errors
+@memo_view()
 def update_resolution(image: str | None, model_key: str, resolution: float) -> tuple:
     """The model at another resolution: interpolated maps and, for an MAE, reconstructions (private)."""
     require_image(image)
@@ -295,6 +298,7 @@ def update_resolution(image: str | None, model_key: str, resolution: float) -> t
 
 
 @user_errors
+@memo_view()
 def update_shuffle(image: str | None, model_key: str, seed: float, row: float, col: float) -> tuple:
     """The shuffle demonstration for the selected patch (private)."""
     require_image(image)
