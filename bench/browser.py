@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/browser.py [--moves 20] [--model mae-tiny]
+    python bench/browser.py [--moves 20] [--model mae-tiny] [--page-loads 3]
 
 Opens the app in headless Chromium (``/usr/bin/chromium``, see ``tests/setup.sh``),
 waits for the first view and for the background sweep that fills every slider stop,
@@ -23,6 +23,7 @@ work): Gradio's own floor for showing four new images, on this machine, in this 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -179,11 +180,50 @@ def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) ->
     ]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def page_load_cpu(loads: int = 3) -> list[float]:
+    """Server CPU seconds of each of ``loads`` page loads in a fresh tab (the first is cold).
+
+    Each load waits for the MAE tab's sweep thumbnails and then 4 s more, so the
+    background work a page load starts (every tab's default view, the sweep, the
+    pre-encoding of panels) is included.
+    """
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with running_app() as (url, proc), sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        for _ in range(loads):
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            before = _cpu_seconds(proc.pid)
+            page.goto(url)
+            page.wait_for_selector("#mae-thumbs img", timeout=300_000)
+            page.wait_for_timeout(4000)
+            out.append(_cpu_seconds(proc.pid) - before)
+            page.close()
+        browser.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Time slider moves in Chromium.")
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--model", default="mae-tiny")
+    ap.add_argument("--page-loads", type=int, default=0,
+                    help="also measure the server CPU time of this many page loads")
     args = ap.parse_args(argv)
+    if args.page_loads:
+        cpu = page_load_cpu(args.page_loads)
+        print("| page load | server CPU s |")
+        print("| --- | ---: |")
+        for i, c in enumerate(cpu):
+            print(f"| {'first (cold)' if i == 0 else f'#{i + 1}'} | {c:.2f} |")
+        print()
     rows = measure(args.moves, args.model)
     print("| in Chromium | moves | p50 ms | p95 ms |")
     print("| --- | ---: | ---: | ---: |")
