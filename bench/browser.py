@@ -31,6 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import percentile  # noqa: E402
+
 from tests.appserver import running_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -63,11 +67,6 @@ async ([value, hidden, panels]) => {
   return performance.now() - t0;
 }
 """
-
-
-def _pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def _hidden(ratio: float, num_patches: int = 196) -> int:
@@ -137,7 +136,7 @@ def measure_floor(moves: int = 20) -> dict:
     finally:
         demo.close()
     return {"row": "browser: minimal Gradio app, 4 precomputed new images per move (framework floor)",
-            "p50_ms": statistics.median(times), "p95_ms": _pct(times, 0.95), "n": len(times)}
+            "p50_ms": statistics.median(times), "p95_ms": percentile(times, 0.95), "n": len(times)}
 
 
 def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) -> list[dict]:
@@ -173,9 +172,9 @@ def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) ->
         browser.close()
     return [
         {"row": f"browser: slider move, cached stop ({model})", "p50_ms": statistics.median(cached),
-         "p95_ms": _pct(cached, 0.95), "n": len(cached)},
+         "p95_ms": percentile(cached, 0.95), "n": len(cached)},
         {"row": f"browser: slider move, seed changed, stop not yet cached ({model})",
-         "p50_ms": statistics.median(uncached), "p95_ms": _pct(uncached, 0.95), "n": len(uncached)},
+         "p50_ms": statistics.median(uncached), "p95_ms": percentile(uncached, 0.95), "n": len(uncached)},
         measure_floor(moves),
     ]
 

@@ -6,10 +6,6 @@ import statistics
 import time
 from collections.abc import Callable
 
-import torch
-
-from vitviz.flops import TensorMemoryTracker
-
 
 def median_seconds(fn: Callable[[], object], warmup: int = 2, repeats: int = 7, min_total: float = 0.0) -> float:
     """Median wall time of ``fn`` after ``warmup`` calls (at least ``repeats`` timed calls)."""
@@ -40,8 +36,18 @@ def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: 
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank, no interpolation)."""
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
 def peak_mib(fn: Callable[[], object]) -> float:
     """Peak MiB of tensor storages created while ``fn`` runs (weights and inputs excluded)."""
+    import torch
+
+    from vitviz.flops import TensorMemoryTracker
+
     with torch.inference_mode(), TensorMemoryTracker() as tracker:
         fn()
     return tracker.peak / 2**20

@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from common import percentile
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -88,7 +90,7 @@ def run_load(args: argparse.Namespace, url: str, proc: subprocess.Popen | None) 
     peak = _peak_rss_mb(proc.pid) if proc is not None else float("nan")
     lat = sorted(latencies)
     p50 = statistics.median(lat) * 1000 if lat else float("nan")
-    p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))] * 1000 if lat else float("nan")
+    p95 = percentile(lat, 0.95) * 1000 if lat else float("nan")
     print(f"| users | seconds | requests served | errors | req/s | p50 ms | p95 ms | server peak RSS MB |")
     print(f"| --- | --- | --- | --- | --- | --- | --- | --- |")
     print(f"| {args.users} | {wall:.0f} | {len(lat)} | {len(errors)} | {len(lat) / wall:.1f} | {p50:.0f} | {p95:.0f} "

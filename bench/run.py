@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import browser  # noqa: E402
-from common import interleaved, peak_mib  # noqa: E402
+from common import interleaved, peak_mib, percentile  # noqa: E402
 
 from vitviz.images import normalize, uint8_to_unit  # noqa: E402
 from vitviz.masking import random_mask  # noqa: E402
@@ -195,11 +195,6 @@ def sweep_row(name: str, registry_name: str, repeats: int, device: torch.device,
             "floor_ratio": floor / t["single"], "vitviz_mib": peak_mib(batched), "peer_mib": peak_mib(single)}
 
 
-def _pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
 def _api_call(http, url: str, api: str, data: list) -> list:  # noqa: ANN001
     """One call of a named endpoint over Gradio's HTTP API, its output images downloaded."""
     event = http.post(f"{url}gradio_api/call/{api}", json={"data": data}).json()["event_id"]
@@ -267,7 +262,7 @@ def app_rows(calls: int) -> list[dict]:
             in_browser = browser.measure(moves=calls, url=url)
         else:
             print(f"(no {browser.CHROMIUM}: browser rows skipped; run bash tests/setup.sh)")
-    out = [{"row": r["row"], "p50_ms": statistics.median(r["values"]) * 1e3, "p95_ms": _pct(r["values"], 0.95) * 1e3,
+    out = [{"row": r["row"], "p50_ms": statistics.median(r["values"]) * 1e3, "p95_ms": percentile(r["values"], 0.95) * 1e3,
             "n": len(r["values"])} for r in rows]
     out += in_browser
     return out

@@ -3,6 +3,7 @@
 import numpy as np
 from PIL import Image
 
+from vitviz.lru import LRU
 from vitviz.ui import gradio_fixes
 
 
@@ -14,7 +15,7 @@ def test_png_outputs_are_lossless_and_memoised(tmp_path, monkeypatch):
     calls = []
     real = gradio_fixes.encode
     monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt) or real(img, fmt))
-    monkeypatch.setattr(gradio_fixes, "_MEMO", gradio_fixes._PixelMemo(capacity=8))
+    monkeypatch.setattr(gradio_fixes, "_MEMO", LRU(8))
     a = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
     assert np.array_equal(np.asarray(Image.open(a)), np.asarray(_img(0)))
     again = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
@@ -31,7 +32,7 @@ def test_png_outputs_are_lossless_and_memoised(tmp_path, monkeypatch):
 
 
 def test_memo_is_bounded_and_keyed_by_format():
-    memo = gradio_fixes._PixelMemo(capacity=2)
+    memo = LRU(2)
     for k in "abc":
         memo.put(k, k)
     assert memo.get("a") is None and memo.get("c") == "c"
@@ -55,8 +56,8 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
     monkeypatch.setattr(mae_tab, "reconstruct_cached",
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
-    monkeypatch.setattr(gradio_fixes, "_MEMO", gradio_fixes._PixelMemo())
-    monkeypatch.setattr(mae_tab, "_PREWARMED", type(mae_tab._PREWARMED)())
+    monkeypatch.setattr(gradio_fixes, "_MEMO", LRU(4096))
+    monkeypatch.setattr(mae_tab, "_PREWARMED", LRU(256))
     gradio_fixes.install()
     model = load_model("mae-tiny")
     sweep(model, photo_path, 0, "random", cache=cache)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import gradio as gr
 
 from ..errors import ImageError, ModelUnavailable
+from ..lru import LRU
 from ..models.registry import ASSETS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,27 +107,18 @@ def memo_view(maxsize: int = 8) -> Callable[[F], F]:
     Returned objects are shared between sessions, so the function must return fresh
     objects that nobody mutates afterwards (arrays, figures, frozen dataclasses).
     """
-    from collections import OrderedDict
-    from threading import Lock
-
     def decorate(fn: F) -> F:
-        cache: OrderedDict[tuple, Any] = OrderedDict()
-        lock = Lock()
+        cache: LRU[tuple, Any] = LRU(maxsize)
 
         @functools.wraps(fn)
         def wrapper(*args: Any) -> Any:
             key = tuple(_arg_key(a) for a in args)
             if any(k is _UNCACHEABLE for k in key):
                 return fn(*args)
-            with lock:
-                if key in cache:
-                    cache.move_to_end(key)
-                    return cache[key]
-            out = fn(*args)
-            with lock:
-                cache[key] = out
-                while len(cache) > maxsize:
-                    cache.popitem(last=False)
+            out = cache.get(key, _UNCACHEABLE)
+            if out is _UNCACHEABLE:
+                out = fn(*args)
+                cache.put(key, out)
             return out
 
         wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]

@@ -21,11 +21,11 @@ import hashlib
 import io
 import os
 import tempfile
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from PIL import Image
+
+from ..lru import LRU
 
 _INSTALLED = False
 
@@ -33,30 +33,8 @@ _INSTALLED = False
 PNG_LEVEL = 1
 
 
-class _PixelMemo:
-    """LRU ``pixel digest -> cached file path`` (thread-safe)."""
-
-    def __init__(self, capacity: int = 4096) -> None:
-        self.capacity = capacity
-        self._paths: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> str | None:
-        with self._lock:
-            path = self._paths.get(key)
-            if path is not None:
-                self._paths.move_to_end(key)
-            return path
-
-    def put(self, key: str, path: str) -> None:
-        with self._lock:
-            self._paths[key] = path
-            self._paths.move_to_end(key)
-            while len(self._paths) > self.capacity:
-                self._paths.popitem(last=False)
-
-
-_MEMO = _PixelMemo()
+#: Pixel digest -> path of the file already written for those pixels.
+_MEMO: LRU[str, str] = LRU(4096)
 
 
 def pixel_key(img: Image.Image, cache_dir: str, name: str, format: str) -> str | None:

@@ -7,7 +7,6 @@ Wiring only: every number and image comes from :mod:`vitviz.mae_view`,
 from __future__ import annotations
 
 import tempfile
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from .. import mae_view
+from ..lru import LRU
 from ..masking import MAX_RATIO, PATTERNS
 from ..models.loading import available_models, load_model
 from ..plots import sweep_figure
@@ -125,7 +125,7 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
 
 
 #: Sweeps whose panels are already encoded (``vitviz.sweep.image_key``), most recent last.
-_PREWARMED: OrderedDict[str, None] = OrderedDict()
+_PREWARMED: LRU[str, bool] = LRU(256)
 
 
 def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str) -> None:
@@ -143,14 +143,14 @@ def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str
     try:
         require_image(image)
         model = load_model(model_name)
-        key = image_key(model, prepare(model, image), as_seed(seed), pattern)
-        if key in _PREWARMED:
-            _PREWARMED.move_to_end(key)
+        original = prepare(model, image)  # decoded once, not once per stop
+        key = image_key(model, original, as_seed(seed), pattern)
+        if _PREWARMED.get(key):
             return
         folder = get_upload_folder()
         complete = True
         for ratio in STOPS:
-            r, hit = reconstruct_cached(model, image, ratio, as_seed(seed), pattern)
+            r, hit = reconstruct_cached(model, original, ratio, as_seed(seed), pattern)
             if not hit:
                 complete = False
                 continue
@@ -158,9 +158,7 @@ def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str
             for panel in (p.masked, p.reconstruction, p.pasted, p.error):
                 save_img_array_to_cache(panel, cache_dir=folder, format="png")
         if complete:
-            _PREWARMED[key] = None
-            while len(_PREWARMED) > 256:
-                _PREWARMED.popitem(last=False)
+            _PREWARMED.put(key, True)
     except Exception:  # noqa: BLE001 - a cold cache is harmless
         return
 
