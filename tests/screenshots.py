@@ -20,6 +20,24 @@ from tests.appserver import running_app  # noqa: E402
 from tests.test_app import CHROMIUM, LAUNCH_ARGS  # noqa: E402
 
 
+#: Gradio's images load lazily; a full-page screenshot would catch those below the fold
+#: empty. Load them all, then resolve when every visible image is decoded.
+LOAD_ALL_IMAGES_JS = """
+async () => {
+  const imgs = [...document.querySelectorAll('img')].filter(i => i.offsetParent !== null && i.src);
+  imgs.forEach(i => { i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = r; i.onerror = r; })));
+}
+"""
+
+
+def full_page(page, path: Path) -> None:  # noqa: ANN001
+    """A full-page screenshot with every image loaded."""
+    page.evaluate(LOAD_ALL_IMAGES_JS)
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path), full_page=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
@@ -39,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                                    timeout=120_000)
             page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
             page.wait_for_timeout(1500)
-            page.screenshot(path=str(args.out / "mae.png"), full_page=True)
+            full_page(page, args.out / "mae.png")
             for name, ready in (("Patches", "#patches-overlay img"),
                                 ("Attention", "#attn-query-overlay img"),
                                 ("Swin", ".js-plotly-plot >> visible=true"),
@@ -47,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.get_by_role("tab", name=name).click()
                 page.locator(ready).first.wait_for(timeout=180_000)
                 page.wait_for_timeout(4000)
-                page.screenshot(path=str(args.out / f"{name.lower()}.png"), full_page=True)
+                full_page(page, args.out / f"{name.lower()}.png")
             presenter = browser.new_page(viewport={"width": 1600, "height": 1000})
             presenter.goto(url + "?presenter=1&ratio=0.75")
             presenter.wait_for_function("document.querySelector('#mae-metrics') && "
