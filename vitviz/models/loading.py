@@ -351,7 +351,7 @@ def _availability(spec: ModelSpec) -> tuple[bool, str]:
         path = _asset_path(spec)
         if path.is_file():
             return True, ""
-        return False, f"embedded weights {path.name} are missing from assets/models (run python -m vitviz.train)"
+        return False, f"embedded weights {path.name} are missing from assets/models (run python -m vitviz.training.train_mae)"
     hit = find_weights(spec)
     if hit is not None:
         return True, f"weights on disk: {hit.path}"

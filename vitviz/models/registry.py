@@ -16,7 +16,7 @@ from .mae import MAEConfig
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 #: The embedded default: a ViT encoder of 3.7M parameters (192 wide, 8 blocks),
-#: a 192x4 decoder, patch 16 at 224x224. Trained by ``python -m vitviz.train``.
+#: a 192x4 decoder, patch 16 at 224x224. Trained by ``python -m vitviz.training.train_mae``.
 MAE_TINY_CONFIG = MAEConfig(
     img_size=224,
     patch_size=16,

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m vitviz.evaluate --data .train/data --out assets/models/heldout
+    python -m vitviz.training.evaluate --data .train/data --out assets/models/heldout
 
-For every held-out photo (listed in ``manifest.json`` by :mod:`vitviz.traindata`,
+For every held-out photo (listed in ``manifest.json`` by :mod:`vitviz.training.data`,
 never used in training) and each seed, the photo is masked at 75% (random
 pattern), reconstructed by the model and by :func:`vitviz.baseline.ring_mean_fill`,
 and the hidden-patch MSE (RGB in [0, 1]) of both is recorded. Prints a Markdown
@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .baseline import ring_mean_fill
-from .images import uint8_to_unit, unit_to_uint8
-from .models.loading import load_model
-from .reconstruct import reconstruct
-from .render import label_row
+from ..baseline import ring_mean_fill
+from ..images import uint8_to_unit, unit_to_uint8
+from ..models.loading import load_model
+from ..reconstruct import reconstruct
+from ..render import label_row
 
 
 def evaluate(model_name: str, photos: list[Path], seeds: list[int], ratio: float, out: Path | None) -> list[dict]:

@@ -8,7 +8,7 @@ wheels of scikit-image and matplotlib.
 
 Usage::
 
-    python -m vitviz.traindata --work .train/data     # download, unpack, select, cut crops
+    python -m vitviz.training.data --work .train/data     # download, unpack, select, cut crops
 
 Outputs in the work folder: ``manifest.json`` (every selected file with its package,
 version and licence line), ``train_crops.npy`` (uint8 ``(M, S, S, 3)`` random crops
