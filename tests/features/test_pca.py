@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vitviz.features.pca import fit_pca, foreground_mask, joint_pca_maps, sign_fix
+from vitviz.features.pca import fit_pca, foreground_mask, foreground_pca_maps, joint_pca_maps, sign_fix
 
 
 def _halves(rng: np.random.Generator, gh: int = 6, gw: int = 6, d: int = 16, noise: float = 0.05) -> np.ndarray:
@@ -80,3 +80,16 @@ def test_foreground_is_the_side_away_from_the_border():
     fg = foreground_mask(pc1)
     assert fg[2:6, 2:6].all() and fg.sum() == 16
     assert np.array_equal(foreground_mask(-pc1), fg)
+
+
+def test_foreground_maps_colour_the_subject_and_blacken_the_rest(rng):
+    grids = []
+    for _ in range(2):
+        g = rng.normal(size=(8, 8, 12)) * 0.05 + 1.0
+        g[2:6, 2:6] += rng.normal(size=(4, 4, 12)) * 0.3 + 4.0  # a distinct subject in the middle
+        grids.append(g)
+    maps, masks = foreground_pca_maps(grids)
+    for rgb, m in zip(maps.rgb, masks):
+        assert m[2:6, 2:6].all() and m.sum() == 16
+        assert not rgb[~m].any()
+        assert rgb[m].max() > 0

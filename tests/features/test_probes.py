@@ -33,6 +33,9 @@ def test_r2_is_one_for_a_perfect_fit_and_zero_for_the_mean(rng):
     assert r2_score(y, y) == pytest.approx(1.0)
     assert r2_score(y, np.tile(y.mean(0), (20, 1))) == pytest.approx(0.0)
     assert np.isnan(r2_score(np.ones((5, 1)), np.zeros((5, 1))))
+    # out of sample: predicting the fitting mean scores 0 against that baseline, whatever y's own mean
+    base = y.mean(0) + 1.0
+    assert r2_score(y, np.tile(base, (20, 1)), base) == pytest.approx(0.0)
 
 
 def test_split_refuses_overlap_and_states_itself():
@@ -106,6 +109,6 @@ def test_patch_targets_by_hand():
     assert t["column"].ravel().tolist() == [0, 0.5, 1, 0, 0.5, 1]
     np.testing.assert_allclose(t["colour"][0], [1, 0, 0])
     np.testing.assert_allclose(t["colour"][5], np.full(3, 90 / 255))
-    assert t["edges"][4, 0] == 0.0 and t["edges"][5, 0] > 0
+    assert t["edges"][4, 0] == pytest.approx(np.log(1e-3)) and t["edges"][5, 0] > t["edges"][4, 0]
     with pytest.raises(ValueError):
         patch_targets(img, 5)

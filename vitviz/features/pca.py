@@ -222,3 +222,28 @@ def foreground_mask(pc1: np.ndarray, threshold: float = 0.0) -> np.ndarray:
     share_above = (above & border).sum() / nb
     share_below = (~above & border).sum() / nb
     return ~above if share_above > share_below else above
+
+
+def foreground_pca_maps(token_grids: Sequence[np.ndarray], threshold: float = 0.0,
+                        clip: tuple[float, float] = DEFAULT_CLIP) -> tuple[PCAMaps, tuple[np.ndarray, ...]]:
+    """DINOv2's two-step view: split every image on the joint first component, then colour
+    the foreground only, with a joint PCA refitted on the foreground tokens of all images.
+
+    Args:
+        token_grids: per image, ``(gh, gw, D)`` patch tokens.
+        threshold: cut on the first component (:func:`foreground_mask`).
+        clip: percentiles mapped to colour 0 and 1.
+
+    Returns:
+        ``(maps, masks)``: ``maps.rgb`` is black on the background; ``maps.pc1`` is the
+        first step's component; ``masks`` per image ``(gh, gw)`` bool, True = foreground.
+    """
+    first = joint_pca_maps(token_grids, clip)
+    masks = tuple(foreground_mask(p, threshold) for p in first.pc1)
+    grids = [np.asarray(g, dtype=np.float64) for g in token_grids]
+    fg = [g[m] for g, m in zip(grids, masks)]
+    if sum(len(f) for f in fg) < 2:
+        return PCAMaps(first.basis, tuple(np.zeros_like(r) for r in first.rgb), first.pc1), masks
+    basis = fit_pca(fg, k=3, clip=clip)
+    rgb = tuple(np.where(m[..., None], basis.to_rgb(g), 0.0) for g, m in zip(grids, masks))
+    return PCAMaps(basis, rgb, first.pc1), masks

@@ -2,8 +2,9 @@
 
 For every layer, a ridge probe maps each patch token to targets that need no labels
 (:mod:`vitviz.features.targets`). The probe is fitted on the patches of some images
-and scored, as R^2, on the patches of *other* images (:class:`ProbeSplit`), so a
-probe that memorises its fitting images scores nothing. The ridge strength is chosen
+and scored, as out-of-sample R^2, on the patches of *other* images (:class:`ProbeSplit`),
+so a probe that memorises its fitting images scores nothing. The R^2 baseline is the
+fitting patches' mean (:func:`r2_score`): 0 = no better than that average. The ridge strength is chosen
 per layer and target by cross-validation on the fitting images only: leave one
 fitting image out when there are two or more, otherwise interleaved folds of patches.
 
@@ -13,7 +14,9 @@ channel) and targets centred::
     W(lam) = (X^T X + lam I)^-1 X^T Y = V diag(s / (s^2 + lam)) U^T Y      (X = U S V^T)
 
 ``lam = alpha * mean(s^2)``: ``alpha`` is relative to the mean eigenvalue of
-``X^T X``, so one grid serves every layer and width.
+``X^T X``, so one grid serves every layer and width. Fits work from sums over rows
+(:class:`Moments`), so every cross-validation fold costs one ``D x D``
+eigendecomposition and no pass over the data.
 
 Shapes: ``n`` images, ``L`` layers, ``P_i`` patches of image ``i``, ``D`` channels,
 ``k`` target columns.
@@ -80,20 +83,25 @@ def holdout_split(n_images: int, score: Sequence[int] | None = None, names: Sequ
     return ProbeSplit(tuple(i for i in range(n) if i not in held), held, tuple(names))
 
 
-def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
+def r2_score(y: np.ndarray, pred: np.ndarray, baseline: np.ndarray | None = None) -> float:
     """Coefficient of determination, averaged over target columns.
 
-    ``1 - sum((y - pred)^2) / sum((y - mean(y))^2)`` per column, the mean taken over the
-    scored rows; columns without variance are left out. NaN when every column is.
+    ``1 - sum((y - pred)^2) / sum((y - baseline)^2)`` per column. ``baseline`` defaults
+    to the mean of ``y`` itself (the textbook R^2); probes pass the mean of the
+    *fitting* targets (out-of-sample R^2), so 0 means "no better than predicting the
+    fitting patches' average" and a probe that guesses scores about 0, not below.
+    Columns without spread around the baseline are left out; NaN when every column is.
 
     Args:
         y, pred: ``(N, k)``.
+        baseline: optional ``(k,)``.
     """
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(pred, dtype=np.float64)
     y = y[:, None] if y.ndim == 1 else y
     p = p[:, None] if p.ndim == 1 else p
-    ss_tot = ((y - y.mean(axis=0)) ** 2).sum(axis=0)
+    ref = y.mean(axis=0) if baseline is None else np.asarray(baseline, dtype=np.float64).reshape(-1)
+    ss_tot = ((y - ref) ** 2).sum(axis=0)
     ss_res = ((y - p) ** 2).sum(axis=0)
     ok = ss_tot > 1e-12 * max(1.0, float(np.abs(y).max(initial=0.0)) ** 2)
     if not ok.any():
@@ -121,39 +129,81 @@ class RidgePath:
     def predict(self, x: np.ndarray) -> np.ndarray:
         """``(N, D)`` tokens -> ``(A, N, k)`` predictions, one per strength."""
         z = (np.asarray(x, dtype=np.float64) - self.x_mean) / self.x_scale
-        return np.einsum("nd,adk->ank", z, self.weights) + self.y_mean
+        return np.matmul(z[None], self.weights) + self.y_mean
 
 
-def ridge_path(x: np.ndarray, y: np.ndarray, alphas: Sequence[float] = DEFAULT_ALPHAS) -> RidgePath:
-    """Fit ridge regression for every strength at once (one SVD).
+@dataclass(frozen=True, eq=False)
+class Moments:
+    """Sufficient statistics of a ridge fit: sums over rows, so folds are differences.
+
+    Attributes:
+        n: rows.
+        sx: ``(D,)`` sum of tokens.  sy: ``(k,)`` sum of targets.
+        gxx: ``(D, D)`` sum of ``x x^T``.  gxy: ``(D, k)`` sum of ``x y^T``.
+    """
+
+    n: int
+    sx: np.ndarray
+    sy: np.ndarray
+    gxx: np.ndarray
+    gxy: np.ndarray
+
+    @staticmethod
+    def of(x: np.ndarray, y: np.ndarray) -> "Moments":
+        """Moments of ``(N, D)`` tokens and ``(N, k)`` targets (float64)."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        y = y[:, None] if y.ndim == 1 else y
+        if x.ndim != 2 or y.shape[0] != x.shape[0]:
+            raise ValueError(f"ridge needs x (N, D) and y (N, k), got {x.shape} and {y.shape}")
+        return Moments(x.shape[0], x.sum(0), y.sum(0), x.T @ x, x.T @ y)
+
+    def __add__(self, other: "Moments") -> "Moments":
+        return Moments(self.n + other.n, self.sx + other.sx, self.sy + other.sy, self.gxx + other.gxx,
+                       self.gxy + other.gxy)
+
+    def __sub__(self, other: "Moments") -> "Moments":
+        return Moments(self.n - other.n, self.sx - other.sx, self.sy - other.sy, self.gxx - other.gxx,
+                       self.gxy - other.gxy)
+
+
+def solve_ridge(m: Moments, alphas: Sequence[float] = DEFAULT_ALPHAS) -> RidgePath:
+    """Ridge regression for every strength at once, from moments (one eigendecomposition).
+
+    With ``Z`` the standardised tokens and ``Yc`` the centred targets,
+    ``Z^T Z = Q diag(e) Q^T`` and ``W(lam) = Q diag(1 / (e + lam)) Q^T Z^T Yc``,
+    ``lam = alpha * mean(e)``.
 
     Args:
-        x: ``(N, D)`` tokens.
-        y: ``(N, k)`` targets.
-        alphas: strengths relative to the mean eigenvalue of ``X^T X`` (positive).
+        m: moments of the fitting rows (at least 2).
+        alphas: strengths relative to the mean eigenvalue of ``Z^T Z`` (positive).
 
     Returns:
         :class:`RidgePath`.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    y = y[:, None] if y.ndim == 1 else y
-    if x.ndim != 2 or y.shape[0] != x.shape[0] or x.shape[0] < 2:
-        raise ValueError(f"ridge needs x (N, D) and y (N, k) with N >= 2, got {x.shape} and {y.shape}")
     a = np.asarray(alphas, dtype=np.float64)
     if a.ndim != 1 or a.size == 0 or (a <= 0).any():
         raise ValueError(f"alphas must be positive numbers, got {alphas}")
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale = np.where(scale > 1e-12, scale, 1.0)
-    z = (x - mean) / scale
-    y_mean = y.mean(axis=0)
-    u, s, vt = np.linalg.svd(z, full_matrices=False)
-    uty = u.T @ (y - y_mean)  # (r, k)
-    lam = a * max(float((s ** 2).sum()) / x.shape[1], 1e-12)  # (A,)
-    shrink = s[None, :] / (s[None, :] ** 2 + lam[:, None])  # (A, r)
-    weights = np.einsum("dr,ar,rk->adk", vt.T, shrink, uty)
+    if m.n < 2:
+        raise ValueError(f"ridge needs at least 2 rows, got {m.n}")
+    mean, y_mean = m.sx / m.n, m.sy / m.n
+    gc = m.gxx - m.n * np.outer(mean, mean)
+    cc = m.gxy - m.n * np.outer(mean, y_mean)
+    var = np.clip(np.diag(gc) / m.n, 0.0, None)
+    scale = np.where(var > 1e-12 * max(1.0, float(var.max(initial=0.0))), np.sqrt(var), 1.0)
+    zz = gc / np.outer(scale, scale)
+    zy = cc / scale[:, None]
+    e, q = np.linalg.eigh((zz + zz.T) / 2)
+    e = np.clip(e, 0.0, None)
+    lam = a * max(float(e.sum()) / e.size, 1e-12)
+    qy = q.T @ zy  # (D, k)
+    weights = np.matmul(q[None], qy[None] / (e[None, :, None] + lam[:, None, None]))  # (A, D, k)
     return RidgePath(mean, scale, y_mean, weights, a)
+
+
+def ridge_path(x: np.ndarray, y: np.ndarray, alphas: Sequence[float] = DEFAULT_ALPHAS) -> RidgePath:
+    """Fit ridge regression of ``(N, k)`` targets on ``(N, D)`` tokens for every strength (:func:`solve_ridge`)."""
+    return solve_ridge(Moments.of(x, y), alphas)
 
 
 def _folds(groups: np.ndarray) -> list[np.ndarray]:
@@ -173,7 +223,7 @@ class ProbeScores:
     """One layer's probes.
 
     Attributes:
-        r2: ``{target: R^2 on the scoring images}``.
+        r2: ``{target: out-of-sample R^2 on the scoring images}`` (baseline: the fitting mean).
         alpha: ``{target: strength chosen by cross-validation}``.
         cv_r2: ``{target: (A,) mean cross-validated R^2 per strength}``.
     """
@@ -215,22 +265,26 @@ def probe_layer(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, n
     x_fit, y_fit = _stack(features, split.fit), _stack(ys, split.fit)
     groups = np.concatenate([np.full(len(features[i]), i) for i in split.fit])
     folds = _folds(groups)
+    parts = [Moments.of(x_fit[held], y_fit[held]) for held in folds]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
     cv = {name: np.zeros(len(alphas)) for name in names}
-    for held in folds:
-        path = ridge_path(x_fit[~held], y_fit[~held], alphas)
-        pred = path.predict(x_fit[held])  # (A, n_held, K)
+    for held, part in zip(folds, parts):
+        pred = solve_ridge(total - part, alphas).predict(x_fit[held])  # (A, n_held, K)
         for name in names:
             sl = cols[name]
-            cv[name] += np.array([np.nan_to_num(r2_score(y_fit[held][:, sl], p[:, sl]), nan=-np.inf)
+            base = (total - part).sy[sl] / (total - part).n
+            cv[name] += np.array([np.nan_to_num(r2_score(y_fit[held][:, sl], p[:, sl], base), nan=-np.inf)
                                   for p in pred]) / len(folds)
-    full = ridge_path(x_fit, y_fit, alphas)
+    full = solve_ridge(total, alphas)
     x_score, y_score = _stack(features, split.score), _stack(ys, split.score)
     pred = full.predict(x_score)
     r2, alpha = {}, {}
     for name in names:
         best = int(np.argmax(cv[name]))
         alpha[name] = float(full.alphas[best])
-        r2[name] = r2_score(y_score[:, cols[name]], pred[best][:, cols[name]])
+        r2[name] = r2_score(y_score[:, cols[name]], pred[best][:, cols[name]], full.y_mean[cols[name]])
     return ProbeScores(r2, alpha, cv)
 
 

@@ -5,8 +5,10 @@ in raster order:
 
 - ``row`` and ``column``: the patch's grid position, scaled to [0, 1];
 - ``colour``: the mean RGB of its pixels, in [0, 1] (three columns);
-- ``edges``: its edge energy, the mean gradient magnitude of the grey image inside
-  it (central differences, grey in [0, 1]), a measure of texture.
+- ``edges``: its edge energy, the log of the mean gradient magnitude of the grey
+  image inside it (central differences, grey in [0, 1]; ``log(g + 0.001)``), a measure
+  of texture. The log makes the target's spread comparable between smooth and busy
+  photos (gradient magnitudes are heavy-tailed).
 
 Shapes: ``(S, S, 3)`` uint8 image, ``p`` patch side, ``(gh, gw)`` grid, ``P = gh * gw``.
 """
@@ -20,6 +22,8 @@ TARGETS: tuple[str, ...] = ("row", "column", "colour", "edges")
 #: Readable names.
 TARGET_NAMES = {"row": "row (position)", "column": "column (position)", "colour": "mean colour",
                 "edges": "edge energy (texture)"}
+#: Added to the mean gradient magnitude before the log (flat patches stay finite).
+EDGE_FLOOR = 1e-3
 #: ITU-R BT.601 luma weights for the grey image.
 LUMA = np.array([0.299, 0.587, 0.114])
 
@@ -54,7 +58,7 @@ def patch_targets(image: np.ndarray, patch_size: int) -> dict[str, np.ndarray]:
 
     Returns:
         ``{name: (P, k) float64}`` in :data:`TARGETS` order; ``k`` is 3 for ``colour``,
-        1 otherwise.
+        1 otherwise. ``edges`` is ``log(mean gradient magnitude + EDGE_FLOOR)``.
     """
     img = np.asarray(image)
     p = int(patch_size)
@@ -67,5 +71,5 @@ def patch_targets(image: np.ndarray, patch_size: int) -> dict[str, np.ndarray]:
         "row": (rows / max(gh - 1, 1)).astype(np.float64)[:, None],
         "column": (cols / max(gw - 1, 1)).astype(np.float64)[:, None],
         "colour": _patch_means(img.astype(np.float64) / 255.0, p),
-        "edges": _patch_means(edge_energy(img)[..., None], p),
+        "edges": np.log(_patch_means(edge_energy(img)[..., None], p) + EDGE_FLOOR),
     }
