@@ -1,0 +1,1 @@
+"""BEiT: masked image modeling with discrete visual tokens (tokenize, blockwise masks, predict, baselines)."""

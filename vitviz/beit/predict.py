@@ -1,0 +1,143 @@
+"""BEiT's masked image modeling on one image: hide patches, predict their visual tokens.
+
+The targets are the tokenizer's ids of the same image; the model sees the image
+with the hidden patches replaced by its mask token and classifies every position
+over the codebook. Only hidden positions are scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models.beit import BEiTForMIM, normalize
+from ..models.vqvae import VQTokenizer
+from .masking import block_mask, random_patch_mask
+from .tokenize import decode_ids, tokenize_array
+
+BEIT_PATTERNS: tuple[str, ...] = ("block", "random")
+
+
+@dataclass(frozen=True)
+class BEiTPrediction:
+    """Token predictions for the hidden patches of one image.
+
+    Attributes:
+        original: ``(S, S, 3)`` uint8 model view.
+        mask: ``(gh, gw)`` bool, True = hidden.
+        target_ids: ``(gh, gw)`` int64, the tokenizer's ids of the image.
+        predicted_ids: ``(gh, gw)`` int64 top-1 ids (visible positions are not scored).
+        top5: ``(gh, gw, 5)`` int64, best first.
+        confidence: ``(gh, gw)`` float32 probability of the top-1 id.
+        decoded: ``(S, S, 3)`` uint8: the tokenizer decodes visible targets + hidden
+            predictions, and the visible patches' pixels are pasted back.
+        target_decoded: ``(S, S, 3)`` uint8, the image decoded from its own ids.
+        patch_size: pixels per patch side.
+    """
+
+    original: np.ndarray
+    mask: np.ndarray
+    target_ids: np.ndarray
+    predicted_ids: np.ndarray
+    top5: np.ndarray
+    confidence: np.ndarray
+    decoded: np.ndarray
+    target_decoded: np.ndarray
+    patch_size: int
+
+    @property
+    def correctness(self) -> np.ndarray:
+        """``(gh, gw)`` int8: 2 top-1 right, 1 in top-5, 0 wrong, -1 visible (not scored)."""
+        top1 = self.predicted_ids == self.target_ids
+        in5 = (self.top5 == self.target_ids[..., None]).any(-1)
+        out = np.where(top1, 2, np.where(in5, 1, 0)).astype(np.int8)
+        out[~self.mask] = -1
+        return out
+
+    @property
+    def accuracy(self) -> float:
+        """Top-1 token accuracy over hidden patches."""
+        return float((self.predicted_ids == self.target_ids)[self.mask].mean())
+
+    @property
+    def top5_accuracy(self) -> float:
+        """Top-5 token accuracy over hidden patches."""
+        return float((self.top5 == self.target_ids[..., None]).any(-1)[self.mask].mean())
+
+    @property
+    def hidden_mse(self) -> float:
+        """MSE of ``decoded`` against ``original`` over hidden patches (RGB in [0, 1])."""
+        p = self.patch_size
+        hid = self.mask.repeat(p, 0).repeat(p, 1)
+        a = self.original.astype(np.float64) / 255.0
+        b = self.decoded.astype(np.float64) / 255.0
+        return float(((a - b) ** 2)[hid].mean())
+
+    def metrics(self) -> dict:
+        """JSON-ready summary."""
+        return {"top1_accuracy": self.accuracy, "top5_accuracy": self.top5_accuracy,
+                "hidden_patches": int(self.mask.sum()), "num_patches": int(self.mask.size),
+                "hidden_mse": self.hidden_mse,
+                "mean_confidence_hidden": float(self.confidence[self.mask].mean())}
+
+
+def make_beit_mask(grid: tuple[int, int], ratio: float, seed: int, pattern: str = "block") -> np.ndarray:
+    """``(gh, gw)`` bool mask (True = hidden) from ``numpy.random.default_rng(seed)``.
+
+    Raises:
+        ValueError: unknown pattern (naming the valid ones) or ratio out of range.
+    """
+    rng = np.random.default_rng(int(seed))
+    if pattern == "block":
+        return block_mask(grid, ratio, rng)
+    if pattern == "random":
+        return random_patch_mask(grid, ratio, rng)
+    raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(BEIT_PATTERNS)} "
+                     "or pass a painted mask")
+
+
+def _check_mask(mask: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    m = np.asarray(mask).astype(bool)
+    if m.shape != tuple(grid):
+        raise ValueError(f"the mask must be {grid[0]}x{grid[1]} patches, got {m.shape}")
+    if not m.any():
+        raise ValueError("the mask hides no patch; hide at least one to predict")
+    return m
+
+
+@torch.inference_mode()
+def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask: np.ndarray) -> BEiTPrediction:
+    """Predict the hidden tokens of a model view under a given mask.
+
+    Args:
+        beit: the MIM model (eval mode); its vocabulary must match the tokenizer.
+        vq: the tokenizer that made its targets.
+        original: ``(S, S, 3)`` uint8 at ``beit.config.img_size``.
+        mask: ``(gh, gw)`` bool, True = hidden; at least one hidden patch.
+
+    Returns:
+        :class:`BEiTPrediction`.
+    """
+    c = beit.config
+    if c.vocab_size != vq.codebook_size:
+        raise ValueError(f"the model predicts {c.vocab_size} codes but the tokenizer has {vq.codebook_size}")
+    m = _check_mask(mask, c.grid)
+    tokens = tokenize_array(vq, original)
+    dev = beit.lm_head.weight.device
+    x = torch.from_numpy(np.ascontiguousarray(original)).permute(2, 0, 1).float().div(255.0)[None].to(dev)
+    logits = beit(normalize(x, c), torch.from_numpy(m).flatten()[None].to(dev))[0].float()  # (L, V)
+    probs = logits.softmax(-1)
+    conf, top5 = probs.topk(5, dim=-1)
+    gh, gw = c.grid
+    top5_np = top5.cpu().numpy().astype(np.int64).reshape(gh, gw, 5)
+    pred = top5_np[..., 0]
+    mixed = np.where(m, pred, tokens.ids)
+    dec = decode_ids(vq, mixed)
+    p = c.patch_size
+    hid = m.repeat(p, 0).repeat(p, 1)
+    pasted = np.where(hid[..., None], dec, original).astype(np.uint8)
+    return BEiTPrediction(original=original, mask=m, target_ids=tokens.ids, predicted_ids=pred, top5=top5_np,
+                          confidence=conf[:, 0].cpu().numpy().astype(np.float32).reshape(gh, gw),
+                          decoded=pasted, target_decoded=tokens.decoded, patch_size=p)

@@ -1,0 +1,242 @@
+"""Train ``beit-tiny`` (BEiT masked image modeling over vq-tiny's visual tokens), resumably.
+
+Usage::
+
+    python -m vitviz.training.train_beit --data .train/data --hours 0.9      # train; rerun to resume
+    python -m vitviz.training.train_beit --data .train/data --eval-only      # held-out table vs baselines
+
+The targets come from ``vq-tiny`` (``--vq``). Its token ids for every 256 px
+training crop and its mirror image are computed once (``--tokens``, a 16x16 grid
+per crop); a training sample is a 224 window at an offset that is a multiple of 16
+(so its 14x14 targets are a slice of the stored grid), mirrored or not. Masks are
+BEiT's blockwise masks at ``--ratio`` (40%); the loss is cross-entropy over the
+hidden positions only. The learning rate follows a cosine over a wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..beit.baselines import most_frequent_prediction, nearest_visible_prediction
+from ..beit.masking import block_mask, random_patch_mask
+from ..models.beit import BEiTConfig, BEiTForMIM, export_beit, load_beit_file, mim_loss, normalize
+from ..models.vqvae import load_vq_file
+from .train_vq import heldout_images
+
+BEIT_TINY_CONFIG = BEiTConfig(embed_dim=192, depth=8, num_heads=3, vocab_size=512)
+
+
+def file_digest(path: Path) -> str:
+    """First 16 hex digits of the SHA-256 of a file."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+@torch.inference_mode()
+def crop_tokens(vq_path: Path, crops: np.ndarray, out: Path, batch: int = 32) -> np.ndarray:
+    """Token ids of every crop and of its mirror image, cached in ``out`` per tokenizer file.
+
+    Args:
+        crops: ``(M, S, S, 3)`` uint8.
+
+    Returns:
+        ``(M, 2, S/16, S/16)`` int16 (index 1 = the horizontally mirrored crop).
+    """
+    digest = file_digest(vq_path)
+    meta = out.with_suffix(".json")
+    if out.exists() and meta.exists() and json.loads(meta.read_text()).get("vq") == digest:
+        return np.load(out)
+    vq, _ = load_vq_file(vq_path)
+    vq = vq.to(memory_format=torch.channels_last)
+    m, s = crops.shape[0], crops.shape[1]
+    ids = np.empty((m, 2, s // 16, s // 16), dtype=np.int16)
+    for i in range(0, m, batch):
+        x = torch.from_numpy(np.ascontiguousarray(crops[i : i + batch])).permute(0, 3, 1, 2).float() / 255.0
+        for f in (0, 1):
+            xx = (x.flip(-1) if f else x).contiguous(memory_format=torch.channels_last)
+            ids[i : i + batch, f] = vq.tokenize(xx).numpy().astype(np.int16)
+        if i % (batch * 20) == 0:
+            print(f"tokenized {i + x.shape[0]}/{m}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.save(out, ids)
+    meta.write_text(json.dumps({"vq": digest, "shape": list(ids.shape)}))
+    return ids
+
+
+def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g: torch.Generator
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random 224 windows at 16-pixel offsets, mirrored half the time, with their token grids.
+
+    Returns:
+        ``(imgs (B, 3, size, size) in [0, 1], targets (B, L) int64)``.
+    """
+    s, cell = crops.shape[1], 16
+    n_off = (s - size) // cell + 1
+    gsz = size // cell
+    idx = torch.randint(0, crops.shape[0], (batch,), generator=g).tolist()
+    off = torch.randint(0, n_off, (batch, 2), generator=g).tolist()
+    flip = (torch.rand(batch, generator=g) < 0.5).tolist()
+    imgs = np.empty((batch, size, size, 3), dtype=np.uint8)
+    tgt = np.empty((batch, gsz, gsz), dtype=np.int64)
+    for b, (j, (oy, ox), f) in enumerate(zip(idx, off, flip)):
+        c = crops[j][:, ::-1] if f else crops[j]
+        imgs[b] = c[oy * cell : oy * cell + size, ox * cell : ox * cell + size]
+        tgt[b] = tokens[j, int(f), oy : oy + gsz, ox : ox + gsz]
+    x = torch.from_numpy(imgs).permute(0, 3, 1, 2).float().div_(255.0)
+    return x, torch.from_numpy(tgt).flatten(1)
+
+
+@torch.inference_mode()
+def heldout_table(model: BEiTForMIM, vq_path: Path, data: Path, most_frequent: int,
+                  seeds: tuple[int, ...], ratio: float, pattern: str = "block") -> dict:
+    """Top-1/top-5 token accuracy over hidden patches of the held-out photos, and both baselines.
+
+    Targets are vq-tiny's ids of each (224, centre-cropped) photo; masks are drawn with
+    ``numpy.random.default_rng(seed)`` for each seed. Accuracies are pooled over all
+    hidden patches of all photos and seeds.
+    """
+    was = model.training
+    model.eval()
+    vq, _ = load_vq_file(vq_path)
+    c = model.config
+    images = heldout_images(data, c.img_size)
+    hits = {"top1": 0, "top5": 0, "most_frequent": 0, "nearest_visible": 0, "hidden": 0}
+    per = {}
+    for name, x in images.items():
+        ids = vq.tokenize(x[None])[0]  # (gh, gw)
+        h1 = h5 = hv = hn = hm = 0
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            m = block_mask(c.grid, ratio, rng) if pattern == "block" else random_patch_mask(c.grid, ratio, rng)
+            mask = torch.from_numpy(m)
+            logits = model(normalize(x[None], c), mask.flatten()[None])[0]  # (L, V)
+            top5 = logits.topk(5, dim=-1).indices.view(*c.grid, 5)
+            hid = mask
+            h1 += int((top5[..., 0] == ids)[hid].sum())
+            h5 += int((top5 == ids[..., None]).any(-1)[hid].sum())
+            hm += int((most_frequent_prediction(mask, most_frequent) == ids)[hid].sum())
+            hn += int((nearest_visible_prediction(ids, mask) == ids)[hid].sum())
+            hv += int(hid.sum())
+        per[name] = {"top1": h1 / hv, "top5": h5 / hv, "most_frequent": hm / hv, "nearest_visible": hn / hv,
+                     "hidden": hv}
+        for k, v in zip(("top1", "top5", "most_frequent", "nearest_visible", "hidden"), (h1, h5, hm, hn, hv)):
+            hits[k] += v
+    model.train(was)
+    total = hits.pop("hidden")
+    out = {k: v / total for k, v in hits.items()}
+    out.update(hidden_patches=total, per_image=per, seeds=list(seeds), ratio=ratio, pattern=pattern)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Train beit-tiny over vq-tiny tokens (resumable).")
+    ap.add_argument("--data", type=Path, default=Path(".train/data"))
+    ap.add_argument("--vq", type=Path, default=Path("assets/models/vq-tiny.safetensors"))
+    ap.add_argument("--out", type=Path, default=Path("assets/models/beit-tiny.safetensors"))
+    ap.add_argument("--ckpt", type=Path, default=Path(".train/beit/ckpt.pt"))
+    ap.add_argument("--tokens", type=Path, default=Path(".train/beit/crop_tokens.npy"))
+    ap.add_argument("--hours", type=float, default=0.9, help="wall-clock budget of the cosine schedule")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--min-lr-frac", type=float, default=0.05)
+    ap.add_argument("--warmup", type=int, default=80)
+    ap.add_argument("--weight-decay", type=float, default=0.05)
+    ap.add_argument("--ratio", type=float, default=0.4)
+    ap.add_argument("--save-every", type=int, default=50)
+    ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-only", action="store_true", help="print the held-out table of --out and exit")
+    ap.add_argument("--eval-seeds", type=int, default=10)
+    ap.add_argument("--table", type=Path, default=Path("assets/models/beit-tiny.heldout.json"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
+    tokens = crop_tokens(args.vq, crops, args.tokens)
+    counts = np.bincount(tokens.reshape(-1).astype(np.int64), minlength=BEIT_TINY_CONFIG.vocab_size)
+    most_frequent = int(counts.argmax())
+
+    if args.eval_only:
+        model, meta = load_beit_file(args.out)
+        seeds = tuple(range(args.eval_seeds))
+        table = {"model": "beit-tiny", "step": meta.get("step"), "train_hours": meta.get("train_hours"),
+                 "vq": file_digest(args.vq), "most_frequent_code": most_frequent,
+                 "block": heldout_table(model, args.vq, args.data, most_frequent, seeds, args.ratio, "block"),
+                 "random": heldout_table(model, args.vq, args.data, most_frequent, seeds, args.ratio, "random")}
+        args.table.write_text(json.dumps(table, indent=1) + "\n")
+        print(json.dumps(table, indent=1))
+        return 0
+
+    model = BEiTForMIM(BEIT_TINY_CONFIG)
+    c = model.config
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "token" not in n and "pos_embed" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "token" not in n
+                                                                and "pos_embed" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.98))
+    step, elapsed, seen = 0, 0.0, 0
+    args.ckpt.parent.mkdir(parents=True, exist_ok=True)
+    log_path = args.ckpt.parent / "train_log.jsonl"
+    if args.ckpt.exists():
+        state = torch.load(args.ckpt, weights_only=True)
+        model.load_state_dict(state["model"], strict=True)
+        opt.load_state_dict(state["opt"])
+        step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
+        print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
+    budget = args.hours * 3600.0
+    vq_digest = file_digest(args.vq)
+    model.train()
+    t_last = time.perf_counter()
+    while elapsed < budget:
+        progress = min(1.0, elapsed / budget)
+        lr = args.lr * min(1.0, (step + 1) / args.warmup)
+        lr *= args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        g = torch.Generator().manual_seed(args.seed * 1_000_003 + step)  # resumable without saved RNG state
+        rng = np.random.default_rng([args.seed, step])
+        x, tgt = sample_batch(crops, tokens, args.batch, c.img_size, g)
+        mask = torch.from_numpy(np.stack([block_mask(c.grid, args.ratio, rng) for _ in range(args.batch)]))
+        mask = mask.flatten(1)
+        logits = model(normalize(x, c), mask)
+        loss = mim_loss(logits, tgt, mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 3.0)
+        opt.step()
+        step += 1
+        seen += args.batch
+        now = time.perf_counter()
+        elapsed += now - t_last
+        done = elapsed >= budget
+        if step % 10 == 0 or done:
+            acc = float((logits.detach()[mask].argmax(-1) == tgt[mask]).float().mean())
+            rec = {"step": step, "loss": round(loss.item(), 4), "train_top1": round(acc, 4), "lr": lr,
+                   "elapsed_h": round(elapsed / 3600, 4)}
+            if step % args.eval_every == 0 or done:
+                t = heldout_table(model, args.vq, args.data, most_frequent, (0, 1, 2), args.ratio)
+                rec.update(heldout_top1=t["top1"], heldout_top5=t["top5"], heldout_most_frequent=t["most_frequent"],
+                           heldout_nearest_visible=t["nearest_visible"])
+            if step % args.save_every == 0 or done:
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                            "elapsed": elapsed, "images": seen}, args.ckpt)
+                export_beit(model, args.out, {"step": str(step), "images": str(seen), "vq": vq_digest,
+                                              "most_frequent_code": str(most_frequent),
+                                              "train_hours": f"{elapsed / 3600:.3f}"})
+            with log_path.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+            print(json.dumps(rec), flush=True)
+        t_last = time.perf_counter()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
