@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 from vitviz.models.beit import BEiTConfig, BEiTForMIM, export_beit, load_beit_file, mim_loss
 from vitviz.models.vqvae import VQConfig, VQTokenizer, export_vq, load_vq_file
 
-TINY_VQ = VQConfig(img_size=64, codebook_size=32, code_dim=8, widths=(4, 8, 8, 16), out_width=4)
+TINY_VQ = VQConfig(img_size=64, codebook_size=32, code_dim=8, hidden=8, decoder_blocks=1)
 TINY_BEIT = BEiTConfig(img_size=64, embed_dim=32, depth=2, num_heads=2, vocab_size=32)
 
 
@@ -40,14 +40,33 @@ def test_round_trip_is_stable_on_decoded_codes() -> None:
     assert torch.equal(vq.lookup(vq.codebook[ids]), ids)
 
 
-def test_ema_update_restarts_dead_codes_and_keeps_unit_rows() -> None:
+def test_ema_update_moves_codes_to_their_means_and_restarts_dead_codes() -> None:
     vq = _vq().train()
     g = torch.Generator().manual_seed(0)
-    z = torch.nn.functional.normalize(torch.randn(64, TINY_VQ.code_dim, generator=g), dim=1)
+    z = torch.randn(64, TINY_VQ.code_dim, generator=g)
     ids = torch.zeros(64, dtype=torch.int64)  # everything on code 0: the others die
-    restarted = sum(vq.ema_update(z, ids, g) for _ in range(30))
+    restarted = sum(vq.ema_update(z, ids, g) for _ in range(400))
     assert restarted > 0
-    assert torch.allclose(vq.codebook.norm(dim=1), torch.ones(TINY_VQ.codebook_size), atol=1e-5)
+    assert torch.allclose(vq.codebook[0], z.mean(0), atol=1e-3)
+    revived = vq.codebook[1:]
+    # every restarted code is one of the batch vectors
+    assert bool(((revived[:, None] - z[None]).abs().max(-1).values.min(1).values < 1e-3).all())
+
+
+def test_round_trip_of_initialised_tokenizer_equals_per_patch_codebook() -> None:
+    """With the context modules at zero (their initial state), decoding is the per-patch inverse
+    projection of each code: a k-means-style round trip."""
+    vq = _vq()
+    g = torch.Generator().manual_seed(3)
+    comps = torch.linalg.qr(torch.randn(TINY_VQ.patch_dim, TINY_VQ.code_dim, generator=g))[0].t()
+    mean = torch.rand(TINY_VQ.patch_dim, generator=g)
+    cent = torch.randn(TINY_VQ.codebook_size, TINY_VQ.code_dim, generator=g)
+    vq.init_from_data(mean, comps, cent, torch.ones(TINY_VQ.codebook_size))
+    ids = torch.randint(0, TINY_VQ.codebook_size, (1, 4, 4), generator=g)
+    with torch.no_grad():
+        out = vq.decode_vectors(vq.codebook[ids])
+    first = out[0, :, :16, :16].reshape(-1)
+    assert torch.allclose(first, cent[ids[0, 0, 0]] @ comps + mean, atol=1e-5)
 
 
 def test_vq_file_loads_strictly(tmp_path) -> None:
@@ -61,7 +80,7 @@ def test_vq_file_loads_strictly(tmp_path) -> None:
             assert torch.equal(back.state_dict()[key], value.half().float()), key
     assert torch.allclose(back.codebook, vq.codebook, atol=1e-3)
     sd = load_file(str(path))
-    sd.pop("decoder.1.conv1.weight")
+    sd.pop("decoder.context.conv_in.weight")
     save_file(sd, str(tmp_path / "broken.safetensors"), metadata=meta)
     with pytest.raises(RuntimeError, match="Missing key"):
         load_vq_file(tmp_path / "broken.safetensors")

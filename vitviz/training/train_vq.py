@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from ..beit.baselines import kmeans_codebook, kmeans_roundtrip, patch_rows
+from ..beit.baselines import kmeans_codebook, kmeans_roundtrip, nearest_centroid, patch_rows
 from ..models.vqvae import VQConfig, VQTokenizer, export_vq, load_vq_file
 
-VQ_TINY_CONFIG = VQConfig(widths=(32, 64, 96, 128), out_width=16, codebook_size=512, code_dim=32)
+VQ_TINY_CONFIG = VQConfig(codebook_size=512, code_dim=64, hidden=128, decoder_blocks=2)
 
 
 def heldout_images(data: Path, size: int) -> dict[str, torch.Tensor]:
@@ -65,6 +65,25 @@ def random_crops(crops: np.ndarray, batch: int, size: int, g: torch.Generator) -
         c = crops[j, y : y + size, x : x + size]
         out[i] = c[:, ::-1] if f else c
     return torch.from_numpy(out).permute(0, 3, 1, 2).float().div_(255.0)
+
+
+@torch.no_grad()
+def init_from_data(model: VQTokenizer, crops: np.ndarray, images: int, iters: int, batch: int,
+                   g: torch.Generator) -> None:
+    """Principal components of training patches for the projections, k-means of the projected
+    patches for the codebook (the starting point; training then moves all of them)."""
+    c = model.config
+    x = random_crops(crops, images, c.img_size, g)
+    rows = torch.cat([patch_rows(im, c.patch_size) for im in x]).double()
+    mean = rows.mean(0)
+    cov = (rows - mean).t() @ (rows - mean) / rows.shape[0]
+    _, vecs = torch.linalg.eigh(cov)  # ascending eigenvalues
+    comps = vecs[:, -c.code_dim :].flip(1).t().float()  # (D, P)
+    z = (rows.float() - mean.float()) @ comps.t()
+    cent = kmeans_codebook(z, c.codebook_size, iters, g)
+    assign = nearest_centroid(z, cent)
+    per_batch = torch.bincount(assign, minlength=c.codebook_size).float() * (batch * c.grid[0] * c.grid[1]) / z.shape[0]
+    model.init_from_data(mean.float(), comps, cent, per_batch)
 
 
 def psnr(mse: float) -> float:
@@ -127,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("assets/models/vq-tiny.safetensors"))
     ap.add_argument("--ckpt", type=Path, default=Path(".train/vq/ckpt.pt"))
     ap.add_argument("--hours", type=float, default=0.7, help="wall-clock budget of the cosine schedule")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--crop", type=int, default=128, help="training crop side (a multiple of 16; the model is convolutional)")
-    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--crop", type=int, default=224, help="training crop side (a multiple of 16)")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--init-images", type=int, default=512, help="crops for the PCA and k-means start")
+    ap.add_argument("--init-iters", type=int, default=20)
     ap.add_argument("--min-lr-frac", type=float, default=0.05)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--beta", type=float, default=0.25, help="commitment loss weight")
@@ -151,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
     g = torch.Generator().manual_seed(args.seed)
     crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
-    model = VQTokenizer(VQ_TINY_CONFIG).to(memory_format=torch.channels_last)
+    model = VQTokenizer(VQ_TINY_CONFIG)
     c = model.config
     images = heldout_images(args.data, c.img_size)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.99))
@@ -165,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
         g.set_state(state["gen"])
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
+    else:
+        init_from_data(model, crops, args.init_images, args.init_iters, args.batch, g)
     budget = args.hours * 3600.0
     model.train()
     used_window = torch.zeros(c.codebook_size, dtype=torch.bool)
@@ -176,16 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         lr *= args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
         for group in opt.param_groups:
             group["lr"] = lr
-        x = random_crops(crops, args.batch, args.crop, g).contiguous(memory_format=torch.channels_last)
-        if step == 0:  # codebook from encoder outputs of the first batch
-            with torch.no_grad():
-                z0 = model.encode(x).reshape(-1, c.code_dim)
-                pick = torch.randperm(z0.shape[0], generator=g)[: c.codebook_size]
-                model.codebook.copy_(z0[pick])
-                model.ema_sum.copy_(z0[pick])
+        x = random_crops(crops, args.batch, args.crop, g)
         rec, ids, z = model(x)
         mse = F.mse_loss(rec, x)
-        commit = (z - model.codebook[ids]).pow(2).sum(-1).mean()
+        commit = (z - model.codebook[ids]).pow(2).sum(-1).mean() / c.patch_dim  # pixel-MSE units
         loss = mse + args.beta * commit
         opt.zero_grad(set_to_none=True)
         loss.backward()
