@@ -1,0 +1,262 @@
+"""Client-side scrubbing: after a sweep, slider moves swap panels in the page, with no server call.
+
+Every move of a slider that goes to the server costs Gradio's round trip (a queue
+join, an event stream, four image downloads): about 100 ms on a 2-core machine even
+when the server does nothing. Once a sweep has computed every stop, the page already
+could know everything: this module ships it once and lets the browser do the rest.
+
+- **Server** (:func:`build_payload`): the encoded PNG panels of every stop are
+  concatenated into one *pack* file in Gradio's cache (one download, served as a
+  static file, no Python handler), and a small JSON *payload* lists, per stop, each
+  panel's byte range in the pack and the metrics line. It goes to the page through a
+  hidden textbox (:class:`Scrubber`).
+- **Browser** (:data:`LOAD_JS`): when the payload changes, the page downloads the pack
+  once, cuts it into one ``blob:`` URL per panel and decodes them.
+- **Moves** (:data:`MOVE_JS`, a JavaScript-only Gradio event on the slider's
+  ``change``): when the stop is in the payload, and the payload belongs to the current
+  image, model, seed and pattern, and neither the painted mask nor a comparison is on,
+  the handler returns the stop's panels and metrics as the outputs' new values; Gradio
+  renders them like any server result, so component state and page always agree.
+  Otherwise it bumps a hidden counter (:attr:`Scrubber.request`) whose ``change``
+  runs the server view: uncomputed stops fall back to the server path.
+- **No stale panels**: each move decides synchronously on the slider's current value,
+  in event order, so the last move wins. A server view still in flight from before
+  the payload arrived could land after a newer client-side move; :data:`RESYNC_JS`
+  runs after every server view and puts the slider's own stop back.
+
+The panels are the server's own PNG files, byte for byte, so what the page shows for a
+stop is exactly what the server path would show for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+#: Panel kinds that change with the masking ratio, in output order.
+PANEL_KINDS: tuple[str, ...] = ("masked", "reconstruction", "pasted", "error")
+
+#: Value of the comparison dropdown that means "no comparison".
+NO_COMPARE = "(none)"
+
+
+@dataclass(frozen=True)
+class StopPanels:
+    """One slider stop as the page shows it.
+
+    Attributes:
+        ratio: the stop (0.0 ... 0.95).
+        files: panel kind -> path of its PNG file (as Gradio's image cache wrote it).
+        metrics: the metrics line (Markdown) shown under the panels.
+    """
+
+    ratio: float
+    files: Mapping[str, str]
+    metrics: str
+
+
+def stop_key(ratio: float) -> str:
+    """The payload's key of a stop: the ratio with two decimals (``0.75`` -> ``"0.75"``)."""
+    return f"{round(float(ratio) * 20) / 20:.2f}"
+
+
+def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to ``folder/name`` through a staging file (readers never see a partial file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / name
+    if final.exists() and final.stat().st_size == len(data):
+        return final
+    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(staging, final)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+    return final
+
+
+def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir: str) -> str:
+    """Pack every stop's panel files into one file and describe it for the page.
+
+    Args:
+        key: what the stops belong to, checked by the page before using them:
+            ``image`` (the image input's file path), ``model``, ``seed``, ``pattern``.
+        stops: the stops to ship (any subset of the slider's stops).
+        cache_dir: Gradio's upload/cache folder (files there are served to the page).
+
+    Returns:
+        The payload as JSON text: ``{"id", "image", "model", "seed", "pattern", "pack",
+        "stops": {"0.75": {"files": {kind: [offset, length]}, "paths": {kind: path},
+        "metrics": str}}}``. ``pack`` is the path of the concatenated PNG bytes.
+    """
+    chunks: list[bytes] = []
+    entries: dict[str, dict] = {}
+    offset = 0
+    for stop in stops:
+        ranges: dict[str, list[int]] = {}
+        for kind in PANEL_KINDS:
+            data = Path(stop.files[kind]).read_bytes()
+            ranges[kind] = [offset, len(data)]
+            chunks.append(data)
+            offset += len(data)
+        entries[stop_key(stop.ratio)] = {"files": ranges, "paths": {k: str(stop.files[k]) for k in PANEL_KINDS},
+                                         "metrics": stop.metrics}
+    blob = b"".join(chunks)
+    digest = hashlib.blake2b(blob, digest_size=16)
+    digest.update(json.dumps(entries, sort_keys=True).encode())
+    ident = digest.hexdigest()
+    pack = _write_atomic(Path(cache_dir) / f"scrub-{ident}", "panels.bin", blob)
+    return json.dumps({
+        "id": ident, "image": str(key["image"]), "model": key["model"], "seed": int(key["seed"]),
+        "pattern": key["pattern"], "pack": str(pack.resolve()), "stops": entries,
+    })
+
+
+# --- Browser side -------------------------------------------------------------------------------------------
+# One small library, created once per page (window.__vitvizScrub) by whichever handler runs first.
+
+_LIBRARY = r"""
+const S = window.__vitvizScrub || (window.__vitvizScrub = (() => {
+  const KINDS = __KINDS__;
+  const st = { text: null, data: null, urls: null, imgs: [], gen: 0 };
+  const mark = (v) => { document.body.dataset.vitvizScrub = v; };
+  const forget = () => {
+    if (st.urls) for (const s of Object.values(st.urls)) for (const u of Object.values(s)) URL.revokeObjectURL(u);
+    st.text = null; st.data = null; st.urls = null; st.imgs = []; st.gen += 1; mark('');
+  };
+  const load = (text) => {
+    if (text === st.text) return;
+    forget();
+    st.text = text;
+    if (!text) return;
+    let data;
+    try { data = JSON.parse(text); } catch (e) { return; }
+    const gen = st.gen;
+    mark('loading:' + data.id);
+    fetch(new URL('gradio_api/file=' + data.pack, document.baseURI)).then(r => {
+      if (!r.ok) throw new Error('pack ' + r.status);
+      return r.arrayBuffer();
+    }).then(buf => {
+      if (gen !== st.gen) return;
+      const urls = {}; const imgs = []; const decoded = [];
+      for (const [k, s] of Object.entries(data.stops)) {
+        urls[k] = {};
+        for (const kind of KINDS) {
+          const [o, n] = s.files[kind];
+          const u = URL.createObjectURL(new Blob([new Uint8Array(buf, o, n)], { type: 'image/png' }));
+          urls[k][kind] = u;
+          const im = new Image(); im.src = u; imgs.push(im);
+          decoded.push(im.decode().catch(() => null));
+        }
+      }
+      return Promise.all(decoded).then(() => {
+        if (gen !== st.gen) { for (const s of Object.values(urls)) for (const u of Object.values(s)) URL.revokeObjectURL(u); return; }
+        st.data = data; st.urls = urls; st.imgs = imgs;
+        mark('ready:' + data.id);
+      });
+    }).catch(() => { if (gen === st.gen) mark('failed:' + data.id); });
+  };
+  const key = (ratio) => (Math.round(Number(ratio) * 20) / 20).toFixed(2);
+  const lookup = (ratio, image, model, seed, pattern, paint, compare) => {
+    const d = st.data;
+    if (!d || !st.urls || paint || (compare && compare !== __NO_COMPARE__)) return null;
+    if (d.model !== model || d.pattern !== pattern || Number(d.seed) !== Number(seed)) return null;
+    if (!image || image.path !== d.image) return null;
+    const k = key(ratio); const s = d.stops[k]; const u = st.urls[k];
+    if (!s || !u) return null;
+    const file = (kind) => ({ path: s.paths[kind], url: u[kind], orig_name: 'image.png', mime_type: 'image/png',
+                             size: s.files[kind][1], is_stream: false, meta: { _type: 'gradio.FileData' } });
+    return [...KINDS.map(file), s.metrics];
+  };
+  return { load, forget, lookup, key, state: st };
+})());
+"""
+
+_LIBRARY = _LIBRARY.replace("__KINDS__", json.dumps(list(PANEL_KINDS))).replace("__NO_COMPARE__", json.dumps(NO_COMPARE))
+
+#: Slider ``change``: the stop's panels from the page, or a bump of the request counter (server path).
+#: Arguments: (ratio, image, model, seed, pattern, paint, compare, payload, request);
+#: outputs: (masked, reconstruction, pasted, error, metrics, request). ``undefined`` leaves an output as is.
+MOVE_JS = "(ratio, image, model, seed, pattern, paint, compare, payload, request) => {" + _LIBRARY + """
+  S.load(payload);
+  const hit = S.lookup(ratio, image, model, seed, pattern, paint, compare);
+  if (hit) return [...hit, undefined];
+  return [undefined, undefined, undefined, undefined, undefined, (Number(request) || 0) + 1];
+}"""
+
+#: After a server view: if the page holds the slider's stop, show it (a late server answer never wins).
+RESYNC_JS = "(ratio, image, model, seed, pattern, paint, compare, payload, request) => {" + _LIBRARY + """
+  S.load(payload);
+  const hit = S.lookup(ratio, image, model, seed, pattern, paint, compare);
+  return hit ? [...hit, undefined] : [];
+}"""
+
+#: Payload ``change``: download and cut the pack (or forget the old one when the payload is empty).
+LOAD_JS = "(payload) => {" + _LIBRARY + """
+  S.load(payload);
+  return [];
+}"""
+
+#: Image, model, seed or pattern ``change``: the page's stops no longer apply (the payload is emptied).
+FORGET_JS = "() => {" + _LIBRARY + """
+  S.forget();
+  return [''];
+}"""
+
+
+@dataclass
+class Scrubber:
+    """The hidden components of client-side scrubbing.
+
+    Attributes:
+        payload: hidden textbox holding :func:`build_payload`'s JSON (empty: none).
+        request: hidden counter; a ``change`` means "this move needs the server".
+    """
+
+    payload: gr.Textbox
+    request: gr.Number
+
+
+def build() -> Scrubber:
+    """Create the hidden components inside the caller's Blocks context (kept in the page, not shown)."""
+    payload = gr.Textbox(value="", visible="hidden", elem_id="mae-scrub-payload", interactive=False,
+                         show_label=False, container=False)
+    request = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-request", interactive=False,
+                        show_label=False, container=False)
+    return Scrubber(payload, request)
+
+
+def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component],
+         panels: Sequence[gr.components.Component], metrics: gr.components.Component,
+         forget_on: Sequence[Any]) -> list[gr.components.Component]:
+    """Attach the browser-side handlers.
+
+    Args:
+        s: from :func:`build`.
+        ratio: the masking-ratio slider.
+        guards: ``(image, model, seed, pattern, paint, compare)`` components, in that order.
+        panels: the four ratio-dependent image outputs, in :data:`PANEL_KINDS` order.
+        metrics: the metrics Markdown.
+        forget_on: triggers (``component.change`` methods) after which the page's stops no longer apply.
+
+    Returns:
+        The inputs of :data:`RESYNC_JS` (for ``.then(None, inputs, outputs, js=RESYNC_JS)``
+        after the server view); its outputs are ``[*panels, metrics, s.request]``.
+    """
+    inputs = [ratio, *guards, s.payload, s.request]
+    outputs = [*panels, metrics, s.request]
+    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
+    ratio.change(None, inputs, outputs, js=MOVE_JS, **quiet)
+    s.payload.change(None, [s.payload], None, js=LOAD_JS, **quiet)
+    gr.on(list(forget_on), None, None, s.payload, js=FORGET_JS, **quiet)
+    return inputs
