@@ -12,17 +12,16 @@ a round), and its ratio to the plain forward (timm's default fused attention). R
 * plain forward, fused attention (timm's default): the reference;
 * plain forward, explicit softmax (``fused_attn=False`` everywhere, no hooks): what
   switching the path costs by itself;
-* capture: the forward with every block's attention recorded (:func:`vitviz.attention.capture_blocks`);
-* rollout only: :func:`vitviz.attention.rollout_matrix` on the captured ``(L, H, T, T)``;
+* capture: the forward with every block's attention recorded (:func:`vitviz.explain.capture.capture_blocks`);
+* rollout only: :func:`vitviz.explain.rollout.rollout_matrix` on the captured ``(L, H, T, T)``;
 * capture + rollout: the two together;
-* ``vitviz.attention.capture`` end to end (image to read-only arrays, logits) + rollout;
-* cached ``vitviz.attention.attention`` + rollout: what a click costs once the image is captured.
+* ``vitviz.explain.attention.capture`` end to end (image to read-only arrays, logits) + rollout;
+* cached ``vitviz.attention`` + rollout: what a click costs once the image is captured.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import time
@@ -34,13 +33,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vitviz.images import normalize, uint8_to_unit  # noqa: E402
+from vitviz.core.images import normalize, uint8_to_unit  # noqa: E402
 from vitviz.models.loading import LoadedModel  # noqa: E402
 from vitviz.models.registry import get_spec  # noqa: E402
-from vitviz.models.timm_models import timm_data_config  # noqa: E402
+from vitviz.models.build import timm_data_config  # noqa: E402
 
-# The module (``vitviz.attention`` may also be exported as the function of that name).
-A = importlib.import_module("vitviz.attention")
+from vitviz.explain import attention as A  # noqa: E402
+from vitviz.explain.capture import capture_blocks  # noqa: E402
+from vitviz.explain.rollout import rollout_matrix  # noqa: E402
 
 
 def median_ms(fns: list[Callable[[], object]], repeats: int, warmup: int) -> list[float]:
@@ -97,14 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             for b, f in zip(blocks, saved):
                 b.attn.fused_attn = f
 
-    captured = A.capture_blocks(blocks, lambda: module(x))[0][:, 0].numpy()
+    captured = capture_blocks(blocks, lambda: module(x))[0][:, 0].numpy()
 
     def cap() -> None:
-        A.capture_blocks(blocks, lambda: module(x))
+        capture_blocks(blocks, lambda: module(x))
 
     def cap_roll() -> None:
-        att = A.capture_blocks(blocks, lambda: module(x))[0][:, 0].numpy()
-        A.rollout_matrix(att)
+        att = capture_blocks(blocks, lambda: module(x))[0][:, 0].numpy()
+        rollout_matrix(att)
 
     def end_to_end() -> None:
         A.capture(model, view).rollout()
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         ("plain forward, fused attention (reference)", plain),
         ("plain forward, explicit softmax, no hooks", plain_unfused),
         ("capture (hooks on every block)", cap),
-        ("rollout only (numpy, float64)", lambda: A.rollout_matrix(captured)),
+        ("rollout only (numpy, float64)", lambda: rollout_matrix(captured)),
         ("capture + rollout", cap_roll),
         ("vitviz.attention.capture + .rollout(), end to end", end_to_end),
         ("cached vitviz.attention + .rollout() (a click)", cached),

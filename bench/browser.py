@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import percentile  # noqa: E402
 
-from tests.appserver import running_app  # noqa: E402
+from tools.appserver import running_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -119,7 +119,7 @@ def measure_floor(moves: int = 20) -> dict:
     """Slider moves on :func:`_floor_demo` in Chromium: p50/p95 milliseconds."""
     from playwright.sync_api import sync_playwright
 
-    from tests.appserver import free_port
+    from tools.appserver import free_port
 
     demo = _floor_demo()
     demo.queue()

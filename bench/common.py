@@ -46,7 +46,7 @@ def peak_mib(fn: Callable[[], object]) -> float:
     """Peak MiB of tensor storages created while ``fn`` runs (weights and inputs excluded)."""
     import torch
 
-    from vitviz.flops import TensorMemoryTracker
+    from vitviz.compute.measure import TensorMemoryTracker
 
     with torch.inference_mode(), TensorMemoryTracker() as tracker:
         fn()

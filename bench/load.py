@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url is not None:
         return run_load(args, args.url, None)
     sys.path.insert(0, str(ROOT))
-    from tests.appserver import running_app
+    from tools.appserver import running_app
 
     with running_app() as (url, proc):
         return run_load(args, url, proc)

@@ -9,7 +9,7 @@ Rows (batch 1, 224x224, CPU unless CUDA is present; median of repeated runs afte
 warm-up, alternating the compared implementations so machine noise hits both):
 
 1. MAE reconstruction at 75% for mae-tiny, MAE-Base and MAE-Large: vitviz
-   (``vitviz.reconstruct.predict``: normalise, embed, encode the visible tokens,
+   (``vitviz.mae.reconstruct.predict``: normalise, embed, encode the visible tokens,
    decode, loss, de-normalise) against Hugging Face ``ViTMAEForPreTraining`` holding the
    same weights (written in the hub's file format and loaded with ``from_pretrained``)
    and the same mask (its ``noise`` argument), and against a plain timm
@@ -52,14 +52,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
 from common import interleaved, peak_mib, percentile  # noqa: E402
 
-from vitviz.images import normalize, uint8_to_unit  # noqa: E402
-from vitviz.masking import random_mask  # noqa: E402
+from vitviz.core.images import normalize, uint8_to_unit  # noqa: E402
+from vitviz.core.masking import random_mask  # noqa: E402
 from vitviz.models.convert import official_to_hf  # noqa: E402
-from vitviz.flops import mae_flops  # noqa: E402
+from vitviz.compute.formulas import mae_flops  # noqa: E402
 from vitviz.models.loading import LoadedModel, load_model  # noqa: E402
 from vitviz.models.mae import MAEConfig  # noqa: E402
-from vitviz.reconstruct import predict, prepare, reconstruct  # noqa: E402
-from vitviz.sweep import STOPS, sweep  # noqa: E402
+from vitviz.mae.reconstruct import predict, prepare, reconstruct  # noqa: E402
+from vitviz.mae.sweep import STOPS, sweep  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
@@ -221,7 +221,7 @@ def app_rows(calls: int) -> list[dict]:
     import httpx
     from gradio_client import Client, handle_file
 
-    from tests.appserver import running_app
+    from tools.appserver import running_app
 
     rows = []
     with running_app() as (url, _proc):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.appserver import free_port, running_app  # noqa: F401 - free_port re-exported
+from tools.appserver import free_port, running_app  # noqa: F401 - free_port re-exported
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets" / "examples"
@@ -29,7 +29,7 @@ def tiny_config():
 @pytest.fixture(scope="session")
 def tiny_loaded(tiny_config):
     """A LoadedModel wrapping a random tiny MAE (weights do not matter for invariants)."""
-    from vitviz.images import DataConfig
+    from vitviz.core.images import DataConfig
     from vitviz.models.loading import LoadedModel
     from vitviz.models.mae import MaskedAutoencoderViT
     from vitviz.models.registry import get_spec

@@ -42,9 +42,47 @@ def test_the_app_never_imports_benchmark_peers():
     import subprocess
     import sys
 
-    code = ("import sys, app, vitviz; from vitviz.reconstruct import reconstruct; "
+    code = ("import sys, app, vitviz; from vitviz.mae.reconstruct import reconstruct; "
             "reconstruct(vitviz.load_model('mae-tiny'), 'assets/examples/chelsea.jpg'); "
             "print(sorted(m for m in ('transformers', 'timm', 'gradio') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['gradio', 'timm']"
+
+
+def test_pyproject_lists_every_package_and_maps_the_assets():
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    on_disk = {"vitviz"} | {f"vitviz.{p.parent.name}" for p in (ROOT / "vitviz").glob("*/__init__.py")}
+    assert set(cfg["packages"]) == (on_disk - {"vitviz.training"}) | {"vitviz._assets"}  # training is not shipped
+    assert cfg["package-dir"]["vitviz._assets"] == "assets" and (ROOT / "assets" / "models").is_dir()
+
+
+def test_built_wheel_works_from_any_directory(tmp_path):
+    """``pip install .`` ships the embedded weights: the wheel, unpacked elsewhere, loads mae-tiny."""
+    import subprocess
+    import sys
+    import zipfile
+
+    import shutil
+
+    src = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".train", "__pycache__", "build", "*.egg-info",
+                                                             "tests", "bench", "screenshots", "out"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("vitviz-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "vitviz/_assets/models/mae-tiny.safetensors" in names and not any("training" in n for n in names)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import vitviz, vitviz.assets as a; m = vitviz.load_model('mae-tiny', device='cpu'); "
+            "print(vitviz.__file__, a.assets_dir(), m.name, len(a.example_images()))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin"},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    module, assets, name, examples = run.stdout.split()
+    assert module.startswith(str(site)) and assets == str(site / "vitviz" / "_assets")
+    assert name == "mae-tiny" and int(examples) >= 1

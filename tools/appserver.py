@@ -1,8 +1,9 @@
-"""Start the app on a free loopback port for tests, benchmarks and screenshots."""
+"""Start the app on a free loopback port for tests, benchmarks and screenshots; drive Debian's Chromium."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,6 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Debian's Chromium, driven by Playwright (headless, no sandbox, no GPU).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run"]
 
 
 def free_port() -> int:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/screenshots.py [--out assets/screenshots]
+    python tools/screenshots.py [--out assets/screenshots]
 
 Starts ``app.py`` on a free loopback port, uploads an example photo, waits for the
 panels, and saves one PNG per tab. Stops the app afterwards.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.appserver import running_app  # noqa: E402
-from tests.test_app import CHROMIUM, LAUNCH_ARGS  # noqa: E402
+from tools.appserver import running_app  # noqa: E402
+from tools.appserver import CHROMIUM, LAUNCH_ARGS  # noqa: E402
 
 
 #: Gradio's images load lazily; a full-page screenshot would catch those below the fold

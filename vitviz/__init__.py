@@ -10,20 +10,25 @@ Public API::
     a = vitviz.attention(m, img)                    # per-layer (heads, T, T) + token layout
     a.rollout(head_fusion="mean", discard_ratio=0.0)  # (gh, gw), sums to 1
 
-Note: ``vitviz.attention`` is the function (as the API above); import the module's
-other names with ``from vitviz.attention import ...``.
+The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
+``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
+``views`` and ``ui``. No public name here shadows a submodule: ``vitviz.attention`` and
+``vitviz.reconstruct`` are functions; their modules are ``vitviz.explain.attention`` and
+``vitviz.mae.reconstruct``.
 
-Importing the package loads no model and touches no network.
+Importing the package loads no model, reads no setting and touches no network.
 """
 
 from __future__ import annotations
 
-from .attention import AttentionMaps, TokenLayout, attention
+from .core.images import load_image
+from .core.masking import PATTERNS, make_mask
 from .errors import ImageError, ModelUnavailable
-from .images import load_image
-from .masking import PATTERNS, make_mask
+from .explain.attention import attention
+from .explain.layout import TokenLayout
+from .explain.maps import AttentionMaps
+from .mae.reconstruct import Reconstruction, reconstruct
 from .models.loading import LoadedModel, ModelInfo, available_models, load_model
-from .reconstruct import Reconstruction, reconstruct
 
 __all__ = [
     "AttentionMaps",

@@ -6,6 +6,7 @@ Commands:
     sweep         an animated GIF of the reconstruction as the masking ratio rises
     attention     attention rollout of the class token as a PNG overlay
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
+    settings      every VITVIZ_* setting: its value here, default and meaning
 
 Global options (before or after the command):
     --weights-dir DIR   a local folder of weights searched first, holding files under
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 from .errors import ImageError, ModelUnavailable
-from .masking import PATTERNS
+from .core.masking import PATTERNS
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -46,9 +47,9 @@ def _reconstruct(args: argparse.Namespace) -> int:
     import numpy as np
     from PIL import Image
 
+    from .mae.reconstruct import reconstruct
     from .models.loading import load_model
-    from .reconstruct import reconstruct
-    from .render import label_row
+    from .render._draw import label_row
 
     model = load_model(args.model, device=args.device)
     r = reconstruct(model, args.image, mask_ratio=args.ratio, seed=args.seed, pattern=args.pattern)
@@ -72,9 +73,9 @@ def _reconstruct(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from PIL import Image
 
+    from .mae.sweep import STOPS, sweep
     from .models.loading import load_model
-    from .render import label_row
-    from .sweep import STOPS, sweep
+    from .render._draw import label_row
 
     model = load_model(args.model, device=args.device)
     s = sweep(model, args.image, seed=args.seed, pattern=args.pattern, ratios=STOPS, cache=None)
@@ -92,9 +93,9 @@ def _sweep(args: argparse.Namespace) -> int:
 def _attention(args: argparse.Namespace) -> int:
     from PIL import Image
 
-    from .attention import attention
+    from .explain.attention import attention
     from .models.loading import load_model
-    from .render_attention import heat_overlay
+    from .render.attention import heat_overlay
 
     if not 64 <= args.size <= 2048:
         raise ValueError(f"--size must be between 64 and 2048 pixels, got {args.size}")
@@ -116,21 +117,22 @@ FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
 def _flops(args: argparse.Namespace) -> int:
     import csv
 
-    from . import flops
+    from .compute import tables
+    from .compute.formulas import mae_configs
 
     if args.table == "classic":
-        rows = flops.classic_table()
+        rows = tables.classic_table()
     elif args.table == "attention":
-        rows = flops.attention_scaling_rows()
+        rows = tables.attention_scaling_rows()
     elif args.table == "models":
-        rows = flops.model_scaling_rows()
+        rows = tables.model_scaling_rows()
     elif args.table == "patch-size":
-        rows = flops.patch_size_rows()
+        rows = tables.patch_size_rows()
     else:
-        configs = flops.mae_configs()
+        configs = mae_configs()
         if args.mae not in configs:
             raise ValueError(f"unknown MAE architecture {args.mae!r}; choose one of {', '.join(configs)}")
-        rows = flops.mae_ratio_rows(configs[args.mae])
+        rows = tables.mae_ratio_rows(configs[args.mae])
     out = open(args.out, "w", newline="") if args.out is not None else sys.stdout
     try:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
@@ -141,6 +143,19 @@ def _flops(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> int:
+    from . import settings
+
+    for name, setting in settings.SETTINGS.items():
+        try:
+            value = repr(settings.get(name))
+        except ValueError as exc:
+            value = f"INVALID ({exc})"
+        print(f"{name} = {value}  (default {setting.default or '(unset)'!r})")
+        print(f"    {setting.doc}")
     return 0
 
 
@@ -194,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mae", default="MAE ViT-B/16", help="MAE architecture for --table mae")
     p.add_argument("--out", type=Path, default=None, help="output CSV (default: standard output)")
     p.set_defaults(func=_flops)
+    p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
+    p.set_defaults(func=_settings)
     return parser
 
 

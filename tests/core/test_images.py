@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from vitviz import ImageError, load_image
-from vitviz.images import square_resize
+from vitviz.core.images import square_resize
 
 
 def _png(img: Image.Image) -> bytes:

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from vitviz.masking import PATTERNS, block_mask, grid_mask, make_mask, mask_to_ids, num_hidden, random_mask
+from vitviz.core.masking import PATTERNS, block_mask, grid_mask, make_mask, mask_to_ids, num_hidden, random_mask
 
 GRID = (14, 14)
 RATIOS = [round(0.05 * i, 2) for i in range(20)]  # 0.0 .. 0.95

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from vitviz.patches import grid_size, patchify, unpatchify
+from vitviz.core.patches import grid_size, patchify, unpatchify
 
 
 @pytest.mark.parametrize("shape,p", [((2, 3, 64, 64), 16), ((1, 3, 32, 48), 8), ((3, 1, 28, 14), 14)])

@@ -7,8 +7,8 @@ import pytest
 
 import vitviz
 from vitviz import ImageError, load_image
-from vitviz.reconstruct import reconstruct
-from tests.corpus import corpus
+from vitviz.mae.reconstruct import reconstruct
+from tools.corpus import corpus
 
 CORPUS = corpus()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import threading
 
 import numpy as np
@@ -10,8 +9,12 @@ import pytest
 import torch
 
 # The module, not the function: ``vitviz.attention`` is also exported as the function ``attention``.
-A = importlib.import_module("vitviz.attention")
-from vitviz.masking import make_mask
+import vitviz.cache as cache
+import vitviz.explain.attention as explain_attention
+import vitviz.explain.capture as explain_capture
+import vitviz.explain.layout as explain_layout
+import vitviz.explain.rollout as explain_rollout
+from vitviz.core.masking import make_mask
 from vitviz.models.loading import LoadedModel
 from vitviz.models.registry import get_spec
 
@@ -28,7 +31,7 @@ def _timm(name: str, seed: int = 0, **kwargs) -> torch.nn.Module:
 
 
 def _loaded(module: torch.nn.Module, registry_name: str) -> LoadedModel:
-    from vitviz.models.timm_models import timm_data_config
+    from vitviz.models.build import timm_data_config
 
     return LoadedModel(registry_name, get_spec(registry_name), module, timm_data_config(module), torch.device("cpu"))
 
@@ -55,7 +58,7 @@ def image() -> np.ndarray:
 
 
 def _input(model: LoadedModel, view: np.ndarray) -> torch.Tensor:
-    from vitviz.images import normalize, uint8_to_unit
+    from vitviz.core.images import normalize, uint8_to_unit
 
     return normalize(uint8_to_unit(view), model.data_config).unsqueeze(0)
 
@@ -105,7 +108,7 @@ def _fused(blocks) -> list[bool]:
 def test_timm_capture_equals_attention_from_q_and_k(which, request, image):
     model = request.getfixturevalue(which)
     mod = model.module
-    maps = A.capture(model, image)
+    maps = explain_attention.capture(model, image)
     x = _input(model, image)
     inputs = _block_inputs(mod.blocks, lambda: mod(x))
     assert maps.attentions.shape == (len(mod.blocks), mod.blocks[0].attn.num_heads, 197 + (which == "deit"),
@@ -121,7 +124,7 @@ def test_mae_encoder_capture_equals_q_and_k_over_visible_tokens_only(tiny_loaded
     mae = tiny_loaded.module
     view = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
     mask = make_mask(mae.config.grid, 0.5, seed=3)
-    maps = A.capture(tiny_loaded, view, mask=mask)
+    maps = explain_attention.capture(tiny_loaded, view, mask=mask)
     visible = int((~mask).sum())
     assert maps.attentions.shape == (mae.config.depth, mae.config.num_heads, 1 + visible, 1 + visible)
     hidden_rc = {tuple(rc) for rc in np.argwhere(mask.numpy())}
@@ -148,7 +151,7 @@ def test_mae_decoder_sees_every_patch_with_mask_tokens(tiny_loaded, rng):
     mae = tiny_loaded.module
     view = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
     mask = make_mask(mae.config.grid, 0.75, seed=1)
-    maps = A.capture(tiny_loaded, view, mask=mask, part="decoder")
+    maps = explain_attention.capture(tiny_loaded, view, mask=mask, part="decoder")
     n = mae.config.num_patches
     assert maps.attentions.shape == (mae.config.decoder_depth, mae.config.decoder_num_heads, 1 + n, 1 + n)
     assert np.array_equal(maps.layout.mask_token, mask.numpy().reshape(-1))
@@ -159,17 +162,17 @@ def test_mae_decoder_sees_every_patch_with_mask_tokens(tiny_loaded, rng):
         np.testing.assert_allclose(maps.attentions[layer], _recompute(blk.attn, xin), atol=1e-5, rtol=0)
     assert "mask token" in maps.layout.describe(1 + int(np.argmax(mask.numpy().reshape(-1))))
     with pytest.raises(ValueError, match="encoder"):
-        A.capture(_loaded(_timm("test_vit"), "vit-base"), np.zeros((160, 160, 3), np.uint8), part="decoder")
+        explain_attention.capture(_loaded(_timm("test_vit"), "vit-base"), np.zeros((160, 160, 3), np.uint8), part="decoder")
 
 
 def test_register_tokens_and_classifier_free_models(dino, image):
     reg = _loaded(_timm("vit_tiny_patch16_224", depth=1, reg_tokens=4), "vit-base")
-    maps = A.capture(reg, image)
+    maps = explain_attention.capture(reg, image)
     assert maps.layout.prefix == ("cls", "reg0", "reg1", "reg2", "reg3")
     assert maps.attentions.shape[-1] == 5 + 196
     assert maps.logits is not None and len(maps.top_k(5)) == 5
-    assert A.capture(dino, image).logits is None
-    assert A.capture(dino, image).top_k() == []
+    assert explain_attention.capture(dino, image).logits is None
+    assert explain_attention.capture(dino, image).top_k() == []
 
 
 # ----------------------------------------------------------------------------- the model is left as it was
@@ -186,7 +189,7 @@ def test_capture_leaves_outputs_fused_flags_and_hooks_unchanged(which, request, 
         x = _input(model, image)
         with torch.inference_mode():
             before = mod(x).clone()
-        maps = A.capture(model, image)
+        maps = explain_attention.capture(model, image)
         with torch.inference_mode():
             after = mod(x)
         assert torch.equal(before, after)
@@ -210,7 +213,7 @@ def test_mae_capture_leaves_module_unchanged(tiny_loaded, rng):
     with torch.inference_mode():
         before = mae(x, ids.unsqueeze(0)).clone()
     for part in ("encoder", "decoder"):
-        A.capture(tiny_loaded, view, mask=mask, part=part)
+        explain_attention.capture(tiny_loaded, view, mask=mask, part=part)
     with torch.inference_mode():
         assert torch.equal(before, mae(x, ids.unsqueeze(0)))
     assert _fused(blocks) == flags and _all_hooks(mae) == 0
@@ -225,14 +228,14 @@ def test_hooks_removed_and_flags_restored_when_the_forward_raises(vit):
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        A.capture_blocks(blocks, boom)
+        explain_capture.capture_blocks(blocks, boom)
     assert _fused(blocks) == flags and _all_hooks(vit.module) == 0
 
 
 def test_forward_in_another_thread_does_not_leak_into_a_capture(vit, image):
     x = _input(vit, image)
-    mods = A.attention_modules(vit.module.blocks)
-    with A.capturing(mods) as store:
+    mods = explain_capture.attention_modules(vit.module.blocks)
+    with explain_capture.capturing(mods) as store:
         t = threading.Thread(target=lambda: vit.module(x))
         with torch.inference_mode():
             t.start()
@@ -244,14 +247,14 @@ def test_forward_in_another_thread_does_not_leak_into_a_capture(vit, image):
 def test_unsupported_models_and_bad_arguments(vit, image, tiny_loaded):
     swin = _loaded(_timm("swin_tiny_patch4_window7_224", depths=(1, 1, 1, 1)), "swin-tiny")
     with pytest.raises(ValueError, match="Swin"):
-        A.capture(swin, image)
+        explain_attention.capture(swin, image)
     with pytest.raises(ValueError, match="MAE models only"):
-        A.capture(vit, image, mask=np.zeros((14, 14), bool))
+        explain_attention.capture(vit, image, mask=np.zeros((14, 14), bool))
     with pytest.raises(ValueError, match="hides every patch"):
-        A.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=np.ones((4, 4), bool))
+        explain_attention.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=np.ones((4, 4), bool))
     with pytest.raises(ValueError, match="4x4"):
-        A.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=np.zeros((3, 3), bool))
-    maps = A.capture(vit, image)
+        explain_attention.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=np.zeros((3, 3), bool))
+    maps = explain_attention.capture(vit, image)
     with pytest.raises(ValueError, match="distillation"):
         maps.query(0, "dist")
     with pytest.raises(ValueError, match="layer must be 0..1"):
@@ -289,7 +292,7 @@ def test_rollout_equals_a_direct_matrix_product(fusion, discard):
     g = np.random.default_rng(1)
     att = g.random((3, 2, 9, 9)) ** 3
     att /= att.sum(-1, keepdims=True)
-    got = A.rollout_matrix(att, fusion, discard)
+    got = explain_rollout.rollout_matrix(att, fusion, discard)
     np.testing.assert_allclose(got, _rollout_reference(att, fusion, discard), atol=1e-12)
     np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-12)
 
@@ -301,64 +304,64 @@ def test_rollout_mean_is_the_papers_half_identity():
     expected = np.eye(6)
     for layer in att:
         expected = (0.5 * layer.mean(0) + 0.5 * np.eye(6)) @ expected
-    np.testing.assert_allclose(A.rollout_matrix(att), expected, atol=1e-12)
+    np.testing.assert_allclose(explain_rollout.rollout_matrix(att), expected, atol=1e-12)
 
 
 def test_rollout_map_of_models_sums_to_one(vit, deit, tiny_loaded, image):
     for model, img in ((vit, image), (deit, image)):
-        maps = A.capture(model, img)
-        for fusion in A.HEAD_FUSIONS:
+        maps = explain_attention.capture(model, img)
+        for fusion in explain_rollout.HEAD_FUSIONS:
             r = maps.rollout(fusion, 0.5)
             assert r.shape == (14, 14) and abs(r.sum() - 1) < 1e-9 and (r >= 0).all()
         full = maps.rollout_matrix()
         row = full[0, maps.layout.num_prefix:]
         np.testing.assert_allclose(maps.rollout().reshape(-1), row / row.sum(), atol=1e-12)
-    maps = A.capture(deit, image)
+    maps = explain_attention.capture(deit, image)
     assert not np.allclose(maps.rollout(token="cls"), maps.rollout(token="dist"))
     mask = make_mask((4, 4), 0.5, 0).numpy()
-    r = A.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=mask).rollout()
+    r = explain_attention.capture(tiny_loaded, np.zeros((64, 64, 3), np.uint8), mask=mask).rollout()
     assert abs(r.sum() - 1) < 1e-9 and (r[mask] == 0).all()
 
 
 def test_discard_keeps_the_diagonal_and_drops_the_weakest():
     a = np.array([[0.1, 0.5, 0.4], [0.0, 0.2, 0.8], [0.3, 0.3, 0.4]])
-    d = A.discard_lowest(a, 0.5)  # one of the two off-diagonal entries per row
+    d = explain_rollout.discard_lowest(a, 0.5)  # one of the two off-diagonal entries per row
     assert np.array_equal(d, [[0.1, 0.5, 0.0], [0.0, 0.2, 0.8], [0.0, 0.3, 0.4]])
-    assert np.array_equal(A.discard_lowest(a, 0.99), d)  # floor(0.99 * 2) = 1 entry per row
+    assert np.array_equal(explain_rollout.discard_lowest(a, 0.99), d)  # floor(0.99 * 2) = 1 entry per row
     big = np.random.default_rng(0).random((101, 101))
-    kept = A.discard_lowest(big, 0.99) != 0
+    kept = explain_rollout.discard_lowest(big, 0.99) != 0
     assert kept.sum(axis=1).tolist() == [2] * 101 and kept.diagonal().all()  # 99 of 100 dropped, diagonal kept
-    np.testing.assert_allclose(A.rollout_matrix(np.zeros((2, 1, 3, 3)), "mean", 0.99), np.eye(3))
+    np.testing.assert_allclose(explain_rollout.rollout_matrix(np.zeros((2, 1, 3, 3)), "mean", 0.99), np.eye(3))
 
 
 # ----------------------------------------------------------------------------- attention distance and others
 
 
-def _layout(gh: int = 3, gw: int = 3, p: int = 16) -> A.TokenLayout:
+def _layout(gh: int = 3, gw: int = 3, p: int = 16) -> explain_layout.TokenLayout:
     rc = np.stack(np.divmod(np.arange(gh * gw), gw), axis=1)
-    return A.TokenLayout(("cls",), rc, (gh, gw), p, np.zeros((gh, gw), bool), np.zeros(gh * gw, bool))
+    return explain_layout.TokenLayout(("cls",), rc, (gh, gw), p, np.zeros((gh, gw), bool), np.zeros(gh * gw, bool))
 
 
 def test_mean_attention_distance_in_pixels():
     lay = _layout()
     t = lay.num_tokens
     to_self = np.eye(t)[None, None]
-    assert np.allclose(A.mean_attention_distance(to_self, lay), 0)
+    assert np.allclose(explain_rollout.mean_attention_distance(to_self, lay), 0)
     right = np.zeros((1, 1, t, t))  # each patch looks at its right neighbour (or itself at the edge)
     for i, (r, c) in enumerate(lay.patch_rc):
         right[0, 0, 1 + i, 1 + lay.token_of_patch(r, min(c + 1, 2)) - 1] = 0.5
         right[0, 0, 1 + i, 0] = 0.5  # half on the class token: renormalised away over patches
     right[0, 0, 0, 0] = 1
-    assert np.isclose(A.mean_attention_distance(right, lay)[0, 0], 16 * 6 / 9)
+    assert np.isclose(explain_rollout.mean_attention_distance(right, lay)[0, 0], 16 * 6 / 9)
     uniform = np.full((2, 3, t, t), 1.0 / t)
-    np.testing.assert_allclose(A.mean_attention_distance(uniform, lay), A.uniform_distance(lay))
+    np.testing.assert_allclose(explain_rollout.mean_attention_distance(uniform, lay), explain_rollout.uniform_distance(lay))
 
 
 def test_mass_region_is_the_smallest_set_holding_the_share():
     heat = np.array([[0.5, 0.2], [0.2, 0.1]])
-    assert np.array_equal(A.mass_region(heat, 0.6), [[True, True], [False, False]])
-    assert A.mass_region(heat, 1.0).all()
-    assert not A.mass_region(np.full((2, 2), np.nan), 0.6).any()
+    assert np.array_equal(explain_rollout.mass_region(heat, 0.6), [[True, True], [False, False]])
+    assert explain_rollout.mass_region(heat, 1.0).all()
+    assert not explain_rollout.mass_region(np.full((2, 2), np.nan), 0.6).any()
 
 
 def test_layout_pixels_and_scatter():
@@ -373,22 +376,22 @@ def test_layout_pixels_and_scatter():
 
 
 def test_cache_is_a_lookup_and_bounded(tiny_loaded, monkeypatch, rng):
-    monkeypatch.setattr(A, "CACHE", A.AttentionCache(2))
+    monkeypatch.setattr(explain_attention, "CACHE", cache.LRU(2))
     view = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
-    a = A.attention(tiny_loaded, view)
-    assert A.attention(tiny_loaded, view.copy()) is a and A.CACHE.computed == 1
+    a = explain_attention.attention(tiny_loaded, view)
+    assert explain_attention.attention(tiny_loaded, view.copy()) is a and explain_attention.CACHE.computed == 1
     mask = make_mask((4, 4), 0.5, 0)
-    b = A.attention(tiny_loaded, view, mask=mask)
-    assert b is not a and A.CACHE.computed == 2
-    A.attention(tiny_loaded, view, mask=mask, part="decoder")
-    assert len(A.CACHE) == 2 and A.CACHE.computed == 3
-    assert A.masked_attention(tiny_loaded, view, 0.5, 0) is b
+    b = explain_attention.attention(tiny_loaded, view, mask=mask)
+    assert b is not a and explain_attention.CACHE.computed == 2
+    explain_attention.attention(tiny_loaded, view, mask=mask, part="decoder")
+    assert len(explain_attention.CACHE) == 2 and explain_attention.CACHE.computed == 3
+    assert explain_attention.masked_attention(tiny_loaded, view, 0.5, 0) is b
 
 
 def test_random_init_models_are_flagged_seeded_and_leave_the_global_rng(monkeypatch):
     from vitviz.models import loading
 
-    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(2))
+    monkeypatch.setattr(loading, "CACHE", loading.LRU(2))
     state = torch.random.get_rng_state()
     m = loading.load_model("mae-tiny", device="cpu", random_init=True)
     assert torch.equal(state, torch.random.get_rng_state())
@@ -398,12 +401,12 @@ def test_random_init_models_are_flagged_seeded_and_leave_the_global_rng(monkeypa
         assert torch.equal(v, again.module.state_dict()[k])
     trained = loading.load_model("mae-tiny", device="cpu")
     assert not trained.random_init and trained is not m
-    maps = A.capture(m, np.zeros((224, 224, 3), np.uint8))
-    assert maps.random_init and not A.capture(trained, np.zeros((224, 224, 3), np.uint8)).random_init
+    maps = explain_attention.capture(m, np.zeros((224, 224, 3), np.uint8))
+    assert maps.random_init and not explain_attention.capture(trained, np.zeros((224, 224, 3), np.uint8)).random_init
 
 
 def test_imagenet_labels_and_top_k():
-    from vitviz.labels import imagenet_labels, top_k
+    from vitviz.explain.labels import imagenet_labels, top_k
 
     names = imagenet_labels()
     assert len(names) == 1000 and len(set(names)) == 1000
@@ -418,11 +421,11 @@ def test_imagenet_labels_and_top_k():
 
 
 def test_render_and_figure(tiny_loaded):
-    from vitviz.plots import attention_distance_figure
-    from vitviz.render_attention import head_grid, heat_overlay
+    from vitviz.plots.attention import attention_distance_figure
+    from vitviz.render.attention import head_grid, heat_overlay
 
     mask = make_mask((4, 4), 0.5, 0).numpy()
-    maps = A.capture(tiny_loaded, np.full((64, 64, 3), 200, np.uint8), mask=mask)
+    maps = explain_attention.capture(tiny_loaded, np.full((64, 64, 3), 200, np.uint8), mask=mask)
     over = heat_overlay(maps.image, maps.query_mean(0, "cls"), 128, query=(0, 0), label="x")
     assert over.shape == (128, 128, 3) and over.dtype == np.uint8
     hidden = np.argwhere(mask)[0]

@@ -1,6 +1,6 @@
 import torch
 
-from vitviz.baseline import ring_mean_fill
+from vitviz.mae.baseline import ring_mean_fill
 
 
 def test_nearest_ring_mean():

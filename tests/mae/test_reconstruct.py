@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz.masking import make_mask, random_mask
-from vitviz.reconstruct import predict, prepare, reconstruct
+from vitviz.core.masking import make_mask, random_mask
+from vitviz.mae.reconstruct import predict, prepare, reconstruct
 
 
 def test_panels_shapes_and_types(tiny_loaded, photo_path):
@@ -76,9 +76,9 @@ def test_zero_ratio_has_no_hidden_patches(tiny_loaded, photo_path):
 
 def test_model_loss_in_training_space(tiny_loaded, photo_path):
     """model_loss is the MAE objective: MSE in normalised space over hidden patches."""
-    from vitviz.images import normalize, uint8_to_unit
-    from vitviz.masking import mask_to_ids
-    from vitviz.patches import patchify
+    from vitviz.core.images import normalize, uint8_to_unit
+    from vitviz.core.masking import mask_to_ids
+    from vitviz.core.patches import patchify
 
     mask = random_mask((4, 4), 0.75, 0)
     r = reconstruct(tiny_loaded, photo_path, 0.75, seed=0)

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from vitviz.models.mae import MaskedAutoencoderViT
-from vitviz.reconstruct import reconstruct
-from vitviz.sweep import STOPS, SweepCache, reconstruct_cached, stop_of, sweep
+from vitviz.mae.reconstruct import reconstruct
+from vitviz.mae.sweep import STOPS, SweepCache, reconstruct_cached, stop_of, sweep
 
 
 def test_stops():

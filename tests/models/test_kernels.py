@@ -16,7 +16,7 @@ SMALL = MAEConfig(img_size=64, patch_size=16, embed_dim=64, depth=2, num_heads=4
                   decoder_depth=1, decoder_num_heads=4)
 
 
-def _mae(seed: int = 0) -> MaskedAutoencoderViT:
+def as_mae(seed: int = 0) -> MaskedAutoencoderViT:
     g = torch.Generator().manual_seed(seed)
     m = MaskedAutoencoderViT(SMALL).eval().requires_grad_(False)
     with torch.no_grad():
@@ -41,8 +41,8 @@ def test_packed_linear_matches_linear_at_any_token_count(tokens, gelu):
 
 
 def test_packed_model_equals_eager_and_keeps_its_state_dict():
-    eager = _mae()
-    packed = _mae()
+    eager = as_mae()
+    packed = as_mae()
     keys = set(packed.state_dict())
     n = pack_linears(packed)
     assert n == 2 * 4 + 1 * 4 + 2  # qkv, proj, fc1(+gelu), fc2 per block; decoder_embed, decoder_pred
@@ -97,7 +97,7 @@ def test_kernel_mode_follows_the_settings(monkeypatch):
 def test_loaded_models_are_cached_per_kernel_mode(monkeypatch):
     from vitviz.models import loading
 
-    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(4))
+    monkeypatch.setattr(loading, "CACHE", loading.LRU(4))
     monkeypatch.delenv("VITVIZ_PRECISION", raising=False)
     monkeypatch.setenv("VITVIZ_ONEDNN", "1")
     fast = loading.load_model("mae-tiny", device="cpu")
@@ -111,9 +111,9 @@ def test_loaded_models_are_cached_per_kernel_mode(monkeypatch):
 def test_int8_reconstruction_stays_within_the_stated_error(monkeypatch, photo_path):
     """int8 on the shipped mae-tiny: hidden-patch MSE within 10% of fp32 (measured: see bench/README.md)."""
     from vitviz.models import loading
-    from vitviz.reconstruct import reconstruct
+    from vitviz.mae.reconstruct import reconstruct
 
-    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(4))
+    monkeypatch.setattr(loading, "CACHE", loading.LRU(4))
     monkeypatch.delenv("VITVIZ_PRECISION", raising=False)
     ref_model = loading.load_model("mae-tiny", device="cpu")
     monkeypatch.setenv("VITVIZ_PRECISION", "int8")
@@ -127,7 +127,7 @@ def test_int8_reconstruction_stays_within_the_stated_error(monkeypatch, photo_pa
 
 
 def test_quantize_int8_replaces_every_linear():
-    m = quantize_int8(_mae())
+    m = quantize_int8(as_mae())
     assert not any(type(x) is nn.Linear for x in m.modules())
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(2))
     with torch.inference_mode():
@@ -138,7 +138,7 @@ def test_quantize_int8_replaces_every_linear():
 def test_load_model_takes_an_explicit_kernel_mode(monkeypatch):
     from vitviz.models import loading
 
-    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(4))
+    monkeypatch.setattr(loading, "CACHE", loading.LRU(4))
     monkeypatch.delenv("VITVIZ_PRECISION", raising=False)
     eager = loading.load_model("mae-tiny", device="cpu", kernels="eager")
     assert eager.kernels == "eager" and not any(isinstance(m, PackedLinear) for m in eager.module.modules())

@@ -7,7 +7,7 @@ from safetensors.torch import save_file
 import vitviz
 from vitviz import ModelUnavailable
 from vitviz.models import loading
-from vitviz.models.loading import build_mae_strict, export_mae, read_mae_file
+from vitviz.models.checkpoint import build_mae_strict, export_mae, read_mae_file
 from vitviz.models.mae import MaskedAutoencoderViT
 
 
@@ -60,17 +60,18 @@ def test_available_models_reports_embedded_model():
     assert infos["mae-tiny"].family == "mae"
 
 
-def test_embedded_model_loads_in_eval_mode_once_under_threads():
-    cache = loading._ModelCache(capacity=2)
+def test_embedded_model_loads_in_eval_mode_once_under_threads(monkeypatch):
+    cache = loading.LRU(capacity=2)
+    monkeypatch.setattr(loading, "CACHE", cache)
     spec = loading.get_spec("mae-tiny")
     results = []
-    threads = [threading.Thread(target=lambda: results.append(cache.get(spec, torch.device("cpu"))))
+    threads = [threading.Thread(target=lambda: results.append(loading.load_model(spec.name, device="cpu")))
                for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert cache.loads == 1
+    assert cache.computed == 1
     assert all(r is results[0] for r in results)
     assert not results[0].module.training
     assert results[0].data_config.input_size == 224

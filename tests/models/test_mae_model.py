@@ -1,8 +1,9 @@
 import numpy as np
 import torch
 
-from vitviz.masking import mask_to_ids, random_mask
-from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT, sincos_pos_embed
+from vitviz.core.masking import mask_to_ids, random_mask
+from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT
+from vitviz.core.pos_embed import sincos_pos_embed
 
 OFFICIAL_TOP_LEVEL = {
     "cls_token", "pos_embed", "mask_token", "decoder_pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias",

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from vitviz.precision import autocast, precision
-from vitviz.reconstruct import reconstruct
+from vitviz.models.precision import autocast, precision
+from vitviz.mae.reconstruct import reconstruct
 
 
 def test_bf16_autocast_stays_close_to_fp32(monkeypatch, photo_path):
@@ -34,7 +34,7 @@ def test_precision_setting(monkeypatch):
 def test_bf16_batched_sweep_stays_close_to_fp32(monkeypatch, photo_path):
     """The packed multi-mask path under autocast (the GPU default), checked on CPU."""
     import vitviz
-    from vitviz.sweep import sweep
+    from vitviz.mae.sweep import sweep
 
     model = vitviz.load_model("mae-tiny", device="cpu")
     ratios = (0.25, 0.5, 0.75, 0.9)

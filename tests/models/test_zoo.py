@@ -23,14 +23,14 @@ from safetensors.torch import save_file
 
 import vitviz
 from vitviz import ModelUnavailable
-from vitviz.models import loading
+from vitviz.models import checkpoint, loading, sources
 from vitviz.models.convert import hf_to_official, official_to_hf
 from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT
-from vitviz.models.registry import (MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MODELS, get_spec)
-from vitviz.models.timm_models import create_timm, timm_data_config
-from vitviz.reconstruct import reconstruct
+from vitviz.models.registry import MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MODELS, get_spec
+from vitviz.models.build import create_timm, timm_data_config
+from vitviz.mae.reconstruct import reconstruct
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PHOTO = ROOT / "assets" / "examples" / "chelsea.jpg"
 DEIT = "deit_small_distilled_patch16_224.fb_in1k"
 
@@ -146,12 +146,12 @@ def offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    monkeypatch.delenv(loading.WEIGHTS_DIR_ENV, raising=False)
-    monkeypatch.setattr(loading, "CACHE", loading._ModelCache(2))
+    monkeypatch.delenv("VITVIZ_WEIGHTS_DIR", raising=False)
+    monkeypatch.setattr(loading, "CACHE", loading.LRU(2))
 
 
 def use_dir(monkeypatch, path: Path) -> None:
-    monkeypatch.setenv(loading.WEIGHTS_DIR_ENV, str(path))
+    monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(path))
 
 
 # ----------------------------------------------------------------------------- registry and availability
@@ -211,7 +211,7 @@ def test_unavailable_models_report_a_reason_without_raising(monkeypatch, weights
     with pytest.raises(ModelUnavailable, match="mae_visualize_vit_large.pth"):
         vitviz.load_model("mae-large", device="cpu")
     # A local oddity while checking still yields a row, never an exception.
-    monkeypatch.setattr(loading, "find_weights", lambda spec: 1 / 0)
+    monkeypatch.setattr(sources, "find_weights", lambda spec: 1 / 0)
     infos = {i.name: i for i in vitviz.available_models()}
     assert infos["mae-tiny"].available and not infos["swin-tiny"].available
     assert "ZeroDivisionError" in infos["swin-tiny"].reason
@@ -321,7 +321,7 @@ def test_wrong_shape_fails(base_sd):
     bad = dict(base_sd)
     bad["blocks.0.attn.qkv.weight"] = torch.zeros(3 * 768, 1024)
     with pytest.raises(ModelUnavailable, match=r"blocks\.0\.attn\.qkv\.weight has shape \(2304, 1024\)"):
-        loading.build_mae_strict(MAE_BASE_CONFIG, bad, "x")
+        checkpoint.build_mae_strict(MAE_BASE_CONFIG, bad, "x")
 
 
 @pytest.mark.parametrize("form", ["official", "hfbin"])
@@ -349,7 +349,8 @@ def test_pickle_that_is_not_plain_tensors_is_refused(monkeypatch, tmp_path, form
 
 def test_cache_loads_once_under_8_threads(monkeypatch, weights):
     use_dir(monkeypatch, weights["official"])
-    cache = loading._ModelCache(capacity=2)
+    cache = loading.LRU(capacity=2)
+    monkeypatch.setattr(loading, "CACHE", cache)
     spec = get_spec("mae-base")
     results, errors = [], []
     barrier = threading.Barrier(8)
@@ -357,7 +358,7 @@ def test_cache_loads_once_under_8_threads(monkeypatch, weights):
     def worker() -> None:
         barrier.wait()
         try:
-            results.append(cache.get(spec, torch.device("cpu")))
+            results.append(loading.load_model(spec.name, device="cpu"))
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -366,7 +367,7 @@ def test_cache_loads_once_under_8_threads(monkeypatch, weights):
         t.start()
     for t in threads:
         t.join()
-    assert not errors and cache.loads == 1 and len(results) == 8
+    assert not errors and cache.computed == 1 and len(results) == 8
     assert all(r is results[0] for r in results)
 
 
@@ -378,16 +379,18 @@ def test_cache_is_lru_with_a_cap(monkeypatch):
         return object()
 
     monkeypatch.setattr(loading, "_load_uncached", fake_load)
-    cache = loading._ModelCache(capacity=2)
-    cpu = torch.device("cpu")
-    a, b, c = (get_spec(n) for n in ("mae-base", "mae-large", "vit-base"))
-    first_a = cache.get(a, cpu)
-    cache.get(b, cpu)
-    assert cache.get(a, cpu) is first_a  # a is now the most recent
-    cache.get(c, cpu)  # evicts b
+    cache = loading.LRU(capacity=2)
+    monkeypatch.setattr(loading, "CACHE", cache)
+    def get(name: str) -> object:
+        return loading.load_model(name, device="cpu")
+
+    first_a = get("mae-base")
+    get("mae-large")
+    assert get("mae-base") is first_a  # mae-base is now the most recent
+    get("vit-base")  # evicts mae-large
     assert len(cache) == 2 and loads == ["mae-base", "mae-large", "vit-base"]
-    cache.get(a, cpu)
-    cache.get(b, cpu)
+    get("mae-base")
+    get("mae-large")
     assert loads == ["mae-base", "mae-large", "vit-base", "mae-large"]
 
 
@@ -414,7 +417,7 @@ def test_timm_model_round_trips_through_a_safetensors_folder(monkeypatch, tmp_pa
     with pytest.raises(ValueError, match="not a masked autoencoder"):
         reconstruct(model, PHOTO)
     # The same file found in the Hugging Face cache (no weights folder).
-    monkeypatch.delenv(loading.WEIGHTS_DIR_ENV)
+    monkeypatch.delenv("VITVIZ_WEIGHTS_DIR")
     import huggingface_hub.constants
 
     repo = Path(huggingface_hub.constants.HF_HUB_CACHE) / f"models--timm--{DEIT}"
@@ -435,7 +438,7 @@ def test_timm_model_round_trips_through_a_safetensors_folder(monkeypatch, tmp_pa
 
 
 def test_timm_data_configs_and_swin_buffers(tmp_path):
-    from vitviz.models.timm_models import load_timm_strict
+    from vitviz.models.checkpoint import load_timm_strict
 
     dino = create_timm("vit_small_patch16_224.dino")
     assert dino.num_classes == 0
@@ -459,7 +462,7 @@ def test_timm_data_configs_and_swin_buffers(tmp_path):
 def test_cli_reconstructs_offline_from_a_weights_dir(weights, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_HOME=str(tmp_path / "torch"), HF_HOME=str(tmp_path / "hf"),
                OMP_NUM_THREADS="1")
-    env.pop(loading.WEIGHTS_DIR_ENV, None)
+    env.pop("VITVIZ_WEIGHTS_DIR", None)
     out, js = tmp_path / "panels.png", tmp_path / "m.json"
     p = subprocess.run([sys.executable, "-m", "vitviz", "--weights-dir", str(weights["official"]), "reconstruct",
                         str(PHOTO), "--model", "mae-base", "--seed", "3", "--out", str(out), "--json", str(js)],

@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run"]
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 
 def _read(path: str) -> np.ndarray:
@@ -52,7 +50,7 @@ def test_browser_upload_and_slider(app_url, tmp_path):
 
     # A fresh photo that is not one of the examples: a crop of the rocket example.
     upload = tmp_path / "upload.png"
-    Image.open(__import__("pathlib").Path(__file__).parents[1] / "assets/examples/rocket.jpg").crop(
+    Image.open(__import__("pathlib").Path(__file__).parents[2] / "assets/examples/rocket.jpg").crop(
         (100, 0, 500, 400)).save(upload)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.corpus import corpus
+from tools.corpus import corpus
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 
 
 def _client(url):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 import urllib.request
 
@@ -13,9 +12,7 @@ from PIL import Image
 
 from tests.conftest import free_port
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run"]
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +30,8 @@ def _select(x: float, y: float):
 
 
 def test_model_choices_offer_random_weight_architectures():
-    from vitviz.ui.attention_tab import model_choices, parse_choice
+    from vitviz.views.attention import model_choices
+    from vitviz.models.registry import parse_choice
 
     values = [v for _, v in model_choices()]
     assert values[0] == "mae-tiny"
@@ -46,10 +44,11 @@ def test_model_choices_offer_random_weight_architectures():
 
 def test_views_on_mae_tiny(photo_path):
     from vitviz.ui import attention_tab as t
+    from vitviz.views import attention as av
 
     out = t.update_all(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4, False, "mean", 0.0)
     overlay, grid, info, cls_img, _, roll, roll_text, fig, top5, note, query = out
-    assert overlay.shape == (t.VIEW, t.VIEW, 3) and roll.shape == (t.VIEW, t.VIEW, 3)
+    assert overlay.shape == (av.VIEW, av.VIEW, 3) and roll.shape == (av.VIEW, av.VIEW, 3)
     assert "Layer 2 of 8" in info and "row 3, col 4" in info and query == "patch"
     assert "sums to 1.000" in roll_text
     assert len(fig.data[0].x) == 8 * 3
@@ -65,13 +64,14 @@ def test_views_on_mae_tiny(photo_path):
 def test_masked_encoder_and_clicks(photo_path):
     import gradio as gr
 
-    from vitviz.masking import make_mask
+    from vitviz.core.masking import make_mask
     from vitviz.ui import attention_tab as t
+    from vitviz.views import attention as av
 
     mask = make_mask((14, 14), 0.75, 0).numpy()
     hidden_r, hidden_c = (int(v) for v in np.argwhere(mask)[0])
     visible_r, visible_c = (int(v) for v in np.argwhere(~mask)[0])
-    px = lambda v: (v + 0.5) * t.VIEW / 14  # noqa: E731 - pixel centre of a patch in the overlay
+    px = lambda v: (v + 0.5) * av.VIEW / 14  # noqa: E731 - pixel centre of a patch in the overlay
     args = (str(photo_path), "mae-tiny", "encoder", 0.75, 0)
     assert t.pick_patch(_select(px(visible_c), px(visible_r)), *args) == (visible_r, visible_c, "patch")
     with pytest.raises(gr.Error, match="hidden by the mask"):
@@ -90,6 +90,7 @@ def test_errors_become_messages(photo_path):
     import gradio as gr
 
     from vitviz.ui import attention_tab as t
+    from vitviz.views import attention as av
 
     with pytest.raises(gr.Error, match="layer must be 1..8"):
         t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 9, "cls", 0, 0)
@@ -101,11 +102,12 @@ def test_errors_become_messages(photo_path):
         t.attention_distance(None, "mae-tiny", "encoder", 0.0, 0)
     with pytest.raises(gr.Error, match="Model unavailable"):
         t.attention_distance(str(photo_path), "vit-base", "encoder", 0.0, 0)
-    assert t.step_layer(1, 8, -1) == 1 and t.step_layer(8, 8, +1) == 8 and t.step_layer(3, 8, +1) == 4
+    assert av.step_layer(1, 8, -1) == 1 and av.step_layer(8, 8, +1) == 8 and av.step_layer(3, 8, +1) == 4
 
 
 def test_random_deit_shows_both_tokens_and_labels(photo_path):
     from vitviz.ui import attention_tab as t
+    from vitviz.views import attention as av
 
     note, part, mae_box, layer, query, depth = t.on_model("deit-small-distilled:random", 20, "decoder")
     assert "Random weights" in note and depth == 12 and layer["maximum"] == 12 and layer["value"] == 12
@@ -115,7 +117,7 @@ def test_random_deit_shows_both_tokens_and_labels(photo_path):
     out = t.update_all(str(photo_path), "deit-small-distilled:random", "encoder", 0.0, 0, 12, "dist", 0, 0, True,
                        "mean", 0.2)
     cls_img = out[3]
-    assert cls_img.shape[1] > 2 * 3 * t.TILE  # class and distillation panels side by side
+    assert cls_img.shape[1] > 2 * 3 * av.TILE  # class and distillation panels side by side
     assert "distillation token" in out[2] and "(random weights)" in out[2]
     assert out[8]["visible"] is True and len(out[8]["value"]) == 5 and "mean nothing" in out[9]
 
@@ -136,7 +138,7 @@ def attention_app():
     with gr.Blocks(analytics_enabled=False) as demo:
         with gr.Tabs():
             with gr.Tab("Attention", id="attention"):
-                attention_tab.build_tab(demo)
+                attention_tab.build(demo)
     demo.queue(default_concurrency_limit=2)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)

@@ -78,9 +78,9 @@ def test_click_handlers() -> None:
 def test_tabs_build_with_named_endpoints() -> None:
     with gr.Blocks() as demo:
         with gr.Tab("Swin"):
-            swin_tab.build_tab()
+            swin_tab.build(demo)
         with gr.Tab("Compute"):
-            compute_tab.build_tab()
+            compute_tab.build(demo)
     names = {d.api_name for d in demo.fns.values()}
     assert {"swin_windows", "swin_attention", "attention_flops", "model_flops", "patch_size_flops", "mae_flops",
             "measure_attention"} <= names

@@ -3,7 +3,7 @@
 import numpy as np
 from PIL import Image
 
-from vitviz.lru import LRU
+from vitviz.cache import LRU
 from vitviz.ui import gradio_fixes
 
 
@@ -47,12 +47,13 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
     import gradio.utils
     from gradio.processing_utils import save_img_array_to_cache
 
-    from vitviz import load_model, mae_view
-    from vitviz.sweep import STOPS, SweepCache, reconstruct_cached, sweep
+    from vitviz import load_model
+    from vitviz.views import mae as mae_view
+    from vitviz.mae.sweep import STOPS, SweepCache, reconstruct_cached, sweep
     from vitviz.ui import mae_tab
 
     cache = SweepCache(4)
-    monkeypatch.setattr("vitviz.sweep.CACHE", cache)
+    monkeypatch.setattr("vitviz.mae.sweep.CACHE", cache)
     monkeypatch.setattr(mae_tab, "reconstruct_cached",
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))

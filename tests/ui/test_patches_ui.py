@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 
 import gradio as gr
@@ -13,9 +12,7 @@ from PIL import Image
 
 from vitviz.ui import patches_tab
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run"]
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 
 def _free_port() -> int:
@@ -33,7 +30,7 @@ def patches_url():
     """A small app holding only the Patches tab, on a free loopback port."""
     with gr.Blocks(analytics_enabled=False) as demo:
         with gr.Tab("Patches"):
-            patches_tab.build_tab(demo)
+            patches_tab.build(demo)
     demo.queue(default_concurrency_limit=2)
     port = _free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
@@ -66,7 +63,7 @@ def test_handlers_directly(photo_path):
 
 def test_tab_registers_its_endpoints():
     with gr.Blocks() as demo:
-        patches_tab.build_tab(demo)
+        patches_tab.build(demo)
     names = {d.api_name for d in demo.fns.values()}
     assert {"patch_grid", "pos_similarity"} <= names
 

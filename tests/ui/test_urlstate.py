@@ -2,20 +2,23 @@ import os
 
 import pytest
 
+from vitviz.ui.app import TAB_IDS
 from vitviz.ui.urlstate import UrlState, parse_query, tab_js
-from tests.test_app import CHROMIUM, LAUNCH_ARGS
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 
 def test_parse_query_validates_everything():
     s = parse_query({"tab": "swin", "model": "mae-tiny", "ratio": "0.61", "seed": "3", "pattern": "block",
-                     "layer": "4", "presenter": "1"})
+                     "layer": "4", "presenter": "1"}, TAB_IDS)
     assert s == UrlState("swin", "mae-tiny", 0.6, 3, "block", 4, True)
     bad = parse_query({"tab": "../etc", "model": "/etc/passwd", "ratio": "nan", "seed": "-1", "pattern": "x",
-                       "layer": "1e9", "presenter": "maybe"})
+                       "layer": "1e9", "presenter": "maybe"}, TAB_IDS)
     assert bad == UrlState()
+    assert parse_query({"tab": "swin"}).tab is None  # only the app's own tabs are kept
     assert parse_query({"ratio": "0.99"}).ratio is None and parse_query({"seed": "2.5"}).seed is None
+    assert "'swin'" in tab_js("swin")
     with pytest.raises(ValueError):
-        tab_js("nope")
+        tab_js("x'); alert(1); ('")  # ids go into browser code: only plain names
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")

@@ -18,14 +18,12 @@ import numpy as np
 import torch
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
-from .errors import ImageError
+from .. import settings
+from ..errors import ImageError
 
 ImageInput = Union[str, os.PathLike, bytes, Image.Image, np.ndarray]
 
-#: Upper bound on the encoded size of an upload (bytes). Env: ``VITVIZ_MAX_UPLOAD_BYTES``.
-MAX_BYTES = int(os.environ.get("VITVIZ_MAX_UPLOAD_BYTES", 20 * 1024 * 1024))
-#: Upper bound on decoded pixels; checked from the header before decoding. Env: ``VITVIZ_MAX_PIXELS``.
-MAX_PIXELS = int(os.environ.get("VITVIZ_MAX_PIXELS", 40_000_000))
+# Size limits are settings (``VITVIZ_MAX_UPLOAD``, ``VITVIZ_MAX_PIXELS``), read at each call.
 #: Extreme aspect ratios beyond this are refused (the centre crop would show a sliver).
 MAX_ASPECT = 50.0
 
@@ -47,6 +45,7 @@ class DataConfig:
 
 
 def _open(data: bytes) -> Image.Image:
+    MAX_BYTES, MAX_PIXELS = settings.max_upload_bytes(), settings.max_pixels()
     if len(data) > MAX_BYTES:
         raise ImageError(f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
     if not data:
@@ -129,6 +128,7 @@ def load_image(source: ImageInput) -> Image.Image:
     Raises:
         ImageError: unreadable, corrupt, too large or otherwise unusable input.
     """
+    MAX_BYTES, MAX_PIXELS = settings.max_upload_bytes(), settings.max_pixels()
     if isinstance(source, Image.Image):
         w, h = source.size
         if w * h > MAX_PIXELS or w < 1 or h < 1:
@@ -155,7 +155,7 @@ def _from_array(arr: np.ndarray) -> Image.Image:
         arr = arr[:, :, 0]
     if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
         raise ImageError(f"an image array must be (H, W), (H, W, 3) or (H, W, 4); got {arr.shape}")
-    if arr.shape[0] * arr.shape[1] > MAX_PIXELS or arr.size == 0:
+    if arr.shape[0] * arr.shape[1] > settings.max_pixels() or arr.size == 0:
         raise ImageError(f"the image is {arr.shape[1]}x{arr.shape[0]} pixels, outside the limits")
     if arr.dtype != np.uint8:
         a = np.nan_to_num(arr.astype(np.float64))
@@ -202,3 +202,56 @@ def denormalize(x: torch.Tensor, cfg: DataConfig) -> torch.Tensor:
     mean = torch.tensor(cfg.mean, dtype=x.dtype, device=x.device).view(3, 1, 1)
     std = torch.tensor(cfg.std, dtype=x.dtype, device=x.device).view(3, 1, 1)
     return x * std + mean
+
+
+
+def square_view(image: ImageInput, size: int) -> np.ndarray:
+    """The ``(size, size, 3)`` uint8 view a model sees (the policy above).
+
+    An ``(size, size, 3)`` uint8 array is taken as the view already and returned as it is.
+    """
+    if isinstance(image, np.ndarray) and image.shape == (size, size, 3) and image.dtype == np.uint8:
+        return image
+    return to_uint8(square_resize(load_image(image), size))
+
+
+def model_input(view: np.ndarray, cfg: DataConfig, device: torch.device | str | None = None) -> torch.Tensor:
+    """``(S, S, 3)`` uint8 view -> ``(1, 3, S, S)`` normalised float32 on ``device``."""
+    x = normalize(uint8_to_unit(view), cfg).unsqueeze(0)
+    return x if device is None else x.to(device)
+
+
+def synthetic_image(size: int = 224) -> Image.Image:
+    """A neutral test picture (no file, no randomness): soft gradient, a sun, hills, a grid of dots.
+
+    The shapes are asymmetric so that the cyclic shift is easy to follow: the sun in
+    the top-left corner ends up split across the corners of the rolled map.
+
+    Returns:
+        RGB ``PIL.Image`` of ``size x size``.
+    """
+    if size < 8:
+        raise ValueError(f"size must be at least 8, got {size}")
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / (size - 1)
+    sky = np.stack([150 + 60 * yy, 185 + 40 * yy, 230 - 20 * yy], axis=-1)
+    img = sky.copy()
+    sun = (xx - 0.08) ** 2 + (yy - 0.08) ** 2 < 0.13**2
+    img[sun] = [250, 200, 70]
+    hill1 = yy > 0.62 + 0.12 * np.sin(2 * np.pi * (xx * 0.9 + 0.1))
+    hill2 = yy > 0.78 + 0.07 * np.cos(2 * np.pi * xx * 1.6)
+    img[hill1] = np.stack([70 + 40 * xx, 140 + 30 * yy, 80 + 0 * xx], axis=-1)[hill1]
+    img[hill2] = np.stack([40 + 30 * xx, 100 + 20 * yy, 60 + 0 * xx], axis=-1)[hill2]
+    house = (xx > 0.62) & (xx < 0.80) & (yy > 0.46) & (yy < 0.64)
+    img[house] = [190, 70, 60]
+    roof = (yy > 0.34) & (yy <= 0.46) & (np.abs(xx - 0.71) < (yy - 0.34) * 0.9)
+    img[roof] = [120, 50, 45]
+    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8), "RGB")
+
+
+def view_or_synthetic(source: ImageInput | None, size: int = 224) -> np.ndarray:
+    """:func:`square_view` of ``source``, or of :func:`synthetic_image` when ``source`` is None.
+
+    Raises:
+        vitviz.ImageError: unreadable input.
+    """
+    return square_view(synthetic_image(size) if source is None else source, size)

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 PATTERNS: tuple[str, ...] = ("random", "block", "grid")
 MAX_RATIO = 0.95
+#: Grey of hidden patches in the encoder's view.
+HIDDEN_GREY = 128
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -31,6 +34,23 @@ def _generator(seed: int) -> torch.Generator:
     if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be in [0, 2**63), got {seed}")
     return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def check_mask(mask: np.ndarray | torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+    """Validate a user mask: ``(gh, gw)`` booleans with at least one visible patch."""
+    m = torch.as_tensor(np.asarray(mask)).bool()
+    if tuple(m.shape) != tuple(grid):
+        raise ValueError(f"the mask must be {grid[0]}x{grid[1]} patches, got {tuple(m.shape)}")
+    if bool(m.all()):
+        raise ValueError("the mask hides every patch; leave at least one visible")
+    return m
+
+
+def check_pattern(pattern: str) -> str:
+    """Validate a pattern name (:data:`PATTERNS`)."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    return pattern
 
 
 def validate_ratio(mask_ratio: float) -> float:
@@ -211,3 +231,31 @@ def mask_to_ids(mask: torch.Tensor) -> torch.Tensor:
         raise ValueError("every mask in a batch must hide the same number of patches")
     ids = torch.stack([(~row).nonzero().flatten() for row in flat])
     return ids if mask.dim() == 3 else ids[0]
+
+
+def upsample_mask(mask: np.ndarray, patch_size: int) -> np.ndarray:
+    """``(gh, gw)`` bool -> ``(gh*p, gw*p)`` bool, each patch a ``p x p`` block."""
+    m = np.asarray(mask, dtype=bool)
+    return np.repeat(np.repeat(m, patch_size, axis=0), patch_size, axis=1)
+
+
+def masked_image(image: np.ndarray, mask: np.ndarray, patch_size: int, fill: int = HIDDEN_GREY) -> np.ndarray:
+    """The encoder's view: hidden patches painted grey.
+
+    Args:
+        image: ``(H, W, 3)`` uint8.
+        mask: ``(gh, gw)`` bool, True = hidden.
+        patch_size: patch side ``p``.
+
+    Returns:
+        ``(H, W, 3)`` uint8 copy.
+    """
+    out = np.array(image, dtype=np.uint8, copy=True)
+    out[upsample_mask(mask, patch_size)] = fill
+    return out
+
+
+def paste_visible(reconstruction: np.ndarray, image: np.ndarray, mask: np.ndarray, patch_size: int) -> np.ndarray:
+    """Reconstruction with the visible patches replaced by the original pixels. ``(H, W, 3)`` uint8."""
+    hidden = upsample_mask(mask, patch_size)
+    return np.where(hidden[..., None], reconstruction, image).astype(np.uint8)

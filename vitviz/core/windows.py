@@ -1,4 +1,4 @@
-"""Swin Transformer's windows: partition, cyclic shift, the shifted-window mask, attention.
+"""Swin Transformer's window geometry: partition, cyclic shift, the shifted-window mask.
 
 Swin (Liu et al., 2021) computes self-attention inside non-overlapping ``M x M``
 windows of the token grid (``M = 7``). Every second block shifts the window grid by
@@ -28,23 +28,16 @@ Conventions:
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from PIL import Image
-from torch import nn
 
-from .images import DataConfig, normalize, square_resize, to_uint8, uint8_to_unit
-from .seeding import isolated_seed
+from .patches import patch_center, pixel_to_patch
 
 Pair = tuple[int, int]
 
-#: timm name of the Swin model the app shows.
-SWIN_TINY = "swin_tiny_patch4_window7_224"
 #: Value timm adds to blocked logits (``exp(-100)`` is 0 in float32 after softmax).
 MASK_VALUE = -100.0
 #: Letters for the nine regions of a shifted layout, in timm's order.
@@ -394,20 +387,12 @@ def token_at_pixel(geom: StageGeometry, x: float, y: float, size: int = 224, rol
         x, y: pixel column and row (clamped into the image).
         size: side of the view in pixels (the view shows the whole grid).
         rolled_block: if given, the view is that block's rolled map
-            (:func:`vitviz.render_windows.rolled_overlay`) and the position is un-rolled.
+            (:func:`vitviz.render.windows.rolled_overlay`) and the position is un-rolled.
 
     Returns:
         ``(row, col)`` on the stage's grid, original frame.
     """
-    try:
-        fx, fy = float(x), float(y)
-    except (TypeError, ValueError):
-        raise ValueError(f"a point needs numeric x and y, got ({x!r}, {y!r})") from None
-    if not (math.isfinite(fx) and math.isfinite(fy)):
-        raise ValueError(f"a point needs finite x and y, got ({x!r}, {y!r})")
-    h, w = geom.grid
-    row = min(max(int(fy * h // size), 0), h - 1)
-    col = min(max(int(fx * w // size), 0), w - 1)
+    row, col = pixel_to_patch(x, y, geom.grid, size)
     if rolled_block is None:
         return row, col
     pos = original_position(geom, rolled_block, row, col)
@@ -417,8 +402,8 @@ def token_at_pixel(geom: StageGeometry, x: float, y: float, size: int = 224, rol
 
 def token_center_pixel(geom: StageGeometry, token: Pair, size: int = 224) -> Pair:
     """``(x, y)`` pixel at the centre of a token in a ``size``-px view of the original frame."""
-    h, w = geom.grid
-    return int((token[1] + 0.5) * size / w), int((token[0] + 0.5) * size / h)
+    x, y = patch_center(token[0], token[1], geom.grid, size)
+    return int(x), int(y)
 
 
 def window_token_positions(geom: StageGeometry, block: int, window_index: int) -> np.ndarray:
@@ -448,229 +433,3 @@ def window_regions(geom: StageGeometry, block: int, window_index: int) -> np.nda
     r0, c0 = (window_index // n_wc) * mh, (window_index % n_wc) * mw
     labels = region_labels(geom.grid, geom.window, geom.block_shift(block))
     return labels[r0:r0 + mh, c0:c0 + mw].reshape(-1)
-
-
-# --------------------------------------------------------------------------------------
-# A timm Swin model and its within-window attention
-# --------------------------------------------------------------------------------------
-
-_MODEL_CACHE: dict[tuple[str, int], nn.Module] = {}
-#: Guards the model cache.
-_CACHE_LOCK = threading.Lock()
-#: Serialises captures: hooks are registered on modules shared between requests.
-_CAPTURE_LOCK = threading.Lock()
-
-
-def create_swin(name: str = SWIN_TINY, seed: int = 0) -> nn.Module:
-    """Build a timm Swin with random weights (never downloads), in eval mode.
-
-    The initialisation runs inside ``torch.random.fork_rng`` with ``seed``, so the
-    weights depend only on ``seed`` and the caller's global RNG state is untouched.
-    Random weights are enough for the geometry: the mask, not training, decides which
-    keys a token can see.
-    """
-    import timm  # heavy import kept out of module import
-
-    with isolated_seed(seed):
-        model = timm.create_model(name, pretrained=False)
-    return model.eval()
-
-
-def cached_swin(name: str = SWIN_TINY, seed: int = 0) -> nn.Module:
-    """:func:`create_swin`, built once per ``(name, seed)`` and then shared read-only."""
-    key = (name, seed)
-    with _CACHE_LOCK:
-        if key not in _MODEL_CACHE:
-            _MODEL_CACHE[key] = create_swin(name, seed)
-        return _MODEL_CACHE[key]
-
-
-def model_geometry(model: nn.Module) -> list[StageGeometry]:
-    """The :class:`StageGeometry` of each stage of a timm ``SwinTransformer``."""
-    out = []
-    for i, layer in enumerate(model.layers):
-        blk = layer.blocks[0]
-        shifted = [b.shift_size for b in layer.blocks if any(b.shift_size)]
-        grid = tuple(blk.input_resolution)
-        out.append(
-            StageGeometry(
-                stage=i + 1,
-                grid=grid,
-                dim=int(blk.dim),
-                num_heads=int(blk.attn.num_heads),
-                depth=len(layer.blocks),
-                window=tuple(blk.window_size),
-                shift=tuple(shifted[0]) if shifted else (0, 0),
-                padded=padded_size(grid, tuple(blk.window_size)),
-                token_pixels=int(model.patch_embed.patch_size[0]) * 2**i,
-            )
-        )
-    return out
-
-
-@dataclass(frozen=True)
-class WindowAttentionCapture:
-    """Within-window attention of one query token in one Swin block.
-
-    Attributes:
-        geometry: the stage's geometry.
-        block: block index within the stage.
-        shift: the block's shift (``(0, 0)`` for a regular block).
-        token: original ``(row, col)`` of the query token.
-        window_index: index of the query's window in the rolled map.
-        query_index: the query's index inside its window (row-major).
-        weights: ``(heads, Mh, Mw)`` float32 softmax weights of the query over the keys
-            of its window, laid out as the window in the rolled map; rows sum to 1.
-        window_attention: ``(heads, Mh*Mw, Mh*Mw)`` float32, all queries of the window.
-        positions: ``(Mh*Mw, 2)`` original ``(row, col)`` of each key (``-1`` = padding).
-        blocked: ``(Mh*Mw,)`` bool, keys the mask hides from this query.
-    """
-
-    geometry: StageGeometry
-    block: int
-    shift: Pair
-    token: Pair
-    window_index: int
-    query_index: int
-    weights: np.ndarray
-    window_attention: np.ndarray
-    positions: np.ndarray
-    blocked: np.ndarray
-
-    def weights_on_grid(self) -> np.ndarray:
-        """The query's weights scattered to the stage grid (original frame).
-
-        Returns:
-            ``(heads, H, W)`` float32, ``NaN`` outside the query's window.
-        """
-        heads = self.weights.shape[0]
-        h, w = self.geometry.grid
-        out = np.full((heads, h, w), np.nan, dtype=np.float32)
-        flat = self.weights.reshape(heads, -1)
-        for k, (r, c) in enumerate(self.positions):
-            if r >= 0:
-                out[:, r, c] = flat[:, k]
-        return out
-
-
-class _CaptureDone(Exception):
-    """Raised from the hook to stop the forward pass once the block has run."""
-
-
-@contextmanager
-def _unfused(attn: nn.Module) -> Iterator[None]:
-    """Force timm's ``WindowAttention`` onto its explicit-softmax path, then restore."""
-    had = hasattr(attn, "fused_attn")
-    old = getattr(attn, "fused_attn", False)
-    if had:
-        attn.fused_attn = False
-    try:
-        yield
-    finally:
-        if had:
-            attn.fused_attn = old
-
-
-def image_tensor(image: Image.Image | np.ndarray, size: int = 224, config: DataConfig = DataConfig()) -> torch.Tensor:
-    """``(1, 3, size, size)`` normalised model input.
-
-    Args:
-        image: an RGB ``PIL.Image`` (resized, shorter side, and centre-cropped), or a
-            ``(size, size, 3)`` uint8 array already at the input size.
-    """
-    if isinstance(image, np.ndarray):
-        if image.shape != (size, size, 3) or image.dtype != np.uint8:
-            raise ValueError(f"expected a ({size}, {size}, 3) uint8 array, got {image.shape} {image.dtype}")
-        arr = image
-    else:
-        arr = to_uint8(square_resize(image.convert("RGB"), size))
-    return normalize(uint8_to_unit(arr), config).unsqueeze(0)
-
-
-def capture_window_attention(
-    model: nn.Module,
-    x: torch.Tensor,
-    stage: int,
-    block: int,
-    token: Pair,
-) -> WindowAttentionCapture:
-    """Run a timm Swin up to one block and return the attention of one token's window.
-
-    A forward hook on the block's ``attn.softmax`` records the ``(nW, heads, A, A)``
-    softmax output (mask already applied); the hook then stops the forward pass.
-    timm's ``WindowAttention`` is unfused by default, but may be fused
-    (``fused_attn``, which never forms the matrix); it is switched to the explicit
-    path for this call and restored. Hooks are removed on exit, and captures are
-    serialised because the model is shared.
-
-    Args:
-        model: a timm ``SwinTransformer`` in eval mode.
-        x: ``(1, 3, H, W)`` normalised image.
-        stage: 1-based stage.
-        block: 0-based block within the stage (odd = shifted where the stage has a shift).
-        token: original ``(row, col)`` of the query on the stage's grid.
-
-    Returns:
-        A :class:`WindowAttentionCapture`.
-    """
-    if x.dim() != 4 or x.shape[0] != 1:
-        raise ValueError(f"expected one image (1, 3, H, W), got {tuple(x.shape)}")
-    geoms = model_geometry(model)
-    if not 1 <= stage <= len(geoms):
-        raise ValueError(f"stage must be 1..{len(geoms)}, got {stage}")
-    geom = geoms[stage - 1]
-    geom.block_shift(block)  # validates the block index
-    blk = model.layers[stage - 1].blocks[block]
-    if tuple(blk.shift_size) != geom.block_shift(block):
-        raise ValueError(f"unexpected shift {blk.shift_size} in stage {stage} block {block}")
-    row, col = token
-    win_idx, q_idx = token_window(geom, block, row, col)
-    store: dict[str, torch.Tensor] = {}
-
-    def hook(_module: nn.Module, _inp: tuple, out: torch.Tensor) -> None:
-        store["attn"] = out.detach()
-        raise _CaptureDone
-
-    with _CAPTURE_LOCK, _unfused(blk.attn), torch.inference_mode():
-        handle = blk.attn.softmax.register_forward_hook(hook)
-        try:
-            model(x)
-        except _CaptureDone:
-            pass
-        finally:
-            handle.remove()
-    if "attn" not in store:
-        raise RuntimeError(f"stage {stage} block {block} did not run its attention softmax")
-    attn = store["attn"]  # (B*nW, heads, A, A)
-    heads, area = attn.shape[1], attn.shape[-1]
-    win_attn = attn[win_idx].float().cpu().numpy()
-    mh, mw = geom.window
-    weights = win_attn[:, q_idx, :].reshape(heads, mh, mw)
-    regions = window_regions(geom, block, win_idx)
-    return WindowAttentionCapture(
-        geometry=geom,
-        block=block,
-        shift=geom.block_shift(block),
-        token=(int(row), int(col)),
-        window_index=int(win_idx),
-        query_index=int(q_idx),
-        weights=weights.astype(np.float32),
-        window_attention=win_attn.astype(np.float32),
-        positions=window_token_positions(geom, block, win_idx),
-        blocked=(regions != regions[q_idx]).reshape(area),
-    )
-
-
-def swin_tiny_window_attention(
-    image: Image.Image | np.ndarray, stage: int, block: int, token: Pair, seed: int = 0
-) -> WindowAttentionCapture:
-    """Within-window attention of a token for Swin-T (random weights, cached model).
-
-    Args:
-        image: an RGB image (resized, shorter side, and centre-cropped to 224) or a
-            ``(224, 224, 3)`` uint8 array.
-        stage, block, token: see :func:`capture_window_attention`.
-        seed: seed of the random weights.
-    """
-    model = cached_swin(SWIN_TINY, seed)
-    return capture_window_attention(model, image_tensor(image, 224), stage, block, token)

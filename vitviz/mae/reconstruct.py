@@ -12,13 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .images import ImageInput, denormalize, load_image, normalize, square_resize, to_uint8, uint8_to_unit, unit_to_uint8
-from .masking import PATTERNS, make_mask, validate_ratio
-from .models.loading import LoadedModel
-from .models.mae import MaskedAutoencoderViT
-from .patches import patchify, unpatchify
-from .precision import autocast
-from .render import masked_image, paste_visible
+from ..core.images import ImageInput, denormalize, normalize, square_view, uint8_to_unit, unit_to_uint8
+from ..core.masking import check_mask, check_pattern, make_mask, masked_image, paste_visible, validate_ratio
+from ..core.patches import patchify, unpatchify
+from ..models.loading import LoadedModel
+from ..models.mae import MaskedAutoencoderViT
+from ..models.precision import autocast
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,8 @@ class Reconstruction:
         }
 
 
-def _mae(model: LoadedModel) -> MaskedAutoencoderViT:
+def as_mae(model: LoadedModel) -> MaskedAutoencoderViT:
+    """The model's MAE module; ``ValueError`` for any other model."""
     if model.family != "mae" or not isinstance(model.module, MaskedAutoencoderViT):
         raise ValueError(f"{model.name} is not a masked autoencoder; pick an MAE model to reconstruct")
     return model.module
@@ -81,18 +81,7 @@ def _mae(model: LoadedModel) -> MaskedAutoencoderViT:
 
 def prepare(model: LoadedModel, image: ImageInput) -> np.ndarray:
     """The model's view of an image: ``(S, S, 3)`` uint8 (shorter side resized, centre crop)."""
-    img = load_image(image)
-    return to_uint8(square_resize(img, model.data_config.input_size))
-
-
-def check_mask(mask: np.ndarray | torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
-    """Validate a user mask: ``(gh, gw)`` booleans with at least one visible patch."""
-    m = torch.as_tensor(np.asarray(mask)).bool()
-    if tuple(m.shape) != tuple(grid):
-        raise ValueError(f"the mask must be {grid[0]}x{grid[1]} patches, got {tuple(m.shape)}")
-    if bool(m.all()):
-        raise ValueError("the mask hides every patch; leave at least one visible")
-    return m
+    return square_view(image, model.data_config.input_size)
 
 
 @torch.inference_mode()
@@ -104,7 +93,7 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
     ``max_batch``: the encoder packs the groups' visible tokens end to end (no padding;
     :meth:`~vitviz.models.mae.MaskedAutoencoderViT.encode_packed`) and the decoder runs
     them as one batch, so each result equals the single-mask computation (to float
-    rounding). The transformer runs under :func:`vitviz.precision.autocast` (bf16 on CUDA
+    rounding). The transformer runs under :func:`vitviz.models.precision.autocast` (bf16 on CUDA
     by default); losses and pixels are computed in fp32.
 
     Args:
@@ -117,7 +106,7 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
         ``(pixels, loss)``: ``(B, 3, S, S)`` float predictions in [0, 1] space (not
         clipped), and ``(B,)`` objective values in training space.
     """
-    mae = _mae(model)
+    mae = as_mae(model)
     cfg = model.data_config
     p = mae.patch_size
     x01 = uint8_to_unit(original).to(model.device)
@@ -215,11 +204,10 @@ def reconstruct(
     Raises:
         ImageError: unreadable image. ValueError: bad parameter (names the valid range).
     """
-    mae = _mae(model)
+    mae = as_mae(model)
     grid = mae.config.grid
     if mask is None:
-        if pattern not in PATTERNS:
-            raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+        check_pattern(pattern)
         m = make_mask(grid, validate_ratio(mask_ratio), seed, pattern)
     else:
         m = check_mask(mask, grid)

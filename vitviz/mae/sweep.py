@@ -9,19 +9,18 @@ Random masks nest across ratios, so one seed gives one coherent sequence.
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .images import ImageInput
-from .masking import MAX_RATIO, PATTERNS, make_mask, validate_ratio
-from .models.loading import LoadedModel
-from .reconstruct import Reconstruction, _mae, assemble, predict, prepare
+from .. import settings
+from ..cache import LRU
+from ..core.images import ImageInput
+from ..core.masking import MAX_RATIO, check_pattern, make_mask, validate_ratio
+from ..models.loading import LoadedModel
+from .reconstruct import Reconstruction, as_mae, assemble, predict, prepare
 
 #: The slider's stops: 0.0, 0.05, ..., 0.95.
 STOPS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(int(round(MAX_RATIO / 0.05)) + 1))
@@ -69,53 +68,44 @@ def image_key(model: LoadedModel, original: np.ndarray, seed: int, pattern: str)
 
 
 class SweepCache:
-    """LRU of per-image results: ``key -> {ratio: Reconstruction}``; thread-safe.
+    """Per-image results, ``key -> {ratio: Reconstruction}``, in the package's one LRU (thread-safe).
 
     Args:
-        capacity: images kept (each holds up to ``len(STOPS)`` results, about
-            0.7 MB each at 224 px). Env: ``VITVIZ_SWEEP_CACHE`` (default 24).
+        capacity: images kept (each holds up to ``len(STOPS)`` results, about 0.7 MB
+            each at 224 px), or a callable returning it. Default for :data:`CACHE`:
+            ``VITVIZ_SWEEP_CACHE`` (24).
     """
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(1, capacity)
-        self._data: OrderedDict[str, dict[float, Reconstruction]] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, capacity: int | Callable[[], int]) -> None:
+        self._images: LRU[str, dict[float, Reconstruction]] = LRU(capacity)
 
     def get(self, key: str, ratio: float) -> Reconstruction | None:
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is None:
-                return None
-            self._data.move_to_end(key)
-            return entry.get(ratio)
+        """The result at ``ratio`` for image ``key`` (the image becomes the most recent), or None."""
+        entry = self._images.get(key)
+        return None if entry is None else entry.get(ratio)
 
     def missing(self, key: str, ratios: Sequence[float]) -> list[float]:
-        with self._lock:
-            have = self._data.get(key, {})
-            return [r for r in ratios if r not in have]
+        """The ratios of ``ratios`` not cached for image ``key``."""
+        have = self._images.get(key) or {}
+        return [r for r in ratios if r not in have]
 
     def put(self, key: str, ratio: float, result: Reconstruction) -> None:
-        with self._lock:
-            self._data.setdefault(key, {})[ratio] = result
-            self._data.move_to_end(key)
-            while len(self._data) > self.capacity:
-                self._data.popitem(last=False)
+        """Store one result."""
+        self._images.setdefault(key, dict)[ratio] = result
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._data)
+        return len(self._images)
 
     def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        """Drop every image."""
+        self._images.clear()
 
 
-CACHE = SweepCache(int(os.environ.get("VITVIZ_SWEEP_CACHE", "24")))
+CACHE = SweepCache(lambda: settings.get("VITVIZ_SWEEP_CACHE"))
 
 
 def _check(pattern: str, seed: int) -> None:
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    check_pattern(pattern)
     make_mask((2, 2), 0.0, seed, "random")  # validates the seed
 
 
@@ -147,13 +137,13 @@ def sweep(
     """
     _check(pattern, seed)
     rs = tuple(validate_ratio(r) for r in ratios)
-    _mae(model)
+    as_mae(model)
     return _sweep_prepared(model, prepare(model, image), seed, pattern, rs, progress, cache, batch)
 
 
 def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern: str, rs: tuple[float, ...],
                     progress: Callable[[float], None] | None, cache: SweepCache | None, batch: int) -> Sweep:
-    mae = _mae(model)
+    mae = as_mae(model)
     key = image_key(model, original, seed, pattern)
     todo = cache.missing(key, rs) if cache is not None else list(dict.fromkeys(rs))
     done: dict[float, Reconstruction] = {}
@@ -188,7 +178,7 @@ def reconstruct_cached(model: LoadedModel, image: ImageInput, mask_ratio: float,
     """
     _check(pattern, seed)
     r = stop_of(mask_ratio)
-    _mae(model)
+    as_mae(model)
     original = prepare(model, image)
     key = image_key(model, original, seed, pattern)
     hit = cache.get(key, r)

@@ -1,1 +1,2 @@
-"""Model definitions, the model registry and loading."""
+"""Models: the registry (data), checkpoints (reading, strict loading), weight sources,
+the one random-weights builder, and :class:`~vitviz.models.loading.LoadedModel`."""

@@ -1,22 +1,35 @@
-"""timm models (ViT, DeiT, DINO, Swin): timm's architecture, weights loaded strictly by vitviz.
+"""Building modules: timm architectures (no download), their preprocessing, and the one
+path to random weights.
 
-The module is built with ``timm.create_model(name, pretrained=False)`` (no network)
-and the weights come from a ``model.safetensors`` file in timm's own format (the
-files of the ``timm/<name>`` repositories on the Hugging Face hub), loaded with
-every key and shape checked. Keys in the file that name a *non-persistent* buffer
-the model computes itself (Swin's ``relative_position_index`` and ``attn_mask``,
-written by some exports) are accepted only when they equal the computed values.
+:func:`isolated_seed` is the one place where vitviz seeds PyTorch's global RNG: timm
+and torch constructors draw initial weights from it and take no generator, so a
+random-weight architecture that depends only on a seed is built inside a forked RNG
+state, seeded, and the caller's state is restored on exit. Everything else in vitviz
+uses a ``torch.Generator`` per call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-from ..errors import ModelUnavailable
-from ..images import DataConfig
+from ..core.images import DataConfig
+from .mae import MaskedAutoencoderViT
+from .registry import ModelSpec
+
+#: Seed of every random-weight model (``load_model(..., random_init=True)``).
+RANDOM_INIT_SEED = 0
+
+
+@contextmanager
+def isolated_seed(seed: int) -> Iterator[None]:
+    """Seed the (forked, CPU) global RNG for the block; restore the caller's state after."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def create_timm(timm_name: str) -> nn.Module:
@@ -33,7 +46,7 @@ def create_timm(timm_name: str) -> nn.Module:
 
 
 def timm_data_config(model: nn.Module) -> DataConfig:
-    """The preprocessing of a timm model as a :class:`~vitviz.images.DataConfig`.
+    """The preprocessing of a timm model as a :class:`~vitviz.core.images.DataConfig`.
 
     From ``timm.data.resolve_model_data_config``: input size and mean/std. Its
     ``crop_pct`` and interpolation are not used: vitviz resizes the shorter side to
@@ -52,36 +65,21 @@ def timm_data_config(model: nn.Module) -> DataConfig:
                       std=tuple(float(x) for x in cfg["std"]))
 
 
-def load_timm_strict(timm_name: str, state_dict: Mapping[str, torch.Tensor], what: str) -> nn.Module:
-    """Build ``timm_name`` and load ``state_dict`` into it strictly.
+def build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
+    """The architecture of ``spec`` with random weights (no file, no network).
 
-    Args:
-        timm_name: the timm model name with its tag.
-        state_dict: keys and shapes exactly as ``model.state_dict()``; keys of
-            non-persistent buffers are allowed only when equal to the model's own.
-        what: names the checkpoint in error messages.
-
-    Returns:
-        The model on CPU (train mode as timm creates it; the caller sets eval).
-
-    Raises:
-        ModelUnavailable: naming missing or unexpected keys, a wrong shape, or a
-        non-persistent buffer that differs.
+    The initialisation runs inside ``torch.random.fork_rng`` seeded with
+    :data:`RANDOM_INIT_SEED`, so the weights depend only on the model name and the
+    caller's global RNG state is untouched.
     """
-    from .loading import check_keys  # loading imports this module lazily; no cycle at import
-
-    model = create_timm(timm_name)
-    expected = model.state_dict()
-    buffers = dict(model.named_buffers())
-    sd = dict(state_dict)
-    for key in [k for k in sd if k not in expected and k in buffers]:
-        value = sd.pop(key)
-        if value.shape != buffers[key].shape or not torch.equal(value.to(buffers[key].dtype), buffers[key]):
-            raise ModelUnavailable(f"{what}: {key} differs from the value the model computes")
-    check_keys(set(expected), set(sd), what)
-    for key, value in sd.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise ModelUnavailable(f"{what}: {key} has shape {tuple(value.shape)}, expected {tuple(expected[key].shape)}")
-    with torch.no_grad():
-        model.load_state_dict(sd, strict=True)
-    return model
+    with isolated_seed(RANDOM_INIT_SEED):
+        if spec.family == "mae":
+            assert spec.mae_config is not None
+            module: nn.Module = MaskedAutoencoderViT(spec.mae_config)
+            data_config = DataConfig(input_size=spec.mae_config.img_size)
+        else:
+            assert spec.timm_name is not None
+            module = create_timm(spec.timm_name)
+            data_config = timm_data_config(module)
+    norm_pix = bool(spec.mae_config is not None and (spec.mae_config.norm_pix_loss or spec.norm_pix))
+    return module, data_config, norm_pix

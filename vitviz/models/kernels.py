@@ -20,18 +20,19 @@ weight is modified in place, it is repacked before its next use.
 int8 (``VITVIZ_PRECISION=int8``, CPU only): every linear layer is replaced by PyTorch's
 dynamically quantised int8 linear (weights int8 per tensor, activations quantised per
 call). Several times faster, with a measured error stated in ``bench/README.md`` and
-checked by ``tests/test_kernels.py``.
+checked by ``tests/models/test_kernels.py``.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+from .. import settings
 
 #: Token-count hint for oneDNN's weight layout (it works for any count).
 _PACK_HINT = 64
@@ -44,10 +45,7 @@ def onednn_available() -> bool:
 
 def packing_enabled() -> bool:
     """Whether loaded CPU models get packed linears (``VITVIZ_ONEDNN``, default ``1``)."""
-    value = os.environ.get("VITVIZ_ONEDNN", "1").strip().lower()
-    if value not in ("0", "1", "false", "true", "off", "on"):
-        raise ValueError(f"VITVIZ_ONEDNN must be 0 or 1, got {value!r}")
-    return value in ("1", "true", "on") and onednn_available()
+    return bool(settings.get("VITVIZ_ONEDNN")) and onednn_available()
 
 
 class PackedLinear(nn.Module):
@@ -154,7 +152,7 @@ def kernel_mode(device: torch.device, requested: str | None = None) -> str:
     Raises:
         ValueError: an unknown mode, or int8 asked for a non-CPU device.
     """
-    from ..precision import precision
+    from .precision import precision
 
     if requested is not None and requested not in KERNEL_MODES:
         raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}, got {requested!r}")

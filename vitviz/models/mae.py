@@ -6,7 +6,7 @@ Parameter names match facebookresearch/mae ``models_mae.py`` exactly
 ``decoder_norm.*``, ``decoder_pred.*``), so the official checkpoints load strictly.
 
 Unlike the reference, masking is not done inside the model: the caller passes the
-indices of the visible patches (``ids_keep``), produced by :mod:`vitviz.masking`
+indices of the visible patches (``ids_keep``), produced by :mod:`vitviz.core.masking`
 from a seeded generator. The encoder runs on those tokens only (the MAE asymmetry);
 the decoder places mask tokens at every hidden position.
 """
@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import partial
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from timm.layers import PatchEmbed
 from timm.models.vision_transformer import Block
+
+from ..core.pos_embed import sincos_pos_embed
 
 
 @dataclass(frozen=True)
@@ -55,34 +56,6 @@ class MAEConfig:
     def to_dict(self) -> dict:
         """Plain dict (for safetensors metadata and model cards)."""
         return asdict(self)
-
-
-def sincos_pos_embed(embed_dim: int, grid: tuple[int, int], cls_token: bool = True) -> np.ndarray:
-    """Fixed 2-D sine-cosine position embedding as in MAE.
-
-    As in the reference, the first half of the channels encodes the *column*
-    coordinate (``np.meshgrid(grid_w, grid_h)`` puts w first) and the second half the
-    row; each half is ``[sin(pos * omega), cos(pos * omega)]`` with
-    ``omega_i = 1 / 10000**(i / (D/4))``.
-
-    Returns:
-        ``(1 + gh*gw, D)`` if ``cls_token`` (first row zeros) else ``(gh*gw, D)``.
-    """
-    gh, gw = grid
-    grid_h = np.arange(gh, dtype=np.float32)
-    grid_w = np.arange(gw, dtype=np.float32)
-    ww, hh = np.meshgrid(grid_w, grid_h)  # reference: np.meshgrid(grid_w, grid_h), w goes first
-
-    def one_d(dim: int, pos: np.ndarray) -> np.ndarray:
-        omega = np.arange(dim // 2, dtype=np.float64) / (dim / 2.0)
-        omega = 1.0 / 10000**omega
-        out = np.einsum("m,d->md", pos.reshape(-1).astype(np.float64), omega)
-        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
-
-    emb = np.concatenate([one_d(embed_dim // 2, ww), one_d(embed_dim // 2, hh)], axis=1)
-    if cls_token:
-        emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
-    return emb.astype(np.float32)
 
 
 def _packed_attention(qkv: torch.Tensor, lengths: list[int], num_heads: int) -> torch.Tensor:

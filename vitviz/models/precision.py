@@ -6,25 +6,23 @@ elsewhere, since bf16 is several times slower on AVX2-only CPUs), ``fp32`` or
 GPU), or ``int8`` (CPU only: models loaded from then on get dynamically quantised int8
 linear layers, see :mod:`vitviz.models.kernels`; runs are otherwise fp32). Measured on CPU with mae-tiny at 75% on three example photos: bf16 changed the
 hidden-patch MSE by at most 0.04% (relative) and reconstruction pixels by 0.2 levels
-of 255 on average, 6 at most; tests/test_precision.py allows 2% and 8 levels.
+of 255 on average, 6 at most; tests/models/test_precision.py allows 2% and 8 levels.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 
 import torch
+
+from .. import settings
 
 PRECISIONS = ("auto", "fp32", "bf16", "int8")
 
 
 def precision() -> str:
-    """The configured precision (validated)."""
-    mode = os.environ.get("VITVIZ_PRECISION", "auto").lower()
-    if mode not in PRECISIONS:
-        raise ValueError(f"VITVIZ_PRECISION must be one of {', '.join(PRECISIONS)}, got {mode!r}")
-    return mode
+    """The configured precision (``VITVIZ_PRECISION``, validated by :mod:`vitviz.settings`)."""
+    return settings.get("VITVIZ_PRECISION")
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:

@@ -9,11 +9,8 @@ then a download at first use.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .mae import MAEConfig
-
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 #: The embedded default: a ViT encoder of 3.7M parameters (192 wide, 8 blocks),
 #: a 192x4 decoder, patch 16 at 224x224. Trained by ``python -m vitviz.training.train_mae``.
@@ -34,6 +31,9 @@ MAE_TINY_CONFIG = MAEConfig(
 MAE_BASE_CONFIG = MAEConfig(patch_size=16, embed_dim=768, depth=12, num_heads=12)
 MAE_LARGE_CONFIG = MAEConfig(patch_size=16, embed_dim=1024, depth=24, num_heads=16)
 MAE_HUGE_CONFIG = MAEConfig(patch_size=14, embed_dim=1280, depth=32, num_heads=16)
+
+#: Suffix of a model choice that asks for the architecture with random weights (``vit-base:random``).
+RANDOM_SUFFIX = ":random"
 
 #: Weight source kinds.
 EMBEDDED = "embedded"  # a file in assets/models
@@ -192,7 +192,7 @@ MODELS: dict[str, ModelSpec] = {
             files=("mae-tiny.safetensors",),
             sources=(WeightSource(EMBEDDED, ("mae-tiny.safetensors",)),),
         ),
-        # Sizes: fp32 parameter bytes (checked against the architectures in tests/test_zoo.py).
+        # Sizes: fp32 parameter bytes (checked against the architectures in tests/models/test_zoo.py).
         _mae_visualize("base", MAE_BASE_CONFIG, 448),
         _mae_visualize("large", MAE_LARGE_CONFIG, 1318),
         _mae_visualize("huge", MAE_HUGE_CONFIG, 2628),
@@ -233,3 +233,23 @@ def get_spec(name: str) -> ModelSpec:
     if not isinstance(name, str) or name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     return MODELS[name]
+
+
+def parse_choice(choice: str | None) -> tuple[str, bool]:
+    """A picker value -> ``(registry name, random weights?)``: ``'vit-base:random'`` -> ``('vit-base', True)``.
+
+    The one place the :data:`RANDOM_SUFFIX` is read.
+
+    Raises:
+        ValueError: no choice, or an unknown name (listing the valid ones).
+    """
+    if not choice:
+        raise ValueError("pick a model first")
+    name, random_init = (choice[: -len(RANDOM_SUFFIX)], True) if choice.endswith(RANDOM_SUFFIX) else (choice, False)
+    get_spec(name)
+    return name, random_init
+
+
+def choice_of(name: str, random_init: bool = False) -> str:
+    """Inverse of :func:`parse_choice`."""
+    return name + RANDOM_SUFFIX if random_init else name

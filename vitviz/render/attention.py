@@ -1,6 +1,6 @@
 """Images of attention: heat overlays on the photo and grids of per-head maps.
 
-Every function takes per-patch maps ``(gh, gw)`` (from :mod:`vitviz.attention`) and
+Every function takes per-patch maps ``(gh, gw)`` (from :mod:`vitviz.explain`) and
 returns ``uint8`` RGB arrays ``(H, W, 3)``; drawing is numpy plus PIL (text only).
 Patches are drawn as blocks (nearest neighbour), so what you see is exactly the
 per-token number, not an interpolation of it.
@@ -13,66 +13,15 @@ are drawn grey with hatching; the query patch is outlined in red.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-from .render import colormap
+from ._draw import WHITE, cell_box, check_image, colormap, expand, font, outline_mask, panel_row, upscale
 
 #: Outline of the query patch.
 QUERY_COLOR = np.array([255, 40, 40], dtype=np.float32)
 #: Fill of tokens absent from the sequence.
 ABSENT_GREY = np.array([128, 128, 128], dtype=np.float32)
-WHITE = np.array([255, 255, 255], dtype=np.float32)
-
-
-@lru_cache(maxsize=8)
-def _font(size: int) -> ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
-
-
-def _check_image(image: np.ndarray) -> np.ndarray:
-    a = np.asarray(image)
-    if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
-        raise ValueError(f"expected a (H, W, 3) uint8 image, got {a.shape} {a.dtype}")
-    return a
-
-
-def upscale(image: np.ndarray, size: int) -> np.ndarray:
-    """``(H, W, 3)`` uint8 -> ``(size, size, 3)`` float32 (bicubic; unchanged if already that size)."""
-    a = _check_image(image)
-    if a.shape[0] == size and a.shape[1] == size:
-        return a.astype(np.float32)
-    return np.asarray(Image.fromarray(a).resize((size, size), Image.BICUBIC), dtype=np.float32)
-
-
-def cell_index(grid: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Grid row of every pixel row and grid column of every pixel column of a ``size``-px view."""
-    gh, gw = grid
-    return np.arange(size) * gh // size, np.arange(size) * gw // size
-
-
-def expand(cells: np.ndarray, size: int) -> np.ndarray:
-    """``(gh, gw)`` per-patch values -> ``(size, size)`` per-pixel values (blocks)."""
-    rows, cols = cell_index(cells.shape[:2], size)
-    return np.asarray(cells)[rows[:, None], cols[None, :]]
-
-
-def _cell_box(grid: tuple[int, int], size: int, row: int, col: int) -> tuple[int, int, int, int]:
-    """``(top, left, bottom, right)`` pixel box (exclusive end) of a grid cell."""
-    gh, gw = grid
-    top, bottom = -(-row * size // gh), -(-(row + 1) * size // gh)
-    left, right = -(-col * size // gw), -(-(col + 1) * size // gw)
-    return top, left, bottom, right
-
-
-def _outline(mask: np.ndarray, box: tuple[int, int, int, int], thickness: int) -> None:
-    top, left, bottom, right = box
-    mask[top:top + thickness, left:right] = True
-    mask[max(bottom - thickness, top):bottom, left:right] = True
-    mask[top:bottom, left:left + thickness] = True
-    mask[top:bottom, max(right - thickness, left):right] = True
 
 
 def _region_edges(region_px: np.ndarray, thickness: int) -> np.ndarray:
@@ -109,7 +58,7 @@ def heat_overlay(
         alpha: weight of the colour over the photo.
         query: grid ``(row, col)`` to outline (the query patch).
         region: optional ``(gh, gw)`` bool; cells outside are dimmed and the region is
-            outlined in white (e.g. :func:`vitviz.attention.mass_region`).
+            outlined in white (e.g. :func:`vitviz.explain.rollout.mass_region`).
         label: text drawn along the bottom edge, on a dark band.
         absent: optional ``(gh, gw)`` bool, more cells drawn as absent (as NaN ones).
         hatch: optional ``(gh, gw)`` bool, cells lightly hatched over their colour (e.g. the
@@ -141,7 +90,8 @@ def heat_overlay(
         out[_region_edges(reg_px, max(1, size // 160))] = WHITE
     if query is not None:
         m = np.zeros((size, size), dtype=bool)
-        _outline(m, _cell_box(h.shape, size, int(query[0]), int(query[1])), max(2, size // 112))
+        top, left, bottom, right = cell_box(h.shape, size, int(query[0]), int(query[1]))
+        outline_mask(m, top, left, bottom - top, right - left, max(2, size // 112))
         out[m] = QUERY_COLOR
     if label:
         band = max(12, size // 32) + 8
@@ -154,8 +104,8 @@ def heat_overlay(
 
 def bottom_text(image: np.ndarray, text: str, font_size: int = 14) -> np.ndarray:
     """``text`` in white at the bottom-left corner (drawn over a dark band). ``(H, W, 3)`` uint8."""
-    pil = Image.fromarray(_check_image(image))
-    ImageDraw.Draw(pil).text((5, pil.height - 4), text, fill=(255, 255, 255), font=_font(font_size), anchor="ld")
+    pil = Image.fromarray(check_image(image))
+    ImageDraw.Draw(pil).text((5, pil.height - 4), text, fill=(255, 255, 255), font=font(font_size), anchor="ld")
     return np.asarray(pil)
 
 
@@ -202,29 +152,17 @@ def head_grid(
     height = rows * (tile + title_height) + (rows - 1) * gap
     canvas = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(canvas)
-    font = _font(max(10, min(14, title_height - 6)))
+    f = font(max(10, min(14, title_height - 6)))
     for i in range(n):
         r, c = divmod(i, cols)
         x, y = c * (tile + gap), r * (tile + title_height + gap)
         over = heat_overlay(image, m[i], tile, vmax=vmax, query=query,
                             region=None if regions is None else regions[i], hatch=hatch)
         canvas.paste(Image.fromarray(over), (x, y + title_height))
-        draw.text((x + 2, y + 3), titles[i], fill=(20, 20, 20), font=font)
+        draw.text((x + 2, y + 3), titles[i], fill=(20, 20, 20), font=f)
     return np.asarray(canvas)
 
 
 def side_by_side(panels: list[tuple[str, np.ndarray]], gap: int = 12, title_height: int = 24) -> np.ndarray:
-    """Panels of any heights side by side, each with a title above, top-aligned on white. ``uint8``."""
-    if not panels:
-        raise ValueError("no panels to place")
-    width = sum(p.shape[1] for _, p in panels) + gap * (len(panels) - 1)
-    height = max(p.shape[0] for _, p in panels) + title_height
-    canvas = Image.new("RGB", (width, height), (255, 255, 255))
-    draw = ImageDraw.Draw(canvas)
-    font = _font(15)
-    x = 0
-    for title, p in panels:
-        canvas.paste(Image.fromarray(_check_image(p)), (x, title_height))
-        draw.text((x + 2, 3), title, fill=(20, 20, 20), font=font)
-        x += p.shape[1] + gap
-    return np.asarray(canvas)
+    """Panels of any heights side by side, each with a title above (:func:`vitviz.render._draw.panel_row`)."""
+    return panel_row(panels, gap, title_height, 15)

@@ -3,19 +3,18 @@
 Every function takes and returns ``uint8`` RGB arrays ``(H, W, 3)`` (numpy, and PIL for
 text only). Each clickable image comes with a small frozen *layout* that maps a click
 ``(x, y)`` in the drawn image back to what was drawn there, so the UI never does
-pixel arithmetic. Geometry comes from :mod:`vitviz.tokens`.
+pixel arithmetic. Geometry comes from :mod:`vitviz.core.patches`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-from .render import colormap
-from .tokens import PatchGrid
+from ..core.patches import PatchGrid
+from ._draw import blocks, check_image, colorbar, colormap, font, outline
 
 #: Outline of the selected patch / token.
 SELECT = (255, 140, 0)
@@ -24,34 +23,6 @@ DISPLAY_SIDE = 448
 #: Background of strips and mosaics.
 PAPER = (255, 255, 255)
 CLS_COLOR = (44, 62, 80)
-
-
-@lru_cache(maxsize=8)
-def _font(size: int) -> ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
-
-
-def _check(image: np.ndarray) -> np.ndarray:
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise ValueError(f"expected a (H, W, 3) uint8 image, got {image.shape} {image.dtype}")
-    return image
-
-
-def outline(image: np.ndarray, top: int, left: int, height: int, width: int,
-            color: tuple[int, int, int] = SELECT, thickness: int = 2) -> np.ndarray:
-    """A copy of ``image`` with a rectangle outline drawn inside the box (clipped to the image)."""
-    out = np.array(_check(image), copy=True)
-    h, w = out.shape[:2]
-    t = max(1, min(thickness, height // 2 or 1, width // 2 or 1))
-    y0, x0, y1, x1 = max(0, top), max(0, left), min(h, top + height), min(w, left + width)
-    if y0 >= y1 or x0 >= x1:
-        return out
-    c = np.asarray(color, dtype=np.uint8)
-    out[y0:y0 + t, x0:x1] = c
-    out[y1 - t:y1, x0:x1] = c
-    out[y0:y1, x0:x0 + t] = c
-    out[y0:y1, x1 - t:x1] = c
-    return out
 
 
 # ----------------------------------------------------------------------------- the patch grid
@@ -73,10 +44,10 @@ class OverlayLayout:
     side: int
 
     def point(self, x: float, y: float) -> tuple[float, float] | None:
-        """A click at ``(x, y)`` as fractions ``(fy, fx)`` of the square, or None outside it."""
-        fy, fx = (y - self.top) / self.side, (x - self.left) / self.side
+        """A click at ``(x, y)`` as fractions ``(fx, fy)`` of the square, or None outside it."""
+        fx, fy = (x - self.left) / self.side, (y - self.top) / self.side
         if 0.0 <= fy < 1.0 and 0.0 <= fx < 1.0:
-            return fy, fx
+            return fx, fy
         return None
 
 
@@ -90,9 +61,9 @@ def patch_grid_overlay(grid: PatchGrid, resized: np.ndarray, selected: tuple[int
     """The image with its patch grid, the cropped-away parts darkened.
 
     Args:
-        grid: the geometry (:func:`vitviz.tokens.patch_grid`).
+        grid: the geometry (:func:`vitviz.core.patches.patch_grid`).
         resized: ``(H', W', 3)`` uint8, the image after resizing its shorter side to ``S``
-            (from :func:`vitviz.tokens.grid_view`).
+            (from :func:`vitviz.core.patches.grid_view`).
         selected: ``(row, col)`` of a patch to outline.
         max_margin: at most this fraction of ``S`` of each cropped margin is drawn.
         display_side: the square is magnified by ``max(1, display_side // S)`` (nearest
@@ -101,7 +72,7 @@ def patch_grid_overlay(grid: PatchGrid, resized: np.ndarray, selected: tuple[int
     Returns:
         ``(image, layout)``.
     """
-    _check(resized)
+    check_image(resized)
     s, p = grid.side, grid.patch_size
     keep_v = min(grid.crop_top, int(max_margin * s))
     keep_h = min(grid.crop_left, int(max_margin * s))
@@ -110,7 +81,7 @@ def patch_grid_overlay(grid: PatchGrid, resized: np.ndarray, selected: tuple[int
     bottom = min(rh, grid.crop_top + s + keep_v)
     right = min(rw, grid.crop_left + s + keep_h)
     k = max(1, display_side // s)
-    img = np.repeat(np.repeat(resized[top:bottom, left:right], k, axis=0), k, axis=1).astype(np.float32)
+    img = blocks(resized[top:bottom, left:right], k).astype(np.float32)
     oy, ox, side = keep_v * k, keep_h * k, s * k
     kept = np.zeros(img.shape[:2], dtype=bool)
     kept[oy:oy + side, ox:ox + side] = True
@@ -180,7 +151,7 @@ def _tile(patch: np.ndarray, tile: int) -> np.ndarray:
         return patch
     if tile % p == 0:
         f = tile // p
-        return np.repeat(np.repeat(patch, f, axis=0), f, axis=1)
+        return blocks(patch, f)
     method = Image.NEAREST if p < tile else Image.BOX
     return np.asarray(Image.fromarray(patch).resize((tile, tile), method))
 
@@ -190,7 +161,7 @@ def token_strip(patches: np.ndarray, selected: int | None = None, tile: int = 24
     """The input sequence ``[CLS, p1, ..., pN]`` as thumbnails, in order, wrapped into lines.
 
     Args:
-        patches: ``(N, P, P, 3)`` uint8 in sequence order (:func:`vitviz.tokens.token_patches`).
+        patches: ``(N, P, P, 3)`` uint8 in sequence order (:func:`vitviz.core.patches.token_patches`).
         selected: a token to outline (0 = [CLS], ``i`` = patch ``i - 1``).
         tile: thumbnail side (px); patches are magnified (nearest) or averaged to it.
         per_row: thumbnails per line.
@@ -222,7 +193,7 @@ def token_strip(patches: np.ndarray, selected: int | None = None, tile: int = 24
         canvas = outline(canvas, y - 2, x - 2, tile + 4, tile + 4, thickness=2)
     pil = Image.fromarray(canvas)
     draw = ImageDraw.Draw(pil)
-    small = _font(10)
+    small = font(10)
     y0, x0 = layout.origin(0)
     if tile >= 20:  # the label would spill onto the neighbouring tiles
         draw.text((x0 + tile // 2, y0 + tile // 2), "CLS", fill=(255, 255, 255), font=small, anchor="mm")
@@ -232,7 +203,7 @@ def token_strip(patches: np.ndarray, selected: int | None = None, tile: int = 24
     if note_h:
         draw.text((label_width, height - note_h + 2),
                   f"... and {total - shown:,} more tokens (only the first {shown:,} of {total:,} are drawn)",
-                  fill=(90, 90, 90), font=_font(11))
+                  fill=(90, 90, 90), font=font(11))
     return np.asarray(pil), layout
 
 
@@ -243,28 +214,7 @@ def similarity_cells(sim: np.ndarray, vmin: float, vmax: float, cell: int) -> np
     """A ``(gh, gw)`` map as viridis cells of ``cell`` px: ``(gh*cell, gw*cell, 3)`` uint8."""
     span = max(vmax - vmin, 1e-6)
     rgb = colormap((np.asarray(sim, dtype=np.float32) - vmin) / span).round().astype(np.uint8)
-    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
-
-
-def colorbar(height: int, vmin: float, vmax: float, label: str = "cosine", width: int = 56, top: int = 14
-             ) -> np.ndarray:
-    """A vertical viridis colour bar with its top, middle and bottom values: ``(height, width, 3)`` uint8.
-
-    The bar runs from ``top`` to 14 px above the bottom; ``label`` is written just above it.
-    """
-    bar = np.full((height, width, 3), 255, dtype=np.uint8)
-    top = max(12, min(int(top), height - 16))
-    inner = max(1, height - top - 14)
-    ramp = colormap(np.linspace(1, 0, inner)).round().astype(np.uint8)[:, None, :]
-    bar[top:top + inner, 4:14] = ramp
-    pil = Image.fromarray(bar)
-    draw = ImageDraw.Draw(pil)
-    f = _font(11)
-    draw.text((17, top), f"{vmax:.2g}", fill=(30, 30, 30), font=f, anchor="lm")
-    draw.text((17, top + inner // 2), f"{(vmin + vmax) / 2:.2g}", fill=(30, 30, 30), font=f, anchor="lm")
-    draw.text((17, top + inner - 1), f"{vmin:.2g}", fill=(30, 30, 30), font=f, anchor="lm")
-    draw.text((2, top - 13), label, fill=(30, 30, 30), font=_font(10))
-    return np.asarray(pil)
+    return blocks(rgb, cell)
 
 
 def similarity_image(sim: np.ndarray, selected: tuple[int, int], vmin: float = -1.0, vmax: float = 1.0,
@@ -287,7 +237,7 @@ def similarity_image(sim: np.ndarray, selected: tuple[int, int], vmin: float = -
     r, c = selected
     img = outline(img, r * cell, c * cell, cell, cell, color=(255, 60, 60), thickness=2 if cell >= 8 else 1)
     img = np.concatenate([np.full((pad_top, img.shape[1], 3), 255, dtype=np.uint8), img], axis=0)
-    return np.concatenate([img, colorbar(img.shape[0], vmin, vmax, top=pad_top + 14)], axis=1)
+    return np.concatenate([img, colorbar(img.shape[0], vmin, vmax, "cosine", top=pad_top + 14)], axis=1)
 
 
 @dataclass(frozen=True)
@@ -336,7 +286,7 @@ def similarity_mosaic(sims: np.ndarray, vmin: float = -1.0, vmax: float = 1.0,
     """The ViT paper's figure: for every patch, its similarity map, placed at the patch's position.
 
     Args:
-        sims: ``(gh, gw, gh, gw)`` from :func:`vitviz.tokens.similarity_grid`.
+        sims: ``(gh, gw, gh, gw)`` from :func:`vitviz.core.pos_embed.similarity_grid`.
         vmin, vmax: colour scale shared by every tile.
         selected: a tile to outline.
         target: approximate side of the mosaic (px).
@@ -364,13 +314,13 @@ def similarity_mosaic(sims: np.ndarray, vmin: float = -1.0, vmax: float = 1.0,
                          thickness=max(1, gap))
     pil = Image.fromarray(canvas)
     draw = ImageDraw.Draw(pil)
-    f = _font(10)
+    f = font(10)
     draw.text((margin, top - 17), "patch column ->", fill=(60, 60, 60), font=f)
     draw.text((1, top), "row", fill=(60, 60, 60), font=f)
     draw.line([(10, top + 14), (10, top + 34)], fill=(60, 60, 60), width=1)
     draw.polygon([(7, top + 30), (13, top + 30), (10, top + 36)], fill=(60, 60, 60))
     img = np.asarray(pil)
-    return np.concatenate([img, colorbar(img.shape[0], vmin, vmax, top=top)], axis=1), layout
+    return np.concatenate([img, colorbar(img.shape[0], vmin, vmax, "cosine", top=top)], axis=1), layout
 
 
 def color_range(sims: np.ndarray) -> tuple[float, float]:
@@ -384,7 +334,7 @@ def color_range(sims: np.ndarray) -> tuple[float, float]:
 
 def shuffled_view(view: np.ndarray, patch_size: int, perm: np.ndarray) -> np.ndarray:
     """The view with its patches rearranged: position ``i`` shows patch ``perm[i]``. ``(S, S, 3)`` uint8."""
-    _check(view)
+    check_image(view)
     h, w = view.shape[:2]
     p = patch_size
     gh, gw = h // p, w // p
@@ -396,7 +346,7 @@ def shuffled_view(view: np.ndarray, patch_size: int, perm: np.ndarray) -> np.nda
 def mark_patch(view: np.ndarray, patch_size: int, index: int, grid: tuple[int, int], scale: int = 1,
                color: tuple[int, int, int] = SELECT) -> np.ndarray:
     """Magnify ``view`` by ``scale`` (nearest) and outline patch ``index`` (raster order)."""
-    img = np.repeat(np.repeat(_check(view), scale, axis=0), scale, axis=1) if scale > 1 else np.array(view)
+    img = blocks(check_image(view), scale) if scale > 1 else np.array(view)
     r, c = divmod(int(index), grid[1])
     p = patch_size * scale
     return outline(img, r * p, c * p, p, p, color=color, thickness=3 if p >= 24 else 2)

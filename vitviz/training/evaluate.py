@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..baseline import ring_mean_fill
-from ..images import uint8_to_unit, unit_to_uint8
+from ..mae.baseline import ring_mean_fill
+from ..core.images import uint8_to_unit, unit_to_uint8
 from ..models.loading import load_model
-from ..reconstruct import reconstruct
-from ..render import label_row
+from ..mae.reconstruct import reconstruct
+from ..render._draw import label_row
 
 
 def evaluate(model_name: str, photos: list[Path], seeds: list[int], ratio: float, out: Path | None) -> list[dict]:

@@ -25,12 +25,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..baseline import ring_mean_fill
-from ..images import DataConfig, load_image, normalize, square_resize, to_uint8, uint8_to_unit
+from ..mae.baseline import ring_mean_fill
+from ..core.images import DataConfig, load_image, normalize, square_resize, to_uint8, uint8_to_unit
 from ..models.mae import MaskedAutoencoderViT
 from ..models.registry import MAE_TINY_CONFIG
-from ..models.loading import export_mae, read_mae_file
-from ..patches import patchify
+from ..models.checkpoint import export_mae, read_mae_file
+from ..core.patches import patchify
 
 DATA = DataConfig()
 
@@ -93,7 +93,7 @@ def heldout_scores(model: MaskedAutoencoderViT, paths: list[str], seeds: tuple[i
     Returns:
         ``{"model": float, "baseline": float, "per_image": {name: (model, baseline)}}``.
     """
-    from ..masking import mask_to_ids, random_mask
+    from ..core.masking import mask_to_ids, random_mask
 
     model.eval()
     p = model.patch_size
@@ -106,7 +106,7 @@ def heldout_scores(model: MaskedAutoencoderViT, paths: list[str], seeds: tuple[i
             mask = random_mask(model.config.grid, 0.75, seed)
             ids = mask_to_ids(mask).unsqueeze(0)
             pred = model(normalize(x01, DATA).unsqueeze(0), ids)
-            from ..patches import unpatchify
+            from ..core.patches import unpatchify
             rec = unpatchify(pred, p, model.config.grid)[0]
             rec01 = (rec * torch.tensor(DATA.std).view(3, 1, 1) + torch.tensor(DATA.mean).view(3, 1, 1)).clamp(0, 1)
             hid = mask.repeat_interleave(p, 0).repeat_interleave(p, 1)

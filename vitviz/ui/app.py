@@ -1,11 +1,16 @@
-"""Assemble the Gradio app from its tabs."""
+"""Assemble the Gradio app from its tabs.
+
+Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
+``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``, ``TOUR_TEXT`` and
+``build(demo)``, then add the module to :data:`TABS` (and its id to :data:`TOUR_ORDER`
+if the tour should visit it). See ``docs/architecture.md``.
+"""
 
 from __future__ import annotations
 
-import os
-
 import gradio as gr
 
+from .. import settings
 from . import attention_tab, compute_tab, gradio_fixes, mae_tab, patches_tab, swin_tab, urlstate
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
@@ -17,27 +22,32 @@ INTRO = (
     "Everything runs locally; the default model, *mae-tiny*, ships with the app."
 )
 
-
+#: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
+#: ``TOUR_TEXT`` and ``build(demo)``.
+TABS = (mae_tab, patches_tab, attention_tab, swin_tab, compute_tab)
+#: Tab ids, as the URL names them (``?tab=...``).
+TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
+#: Tab ids and the labels of their buttons.
+TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
+#: The order the guided tour visits the tabs.
+TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "mae", "swin", "compute")
 #: The guided tour: (tab id, step title, one sentence).
-TOUR: tuple[tuple[str, str, str], ...] = (
-    ("patches", "Patches", "A ViT cuts the image into a grid of patches, flattens each one and projects it to a "
-                           "token; position embeddings tell the model where each token came from."),
-    ("attention", "Attention", "Every token looks at every other token in every layer; click a patch to see where "
-                               "each head looks, and roll the layers up into one map."),
-    ("mae", "Masked autoencoder", "Hide 75% of the patches and the encoder sees only the rest; a light decoder has to "
-                                  "paint the hidden ones back from context."),
-    ("swin", "Swin", "Swin keeps attention inside 7x7 windows and shifts them every other block, so information "
-                     "still crosses window borders."),
-    ("compute", "Compute", "Global attention costs grow with the square of the token count, windowed attention "
-                           "linearly: the charts and a measurement on this machine show where that matters."),
-)
+TOUR: tuple[tuple[str, str, str], ...] = tuple(
+    (t.TAB_ID, t.TOUR_TITLE, t.TOUR_TEXT) for tab_id in TOUR_ORDER for t in TABS if t.TAB_ID == tab_id)
 
 
 def build_demo() -> gr.Blocks:
-    """Build the whole app (no model is loaded until a request needs one)."""
+    """Build the whole app (no model is loaded until a request needs one).
+
+    Raises:
+        ValueError: a ``VITVIZ_*`` setting with a value it does not accept (naming it).
+    """
+    problems = settings.check()
+    if problems:
+        raise ValueError("invalid settings: " + "; ".join(problems))
     gradio_fixes.install()
-    # Files handed to the browser (panels, exports, CSVs) are deleted after an hour.
-    cache_age = int(os.environ.get("VITVIZ_CACHE_SECONDS", "3600"))
+    # Files handed to the browser (panels, exports, CSVs) are deleted after VITVIZ_CACHE_SECONDS.
+    cache_age = settings.get("VITVIZ_CACHE_SECONDS")
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(INTRO)
         tour_buttons = []
@@ -48,28 +58,23 @@ def build_demo() -> gr.Blocks:
                     gr.Markdown(f"**{i}. {title}.** {sentence}")
                     tour_buttons.append((tab_id, gr.Button(f"Open {title}", size="sm", scale=0, min_width=160,
                                                            elem_id=f"tour-{tab_id}")))
+        built = {}
         with gr.Tabs() as tabs:
-            with gr.Tab("MAE", id="mae") as t_mae:
-                mae = mae_tab.build_tab()
-            with gr.Tab("Patches", id="patches") as t_patches:
-                patches_tab.build_tab(demo)
-            with gr.Tab("Attention", id="attention") as t_attention:
-                attention_tab.build_tab(demo)
-            with gr.Tab("Swin", id="swin") as t_swin:
-                swin_tab.build_tab()
-            with gr.Tab("Compute", id="compute") as t_compute:
-                compute_tab.build_tab()
-        for tab, tab_id in ((t_mae, "mae"), (t_patches, "patches"), (t_attention, "attention"), (t_swin, "swin"),
-                            (t_compute, "compute")):
-            tab.select(None, None, None, js=urlstate.tab_js(tab_id), queue=False, api_visibility="private")
+            for module in TABS:
+                with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
+                    built[module.TAB_ID] = module.build(demo)
+                tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
+                           api_visibility="private")
 
         for tab_id, button in tour_buttons:
             button.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, js=urlstate.tab_js(tab_id),
                          queue=False, api_visibility="private")
 
+        mae = built["mae"]
+
         def apply_url(request: gr.Request) -> tuple:
             """Open the view the URL names (validated; anything unknown is ignored)."""
-            state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+            state = urlstate.parse_query(dict(request.query_params) if request is not None else {}, TAB_IDS)
             keep = gr.update()
             return (
                 gr.Tabs(selected=state.tab) if state.tab else keep,
@@ -81,19 +86,20 @@ def build_demo() -> gr.Blocks:
 
         demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern], api_visibility="private",
                   queue=False).then(**mae.show).then(**mae.sweep).then(**mae.prewarm)
-    concurrency = int(os.environ.get("VITVIZ_CONCURRENCY", "2"))
-    max_queue = int(os.environ.get("VITVIZ_MAX_QUEUE", "64"))
-    demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
+    demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
+               max_size=settings.get("VITVIZ_MAX_QUEUE"))
     return demo
 
 
 def launch_options() -> dict:
     """Keyword arguments of ``demo.launch`` for a public host: page head/CSS, limits, no share link."""
+    import os
+
     return dict(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
-        max_file_size=os.environ.get("VITVIZ_MAX_UPLOAD", "20mb"),
+        max_file_size=settings.max_upload_bytes(),
         share=False,
-        js=urlstate.JS,
+        js=urlstate.page_js(TAB_LABELS),
         css=urlstate.CSS,
     )

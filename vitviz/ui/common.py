@@ -1,31 +1,26 @@
-"""Helpers shared by the tabs: turning library errors into messages for people."""
+"""Helpers shared by the tabs: turning library errors into messages for people, and
+keeping the outputs of deterministic views for the next visitor."""
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import gradio as gr
 
+from ..assets import example_images
+from ..cache import LRU
 from ..errors import ImageError, ModelUnavailable
-from ..lru import LRU
-from ..models.registry import ASSETS
+from ..views.common import as_seed, require_image
+
+__all__ = ["as_seed", "example_images", "memo_view", "require_image", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
-
-EXAMPLES_DIR = ASSETS / "examples"
-
-
-def example_images() -> list[str]:
-    """Paths of the bundled example photos, sorted."""
-    return sorted(str(p) for p in Path(EXAMPLES_DIR).glob("*.jpg")) + sorted(
-        str(p) for p in Path(EXAMPLES_DIR).glob("*.png")
-    )
 
 
 def user_errors(fn: F) -> F:
@@ -53,24 +48,6 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def as_seed(value: Any) -> int:
-    """A seed from a UI number: a non-negative integer or ``ValueError``."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"the seed must be a whole number, got {value!r}") from None
-    if not math.isfinite(f) or f != int(f) or f < 0 or f >= 2**63:
-        raise ValueError(f"the seed must be a whole number between 0 and 2^63-1, got {value!r}")
-    return int(f)
-
-
-def require_image(image: Any) -> Any:
-    """Raise a friendly error when no image was given."""
-    if image is None or (isinstance(image, str) and not image):
-        raise gr.Error("Drop an image first (or pick one of the examples).")
-    return image
-
-
 def _arg_key(value: Any) -> Any:
     """A hashable stand-in for one view argument; ``_UNCACHEABLE`` when there is none."""
     if value is None or isinstance(value, (bool, int, float)):
@@ -85,8 +62,6 @@ def _arg_key(value: Any) -> Any:
             pass
         return value
     if isinstance(value, (list, tuple, dict)):
-        import json
-
         try:
             return ("json", json.dumps(value, sort_keys=True))
         except (TypeError, ValueError):

@@ -1,37 +1,21 @@
-"""The Compute tab: what attention costs, from formulas and measured on this machine."""
+"""The Compute tab: what attention costs, from formulas and measured on this machine.
+
+Wiring only: the charts, tables and CSV files come from :mod:`vitviz.views.compute`.
+"""
 
 from __future__ import annotations
-
-import csv
-import tempfile
-from collections.abc import Sequence
-from fractions import Fraction
-from pathlib import Path
 
 import gradio as gr
 import plotly.graph_objects as go
 
-from ..flops import (
-    VIT_CONFIGS,
-    attention_scaling_rows,
-    classic_table,
-    encoder_flops_ratio,
-    mae_configs,
-    mae_ratio_rows,
-    mae_visible_tokens,
-    measure_attention_scaling,
-    model_scaling_rows,
-    patch_size_rows,
-    timing_rows,
-)
-from ..plots import (
-    attention_flops_figure,
-    mae_flops_figure,
-    model_flops_figure,
-    patch_size_figure,
-    timing_figure,
-)
+from ..compute.formulas import VIT_CONFIGS, mae_configs
+from ..views import compute as cv
 from .common import user_errors
+
+TAB_ID, LABEL = "compute", "Compute"
+TOUR_TITLE = "Compute"
+TOUR_TEXT = ("Global attention costs grow with the square of the token count, windowed attention linearly: the "
+             "charts and a measurement on this machine show where that matters.")
 
 INTRO = (
     "Self-attention compares every token with every other, so its cost grows with the *square* of the "
@@ -68,137 +52,38 @@ EXPLAIN_MEASURED = (
 )
 
 
-def _cell(v: object) -> object:
-    if isinstance(v, Fraction):
-        return float(v)
-    return v
-
-
-def write_csv(rows: Sequence[dict], stem: str) -> str:
-    """Write rows to a new temporary CSV file and return its path (one file per request)."""
-    if not rows:
-        raise ValueError("there is no data to download yet")
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"vitviz_{stem}_", delete=False,
-                                      newline="", encoding="utf-8")
-    with tmp as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: _cell(v) for k, v in r.items()})
-    return str(Path(tmp.name))
-
-
-def classic_markdown(dim: int, window: int) -> str:
-    """The classic table as Markdown (exact speed-ups of the attention products)."""
-    lines = [
-        f"| tokens N | global QKᵀ+AV (GFLOPs) | windowed {window}×{window} (GFLOPs) | speed-up, products | "
-        "speed-up, whole layer |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for r in classic_table(dim, window):
-        lines.append(
-            f"| {r['tokens']:,} | {r['global_products_flops'] / 1e9:.4g} | {r['windowed_products_flops'] / 1e9:.4g} | "
-            f"**{_fraction_text(r['products_speedup'])}x** | {r['layer_speedup']:.2f}x |"
-        )
-    return "\n".join(lines)
-
-
-def _fraction_text(f: Fraction) -> str:
-    return str(f.numerator) if f.denominator == 1 else f"{float(f):.3g}"
-
-
-def _as_int(value: object, name: str, lo: int, hi: int) -> int:
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if f != f or f != int(f) or not lo <= f <= hi:
-        raise ValueError(f"{name} must be a whole number between {lo} and {hi}, got {value!r}")
-    return int(f)
-
-
 @user_errors
 def attention_flops(dim: float, window: float) -> tuple[go.Figure, str, str]:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
-    c = _as_int(dim, "the width C", 1, 8192)
-    m = _as_int(window, "the window M", 1, 64)
-    rows = attention_scaling_rows(c, m)
-    fig = attention_flops_figure(rows, classic_table(c, m), m)
-    return fig, classic_markdown(c, m), write_csv(rows, "attention_flops")
+    return cv.attention_flops(dim, window)
 
 
 @user_errors
 def model_flops(max_resolution: float) -> tuple[go.Figure, str]:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
-    top = _as_int(max_resolution, "the largest resolution", 224, 2240)
-    res = [r for r in (224, 320, 448, 640, 896, 1120, 1344, 1792, 2240) if r <= top]
-    if res[-1] != top:
-        res.append(top)
-    rows = model_scaling_rows(res)
-    return model_flops_figure(rows), write_csv(rows, "model_flops")
+    return cv.model_flops(max_resolution)
 
 
 @user_errors
 def patch_size_flops(resolution: float, base: str) -> tuple[go.Figure, str]:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
-    r = _as_int(resolution, "the resolution", 32, 2048)
-    rows = patch_size_rows(r, base)
-    return patch_size_figure(rows, r, base), write_csv(rows, "patch_size_flops")
+    return cv.patch_size_flops(resolution, base)
 
 
 @user_errors
 def mae_flops_chart(name: str) -> tuple[go.Figure, str, str]:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
-    configs = mae_configs()
-    if name not in configs:
-        raise ValueError(f"unknown MAE {name!r}; choose one of {', '.join(configs)}")
-    cfg = configs[name]
-    rows = mae_ratio_rows(cfg)
-    k = mae_visible_tokens(cfg, 0.75)
-    summary = (
-        f"At 75% masking the encoder sees **{k} of {cfg.num_patches} patches**: "
-        f"**{encoder_flops_ratio(cfg, 0.75):.1f}x fewer encoder FLOPs** than without masking."
-    )
-    return mae_flops_figure(rows, name), summary, write_csv(rows, "mae_flops")
+    return cv.mae_flops(name)
 
 
 @user_errors
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
                       progress: gr.Progress = gr.Progress()) -> tuple[go.Figure, str, str]:
     """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
-    n_max = _as_int(max_tokens, "the token budget", 49, 50176)
-    budget = float(time_budget_s)
-    if not 1 <= budget <= 120:
-        raise ValueError(f"the time budget must be between 1 and 120 seconds, got {time_budget_s!r}")
-    mem = int(float(memory_budget_mb) * 2**20)
-    if not 16 * 2**20 <= mem <= 64 * 2**30:
-        raise ValueError(f"the memory budget must be between 16 MiB and 64 GiB, got {memory_budget_mb!r} MiB")
-    sweep = measure_attention_scaling(
-        max_tokens=n_max, time_budget_s=budget, memory_budget_bytes=mem,
-        progress=lambda f, msg: progress(f, desc=msg),
-    )
-    return timing_figure(sweep, mem), measured_markdown(sweep), write_csv(timing_rows(sweep), "attention_timing")
+    return cv.measure(max_tokens, time_budget_s, memory_budget_mb, progress=lambda f, msg: progress(f, desc=msg))
 
 
-def measured_markdown(sweep) -> str:  # noqa: ANN001 - a TimingSweep
-    """A short report of a sweep: crossovers, why it stopped, the setup."""
-    def cross(method: str) -> str:
-        n = sweep.crossover(method, "windowed")
-        return f"**{n:,} tokens**" if n is not None else "no size measured here"
-
-    why = {"size": "every size up to the token budget was measured",
-           "time": "the time budget ran out", "memory": "the next size would exceed the memory budget"}
-    retired = ", ".join(f"{m} ({r})" for m, r in sweep.retired.items())
-    return (
-        f"Windowed attention is faster in wall time than fused global attention from {cross('global_sdpa')} "
-        f"and than plain global attention from {cross('global_plain')} (in FLOPs they cross at one window, "
-        f"{sweep.window * sweep.window} tokens). Stopped because {why.get(sweep.stop_reason, sweep.stop_reason)}"
-        f"{'; retired early: ' + retired if retired else ''}. {len(sweep.rows)} measurements in "
-        f"{sweep.elapsed_s:.1f} s on {sweep.device} with {sweep.threads} thread(s)."
-    )
-
-
-def build_tab() -> None:
+def build(demo: gr.Blocks) -> None:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
     gr.Markdown(INTRO)
 

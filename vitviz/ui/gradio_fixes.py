@@ -25,7 +25,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..lru import LRU
+from .. import settings
+from ..cache import LRU
 
 _INSTALLED = False
 
@@ -104,7 +105,5 @@ def install() -> None:
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
     # Gradio opens every uploaded image with PIL before vitviz sees it; make PIL's own
     # decompression-bomb check use vitviz's pixel limit (it raises above twice the value).
-    from ..images import MAX_PIXELS
-
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    Image.MAX_IMAGE_PIXELS = settings.max_pixels()
     _INSTALLED = True

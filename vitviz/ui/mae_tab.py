@@ -1,7 +1,7 @@
 """The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction.
 
-Wiring only: every number and image comes from :mod:`vitviz.mae_view`,
-:mod:`vitviz.sweep` and :mod:`vitviz.reconstruct`.
+Wiring only: every number and image comes from :mod:`vitviz.views.mae` and
+:mod:`vitviz.mae`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,21 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from .. import mae_view
-from ..lru import LRU
-from ..masking import MAX_RATIO, PATTERNS
-from ..models.loading import available_models, load_model
-from ..plots import sweep_figure
-from ..reconstruct import prepare, reconstruct
-from ..sweep import STOPS, image_key, reconstruct_cached, sweep
+from ..cache import LRU
+from ..core.masking import MAX_RATIO, PATTERNS
+from ..mae.reconstruct import prepare
+from ..mae.sweep import STOPS, image_key, reconstruct_cached, sweep
+from ..models.loading import load_model
+from ..plots.mae import sweep_figure
+from ..views import mae as mae_view
+from ..views.mae import model_note
 from . import urlstate
 from .common import as_seed, example_images, require_image, user_errors
 
+TAB_ID, LABEL = "mae", "MAE"
+TOUR_TITLE = "Masked autoencoder"
+TOUR_TEXT = ("Hide 75% of the patches and the encoder sees only the rest; a light decoder has to paint the hidden "
+             "ones back from context.")
 PANEL_HEIGHT = 240
 NO_COMPARE = "(none)"
 
@@ -51,38 +56,12 @@ HELP_VISIBLE = (
 )
 
 
-def mae_model_choices() -> list[tuple[str, str]]:
-    """(label, name) pairs of MAE models; unavailable ones say so in the label."""
-    out = []
-    for info in available_models():
-        if info.family == "mae":
-            out.append((info.name if info.available else f"{info.name} (unavailable)", info.name))
-    return out
-
-
-def model_note(name: str | None) -> str:
-    """Description, licence and availability of the picked model, as Markdown."""
-    for info in available_models():
-        if info.name == name:
-            status = "**available**" if info.available else "**unavailable**"
-            reason = f" — {info.reason}" if info.reason else ""
-            return f"{info.description}  \n*{info.architecture}* · licence: {info.licence}  \n{status}{reason}"
-    return ""
-
-
-def _result(image: Any, model_name: str, ratio: float, seed: int, pattern: str, painted: np.ndarray | None):
-    model = load_model(model_name)
-    if painted is not None:
-        return model, reconstruct(model, image, mask=painted)
-    return model, reconstruct_cached(model, image, ratio, seed, pattern)[0]
-
-
 @user_errors
 def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
     """Endpoint ``reconstruct``: (image, model, ratio, seed, pattern) -> four panels and metrics."""
     require_image(image)
-    model, r = _result(image, model_name, mask_ratio, as_seed(seed), pattern, None)
+    model, r = mae_view.result(image, model_name, mask_ratio, as_seed(seed), pattern, None)
     return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))
 
 
@@ -92,18 +71,14 @@ def update_view(image: str | None, model_name: str, mask_ratio: float, seed: flo
     """Everything on screen for the current controls (private endpoint used by the page)."""
     require_image(image)
     s = as_seed(seed)
-    model, r = _result(image, model_name, mask_ratio, s, pattern,
+    model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
                        np.asarray(painted, dtype=bool) if paint and painted is not None else None)
     p = mae_view.panels(r)
     m = mae_view.metrics(model, r)
     out = [p.original, p.masked, p.reconstruction, p.pasted, p.error, mae_view.metrics_markdown(m),
            r.mask.tolist()]
     if compare_name and compare_name != NO_COMPARE:
-        other = load_model(compare_name)
-        if other.module.config.grid != model.module.config.grid:
-            raise gr.Error(f"{compare_name} uses a different patch grid than {model_name}; "
-                           "compare models with the same grid")
-        q = reconstruct(other, image, mask=r.mask)
+        other, q = mae_view.compare(image, model, r, compare_name)
         pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
         out += [gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
                 mae_view.metrics_markdown(mae_view.metrics(other, q))]
@@ -124,7 +99,7 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     return sweep_figure(data), mae_view.thumbnails(s), data
 
 
-#: Sweeps whose panels are already encoded (``vitviz.sweep.image_key``), most recent last.
+#: Sweeps whose panels are already encoded (``vitviz.mae.sweep.image_key``), most recent last.
 _PREWARMED: LRU[str, bool] = LRU(256)
 
 
@@ -181,13 +156,12 @@ def export(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(image)
     s = as_seed(seed)
-    model, r = _result(image, model_name, mask_ratio, s, pattern,
+    model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
                        np.asarray(painted, dtype=bool) if paint and painted is not None else None)
     items = [mae_view.metrics(model, r)]
     q = None
     if compare_name and compare_name != NO_COMPARE:
-        other = load_model(compare_name)
-        q = reconstruct(other, image, mask=r.mask)
+        other, q = mae_view.compare(image, model, r, compare_name)
         items.append(mae_view.metrics(other, q))
     folder = Path(tempfile.mkdtemp(prefix="vitviz-export-"))
     png = folder / "vitviz-mae-panels.png"
@@ -211,14 +185,17 @@ class MaeTab:
     prewarm: dict  # keyword arguments of the event that pre-encodes every stop's panels
 
 
-def build_tab() -> MaeTab:
+def build(demo: gr.Blocks) -> MaeTab:
     """Create the MAE tab's components inside the caller's ``gr.Tab`` context.
+
+    Args:
+        demo: the enclosing app (its page load, wired by the app, renders the first view).
 
     Returns:
         Handles the app uses to apply URL state and render the first view on page load.
     """
     examples = example_images()
-    choices = mae_model_choices()
+    choices = mae_view.model_choices()
     default_model = choices[0][1] if choices else None
     mask_state = gr.State(None)
     with gr.Row():

@@ -1,4 +1,7 @@
-"""The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention."""
+"""The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention.
+
+Wiring only: the views come from :mod:`vitviz.views.swin`.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +11,18 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from ..plots import attention_mask_figure, window_attention_figure
-from ..render_windows import (
-    attention_overlay,
-    input_image,
-    swin_views,
-    window_attention_tiles,
-)
-from ..swin import (
-    REGION_LETTERS,
-    StageGeometry,
-    stage_geometry,
-    swin_tiny_window_attention,
-    token_at_pixel,
-    token_center_pixel,
-)
+from ..core.windows import stage_geometry
+from ..explain.windows import has_pretrained
+from ..views import swin as sv
+from ..views.swin import INPUT, block_choices, stage_choices
 from .common import example_images, user_errors
 
-#: Side of the model input and of the coordinates the point is kept in.
-INPUT = 224
-#: Side of the three main views.
-VIEW = 448
-DEFAULT_POINT = (2, 2)  # the top-left token: the shift sends it to the bottom-right window
+TAB_ID, LABEL = "swin", "Swin"
+TOUR_TITLE = "Swin"
+TOUR_TEXT = ("Swin keeps attention inside 7x7 windows and shifts them every other block, so information still "
+             "crosses window borders.")
+#: The top-left token: the shift sends it to the bottom-right window.
+DEFAULT_POINT = (2, 2)
 
 INTRO = (
     "Swin computes attention only **inside 7x7 windows** of tokens, and every second block **shifts** the "
@@ -52,64 +45,11 @@ EXPLAIN_MASK = (
 )
 EXPLAIN_ATTENTION = (
     "**What it shows:** the softmax weights of the clicked token over the keys of its window in the chosen "
-    "block of `swin-tiny` (random weights: the pattern is the geometry, not learned content). Tiles show the "
-    "window as the block sees it (rolled); hatched keys are masked out. The image on the right shows where "
-    "those keys are in the picture (mean over heads)."
+    "block of `swin-tiny`: its pretrained weights when they are on this machine, random weights otherwise (then "
+    "the pattern is the geometry, not learned content; the text below says which). Tiles show the window as the "
+    "block sees it (rolled); hatched keys are masked out. The image on the right shows where those keys are in "
+    "the picture (mean over heads)."
 )
-
-
-def stage_choices(geoms: list[StageGeometry]) -> list[tuple[str, int]]:
-    """Radio choices, e.g. ``('1: 56x56 tokens, 8x8 windows', 1)``."""
-    out = []
-    for g in geoms:
-        wh, ww = g.windows_hw
-        out.append((f"{g.stage}: {g.grid[0]}x{g.grid[1]} tokens, {wh}x{ww} windows", g.stage))
-    return out
-
-
-def block_choices(geom: StageGeometry) -> list[tuple[str, int]]:
-    """Dropdown choices for the blocks of a stage, saying which are shifted."""
-    out = []
-    for b in range(geom.depth):
-        s = geom.block_shift(b)
-        if any(s):
-            out.append((f"block {b}: SW-MSA, shifted by {s[0]}", b))
-        elif b % 2:
-            out.append((f"block {b}: W-MSA (no shift possible: one window covers the map)", b))
-        else:
-            out.append((f"block {b}: W-MSA, regular windows", b))
-    return out
-
-
-def _geometry(stage: Any) -> tuple[list[StageGeometry], StageGeometry]:
-    geoms = stage_geometry(INPUT)
-    try:
-        s = int(stage)
-    except (TypeError, ValueError):
-        raise ValueError(f"stage must be 1..{len(geoms)}, got {stage!r}") from None
-    if not 1 <= s <= len(geoms):
-        raise ValueError(f"stage must be 1..{len(geoms)}, got {stage!r}")
-    return geoms, geoms[s - 1]
-
-
-def views_markdown(v: Any) -> str:  # noqa: ANN401 - a SwinViews
-    """One paragraph describing the clicked token and its windows."""
-    g = v.geometry
-    regions = sorted({REGION_LETTERS[int(r)] for r in v.regions})
-    q_region = REGION_LETTERS[int(v.regions[v.query_index])]
-    n_blocked = int(v.blocked.sum())
-    area = g.window_area
-    if any(g.block_shift(v.shifted_block)):
-        shifted = (
-            f"In the shifted block it sits in window {v.window_shifted} of the rolled map, which holds "
-            f"region{'s' if len(regions) > 1 else ''} {', '.join(regions)}; the token is in region {q_region} "
-            f"and may attend to {int((~v.blocked[v.query_index]).sum())} of {area} keys "
-            f"({n_blocked} of {area * area} pairs of this window are masked)."
-        )
-    else:
-        shifted = "This stage has no shifted windows: one window covers the whole map, so nothing is masked."
-    return f"**{g.describe()}.** Token (row {v.token[0]}, col {v.token[1]}) is in regular window " \
-           f"{v.window_regular}. {shifted}"
 
 
 @user_errors
@@ -120,70 +60,36 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
     Returns the regular partition, the shifted partition, the rolled map, the mask figure,
     the per-stage gallery and a description.
     """
-    geoms, g = _geometry(stage)
-    arr = input_image(image, INPUT)
-    token = token_at_pixel(g, x, y, INPUT)
-    v = swin_views(arr, g.stage, token, geoms, size=VIEW)
-    fig = attention_mask_figure(v.blocked, v.regions, v.positions, g.window, v.query_index,
-                                title=f"window {v.window_shifted}, shifted block")
-    gallery = [(img, f"stage {s.stage}: {s.grid[0]}x{s.grid[1]} tokens") for img, s in zip(v.stages, geoms)]
-    return v.regular, v.shifted, v.rolled, fig, gallery, views_markdown(v)
+    return sv.windows_view(image, stage, x, y)
 
 
 @user_errors
 def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
                    ) -> tuple[list, np.ndarray, go.Figure, str]:
     """Endpoint ``swin_attention``: (image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
-    _, g = _geometry(stage)
-    try:
-        b = int(block)
-    except (TypeError, ValueError):
-        raise ValueError(f"block must be 0..{g.depth - 1}, got {block!r}") from None
-    g.block_shift(b)  # validates
-    arr = input_image(image, INPUT)
-    token = token_at_pixel(g, x, y, INPUT)
-    cap = swin_tiny_window_attention(arr, g.stage, b, token)
-    tiles = window_attention_tiles(arr, cap, 196)  # each tile says its head
-    kind = f"SW-MSA (shift {cap.shift[0]})" if any(cap.shift) else "W-MSA"
-    fig = window_attention_figure(cap.weights, cap.blocked,
-                                  title=f"stage {g.stage}, block {b} ({kind}): weights of token {cap.token}")
-    text = (
-        f"Stage {g.stage}, block {b} ({kind}), {cap.weights.shape[0]} heads: token {cap.token} is query "
-        f"{cap.query_index} of window {cap.window_index}; {int(cap.blocked.sum())} of {cap.blocked.size} keys "
-        "are masked (weight 0)."
-    )
-    return tiles, attention_overlay(arr, cap, VIEW), fig, text
-
-
-def _pick(stage: float, evt: gr.SelectData, rolled: bool) -> tuple[int, int]:
-    _, g = _geometry(stage)
-    px, py = evt.index[0], evt.index[1]
-    token = token_at_pixel(g, px, py, VIEW, rolled_block=1 if rolled and g.depth > 1 else None)
-    return token_center_pixel(g, token, INPUT)
+    return sv.attention_view(image, stage, block, x, y)
 
 
 @user_errors
 def pick_on_image(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
-    return _pick(stage, evt, rolled=False)
+    return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
 
 
 @user_errors
 def pick_on_rolled(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
-    return _pick(stage, evt, rolled=True)
+    return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
 
 
 @user_errors
 def on_stage(stage: float, block: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the block choices, keeping regular/shifted when possible."""
-    _, g = _geometry(stage)
-    prev = int(block) if block is not None else 1
-    value = min(prev % 2, g.depth - 1)
-    return gr.update(choices=block_choices(g), value=value)
+    _, g = sv.geometry(stage)
+    return gr.update(choices=block_choices(g), value=sv.block_value(stage, block))
 
 
-def build_tab() -> None:
+def build(demo: gr.Blocks) -> None:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     geoms = stage_geometry(INPUT)
     examples = example_images()
@@ -224,7 +130,8 @@ def build_tab() -> None:
                     stages = gr.Gallery(init[4], label="windows per stage", show_label=False, columns=2, height=480,
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
-    gr.Markdown("### Attention inside the window (swin-tiny, random weights)")
+    weights = "pretrained" if has_pretrained() else "random weights"
+    gr.Markdown(f"### Attention inside the window (swin-tiny, {weights})")
     gr.Markdown(EXPLAIN_ATTENTION)
     with gr.Row():
         block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from ..masking import MAX_RATIO, PATTERNS
+from ..core.masking import MAX_RATIO, PATTERNS
 from ..models.registry import model_names
-
-TABS: tuple[str, ...] = ("mae", "patches", "attention", "swin", "compute")
 
 
 @dataclass(frozen=True)
@@ -32,8 +31,13 @@ class UrlState:
     presenter: bool = False
 
 
-def parse_query(params: Mapping[str, str]) -> UrlState:
-    """Validate query parameters; anything malformed is dropped, never raised."""
+def parse_query(params: Mapping[str, str], tabs: Collection[str] = ()) -> UrlState:
+    """Validate query parameters; anything malformed is dropped, never raised.
+
+    Args:
+        params: the query string's parameters.
+        tabs: the app's tab ids (:data:`vitviz.ui.app.TAB_IDS`); ``tab`` is kept only if it is one.
+    """
 
     def number(key: str) -> float | None:
         try:
@@ -49,7 +53,7 @@ def parse_query(params: Mapping[str, str]) -> UrlState:
     layer = number("layer")
     pattern = params.get("pattern")
     return UrlState(
-        tab=tab if tab in TABS else None,
+        tab=tab if tab in tabs else None,
         model=model if model in model_names() else None,
         ratio=round(round(ratio / 0.05) * 0.05, 2) if ratio is not None and 0 <= ratio <= MAX_RATIO else None,
         seed=int(seed) if seed is not None and seed == int(seed) and 0 <= seed < 2**63 else None,
@@ -87,19 +91,15 @@ LAYER_JS = """
 
 def tab_js(tab: str) -> str:
     """Browser code that records the selected tab in the URL (once the URL's own tab is open)."""
-    if tab not in TABS:
-        raise ValueError(f"unknown tab {tab!r}")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", str(tab)):
+        raise ValueError(f"a tab id is lower-case letters, digits and _, got {tab!r}")
     return ("() => { if (!window.__vitvizTabReady) return; const u = new URL(window.location.href);"
             " u.searchParams.set('tab', '%s'); window.history.replaceState(null, '', u); }" % tab)
 
 
-#: Tab ids and the labels of their buttons (the browser opens the URL's tab by its label).
-TAB_LABELS: dict[str, str] = {"mae": "MAE", "patches": "Patches", "attention": "Attention", "swin": "Swin",
-                              "compute": "Compute"}
-
-
-#: Keyboard keys and the presenter layout (run by Gradio once the page has loaded).
-JS = """
+#: Opening the URL's tab, keyboard keys and the presenter layout (run by Gradio once the page has loaded);
+#: see :func:`page_js`.
+_PAGE_JS = """
 () => {
   const labels = __TAB_LABELS__;
   const wanted = labels[new URL(window.location.href).searchParams.get('tab') || ''];
@@ -145,7 +145,11 @@ JS = """
 }
 """
 
-JS = JS.replace("__TAB_LABELS__", json.dumps(TAB_LABELS))
+
+
+def page_js(tab_labels: Mapping[str, str]) -> str:
+    """The page's browser code, given ``{tab id: tab button label}`` (the browser opens the URL's tab by its label)."""
+    return _PAGE_JS.replace("__TAB_LABELS__", json.dumps(dict(tab_labels)))
 
 #: Styles of the presenter layout: bigger panels, explanations and secondary controls hidden.
 CSS = """

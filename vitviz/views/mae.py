@@ -1,6 +1,6 @@
 """Everything the MAE explorer shows, computed from a reconstruction: no UI code here.
 
-Turns :class:`~vitviz.reconstruct.Reconstruction` objects and sweeps into panels,
+Turns :class:`~vitviz.mae.reconstruct.Reconstruction` objects and sweeps into panels,
 numbers, sentences and export files, so the Gradio tab only places them.
 """
 
@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .flops import encoder_flops_ratio, mae_flops
-from .models.loading import LoadedModel
-from .reconstruct import Reconstruction
-from .render import error_heatmap, grid_overlay, label_row
-from .sweep import Sweep
+from ..compute.formulas import encoder_flops_ratio, mae_flops
+from ..core.patches import pixel_to_patch
+from ..mae.reconstruct import Reconstruction, reconstruct
+from ..mae.sweep import Sweep, reconstruct_cached
+from ..models.loading import LoadedModel, available_models, load_model
+from ..render._draw import label_row
+from ..render.mae import error_heatmap, grid_overlay
 
 THUMB_RATIOS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
 
@@ -124,10 +127,49 @@ def thumbnails(s: Sweep, ratios: tuple[float, ...] = THUMB_RATIOS) -> list[tuple
 def toggle_patch(mask: np.ndarray, x: float, y: float, patch_size: int) -> np.ndarray:
     """Flip the patch under pixel ``(x, y)`` of a painted mask. Returns a new ``(gh, gw)`` bool."""
     m = np.array(mask, dtype=bool, copy=True)
-    gh, gw = m.shape
-    i = int(np.clip(y // patch_size, 0, gh - 1))
-    j = int(np.clip(x // patch_size, 0, gw - 1))
+    i, j = pixel_to_patch(x, y, m.shape, m.shape[0] * patch_size)
     m[i, j] = not m[i, j]
     if m.all():
         m[i, j] = False  # keep at least one patch visible
     return m
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """(label, name) pairs of MAE models; unavailable ones say so in the label."""
+    out = []
+    for info in available_models():
+        if info.family == "mae":
+            out.append((info.name if info.available else f"{info.name} (unavailable)", info.name))
+    return out
+
+
+def model_note(name: str | None) -> str:
+    """Description, licence and availability of the picked model, as Markdown."""
+    for info in available_models():
+        if info.name == name:
+            status = "**available**" if info.available else "**unavailable**"
+            reason = f" — {info.reason}" if info.reason else ""
+            return f"{info.description}  \n*{info.architecture}* · licence: {info.licence}  \n{status}{reason}"
+    return ""
+
+
+def result(image: Any, model_name: str, ratio: float, seed: int, pattern: str,
+           painted: np.ndarray | None) -> tuple[LoadedModel, Reconstruction]:
+    """The model and its reconstruction: of a painted mask, else of the (cached) slider stop."""
+    model = load_model(model_name)
+    if painted is not None:
+        return model, reconstruct(model, image, mask=painted)
+    return model, reconstruct_cached(model, image, ratio, seed, pattern)[0]
+
+
+def compare(image: Any, first: LoadedModel, r: Reconstruction, other_name: str) -> tuple[LoadedModel, Reconstruction]:
+    """Another MAE on the same image and the same mask as ``r``.
+
+    Raises:
+        ValueError: the other model cuts a different patch grid.
+    """
+    other = load_model(other_name)
+    if other.module.config.grid != first.module.config.grid:
+        raise ValueError(f"{other_name} uses a different patch grid than {first.name}; "
+                         "compare models with the same grid")
+    return other, reconstruct(other, image, mask=r.mask)

@@ -1,0 +1,32 @@
+"""Where the bundled files are: the embedded weights and the example photos.
+
+In an installed package they are package data (``vitviz/_assets``, mapped from the
+checkout's top-level ``assets/`` folder by ``pyproject.toml``) and found with
+:mod:`importlib.resources`; in a checkout they are the ``assets/`` folder itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=1)
+def assets_dir() -> Path:
+    """The folder holding ``models/`` and ``examples/``."""
+    packaged = resources.files("vitviz") / "_assets"
+    if packaged.is_dir() and (packaged / "models").is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[1] / "assets"
+
+
+def model_file(name: str) -> Path:
+    """An embedded weights file (``assets/models/NAME``)."""
+    return assets_dir() / "models" / name
+
+
+def example_images() -> list[str]:
+    """Paths of the bundled example photos, sorted (JPEG first, then PNG)."""
+    folder = assets_dir() / "examples"
+    return sorted(str(p) for p in folder.glob("*.jpg")) + sorted(str(p) for p in folder.glob("*.png"))

@@ -1,0 +1,208 @@
+"""Checkpoints: reading weight files safely, checking them, loading them strictly.
+
+Every file is read with safetensors or ``torch.load(..., weights_only=True)`` (no
+arbitrary unpickling) and loaded strictly: a missing or unexpected key, or a wrong
+shape, raises :class:`~vitviz.errors.ModelUnavailable` naming it. Keys in a timm file
+that name a *non-persistent* buffer the model computes itself (Swin's
+``relative_position_index`` and ``attn_mask``, written by some exports) are accepted
+only when they equal the computed values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ..errors import ModelUnavailable
+from .build import create_timm
+from .mae import MAEConfig, MaskedAutoencoderViT
+
+
+def check_keys(expected: set[str], found: set[str], what: str, hint: str = "") -> None:
+    """Raise ``ModelUnavailable`` naming missing and unexpected keys, if any."""
+    missing = sorted(expected - found)
+    extra = sorted(found - expected)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} keys ({', '.join(missing[:8])}{', ...' if len(missing) > 8 else ''})")
+        if extra:
+            parts.append(f"unexpected {len(extra)} keys ({', '.join(extra[:8])}{', ...' if len(extra) > 8 else ''})")
+        raise ModelUnavailable(f"{what} does not match the architecture: " + "; ".join(parts) + hint)
+
+
+def export_mae(model: MaskedAutoencoderViT, path: Path, extra: dict[str, str] | None = None) -> None:
+    """Write an MAE's weights as fp16 safetensors with its config in the metadata."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sd = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+    meta = {"format": "vitviz-mae", "config": json.dumps(model.config.to_dict())}
+    meta.update(extra or {})
+    tmp = path.with_suffix(".tmp")
+    save_file(sd, str(tmp), metadata=meta)
+    os.replace(tmp, path)
+
+
+def read_mae_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Read a vitviz MAE safetensors file: ``(state_dict, metadata)``."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+        return load_file(str(path)), meta
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ModelUnavailable(f"cannot read weights file {Path(path).name}: {exc}") from None
+
+
+def _tensor_dict(obj: Any, what: str) -> dict[str, torch.Tensor]:
+    """Check that ``obj`` is a flat ``{str: Tensor}`` dict; name the first entry that is not."""
+    if not isinstance(obj, dict):
+        raise ModelUnavailable(f"{what} holds a {type(obj).__name__}, not a dict of tensors")
+    for key, value in obj.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise ModelUnavailable(f"{what}: entry {key!r} is a {type(value).__name__}, not a tensor")
+    return obj
+
+
+def read_state_dict(path: Path, what: str | None = None) -> dict[str, torch.Tensor]:
+    """Read a checkpoint file safely: a ``{name: tensor}`` dict on CPU.
+
+    ``.safetensors`` files are read with safetensors (and copied out of the memory
+    map); anything else (``.pth``, ``.bin``) with ``torch.load(..., weights_only=True)``,
+    which refuses any pickled object that is not a tensor or a plain container. An official MAE checkpoint's
+    ``{"model": state_dict}`` wrapper is unwrapped.
+
+    Raises:
+        ModelUnavailable: unreadable file, a pickle holding other objects, or
+        entries that are not tensors.
+    """
+    path = Path(path)
+    what = what or f"weights file {path}"
+    if path.suffix == ".safetensors":
+        try:
+            mapped = load_file(str(path))
+            # load_file's tensors are views of the memory-mapped file; copy them so that a
+            # model never depends on a file that may be rewritten while it runs.
+            return _tensor_dict({k: v.clone() for k, v in mapped.items()}, what)
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise ModelUnavailable(f"cannot read {what}: {exc}") from None
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelUnavailable(
+            f"refused to read {what}: it holds pickled objects that are not plain tensors, and vitviz never "
+            f"unpickles arbitrary objects ({first})") from None
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+        raise ModelUnavailable(f"cannot read {what}: {type(exc).__name__}: {exc}") from None
+    if isinstance(obj, dict) and isinstance(obj.get("model"), dict):
+        obj = obj["model"]
+    return _tensor_dict(obj, what)
+
+
+def _encoder_only_hint(missing: set[str]) -> str:
+    if missing and all(k.startswith(("decoder", "mask_token")) for k in missing):
+        return (". It has no decoder: mae_pretrain_vit_*.pth are encoder-only; reconstruction needs "
+                "mae_visualize_vit_*.pth (or mae_pretrain_vit_*_full.pth)")
+    return ""
+
+
+def build_mae_strict(config: MAEConfig, state_dict: dict[str, torch.Tensor], what: str) -> MaskedAutoencoderViT:
+    """Build an MAE and load ``state_dict`` strictly (every key, every shape).
+
+    The module is built on the ``meta`` device and takes the checkpoint's tensors
+    (as float32) as its parameters, so no random initialisation runs and no second
+    copy of the weights is made.
+
+    Raises:
+        ModelUnavailable: naming missing or unexpected keys, or a wrong shape.
+    """
+    with torch.device("meta"):
+        model = MaskedAutoencoderViT(config)
+    expected = model.state_dict()
+    check_keys(set(expected), set(state_dict), what, _encoder_only_hint(set(expected) - set(state_dict)))
+    for k, v in state_dict.items():
+        if tuple(v.shape) != tuple(expected[k].shape):
+            raise ModelUnavailable(f"{what}: {k} has shape {tuple(v.shape)}, expected {tuple(expected[k].shape)}")
+    model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=True, assign=True)
+    return model
+
+
+def load_timm_strict(timm_name: str, state_dict: Mapping[str, torch.Tensor], what: str) -> nn.Module:
+    """Build ``timm_name`` and load ``state_dict`` into it strictly.
+
+    Args:
+        timm_name: the timm model name with its tag.
+        state_dict: keys and shapes exactly as ``model.state_dict()``; keys of
+            non-persistent buffers are allowed only when equal to the model's own.
+        what: names the checkpoint in error messages.
+
+    Returns:
+        The model on CPU (train mode as timm creates it; the caller sets eval).
+
+    Raises:
+        ModelUnavailable: naming missing or unexpected keys, a wrong shape, or a
+        non-persistent buffer that differs.
+    """
+    model = create_timm(timm_name)
+    expected = model.state_dict()
+    buffers = dict(model.named_buffers())
+    sd = dict(state_dict)
+    for key in [k for k in sd if k not in expected and k in buffers]:
+        value = sd.pop(key)
+        if value.shape != buffers[key].shape or not torch.equal(value.to(buffers[key].dtype), buffers[key]):
+            raise ModelUnavailable(f"{what}: {key} differs from the value the model computes")
+    check_keys(set(expected), set(sd), what)
+    for key, value in sd.items():
+        if tuple(value.shape) != tuple(expected[key].shape):
+            raise ModelUnavailable(f"{what}: {key} has shape {tuple(value.shape)}, expected {tuple(expected[key].shape)}")
+    with torch.no_grad():
+        model.load_state_dict(sd, strict=True)
+    return model
+
+
+def _hf_config_expectations(c: MAEConfig) -> dict[str, object]:
+    """Hugging Face ViTMAE config fields implied by ``c``.
+
+    ``layer_norm_eps`` and ``norm_pix_loss`` are not checked: see :mod:`vitviz.models.convert`.
+    """
+    return {
+        "hidden_size": c.embed_dim,
+        "num_hidden_layers": c.depth,
+        "num_attention_heads": c.num_heads,
+        "intermediate_size": int(c.embed_dim * c.mlp_ratio),
+        "patch_size": c.patch_size,
+        "image_size": c.img_size,
+        "num_channels": c.in_chans,
+        "decoder_hidden_size": c.decoder_embed_dim,
+        "decoder_num_hidden_layers": c.decoder_depth,
+        "decoder_num_attention_heads": c.decoder_num_heads,
+        "decoder_intermediate_size": int(c.decoder_embed_dim * c.mlp_ratio),
+        "qkv_bias": True,
+    }
+
+
+def check_hf_config(path: Path, config: MAEConfig) -> None:
+    """Check a Hugging Face ``config.json`` against the architecture (head counts are not in the shapes).
+
+    Raises:
+        ModelUnavailable: naming every field that differs.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailable(f"cannot read {path}: {exc}") from None
+    wrong = [f"{k}={data[k]!r} (expected {v!r})" for k, v in _hf_config_expectations(config).items()
+             if k in data and data[k] != v]
+    if wrong:
+        raise ModelUnavailable(f"{path} describes another architecture: {', '.join(wrong)}")

@@ -1,0 +1,186 @@
+"""Where weights come from, in order (the first that exists wins).
+
+1. the embedded file in the package's assets (``mae-tiny``);
+2. the weights folder named by ``VITVIZ_WEIGHTS_DIR`` (the CLI's ``--weights-dir``),
+   holding files under their upstream names: ``mae_visualize_vit_base.pth``, a
+   Hugging Face snapshot folder ``vit-mae-base/`` (``model.safetensors`` or
+   ``pytorch_model.bin``, optionally ``config.json``), or a timm
+   ``model.safetensors`` in a folder named after the timm model;
+3. the download caches: torch hub's ``checkpoints/`` and the Hugging Face hub cache;
+4. unless offline (``HF_HUB_OFFLINE=1``), a download at first use into those caches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .. import settings
+from ..assets import model_file
+from ..errors import ModelUnavailable
+from .registry import EMBEDDED, HF_VITMAE, MAE_OFFICIAL, TIMM_HF, ModelSpec, WeightSource
+
+#: Environment variable naming the local weights folder (see :mod:`vitviz.settings`).
+WEIGHTS_DIR_ENV = "VITVIZ_WEIGHTS_DIR"
+
+
+def weights_dir() -> Path | None:
+    """The local weights folder (``VITVIZ_WEIGHTS_DIR``), or None when unset."""
+    return settings.weights_dir()
+
+
+def is_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set: no download is attempted (the network is never probed)."""
+    return settings.offline()
+
+
+@dataclass(frozen=True)
+class WeightFile:
+    """A weight file found on disk (or just downloaded).
+
+    Attributes:
+        source: the registry source it belongs to.
+        path: the weight file.
+        config_path: the Hugging Face ``config.json`` beside it, if any.
+        origin: ``weights dir``, ``torch hub cache``, ``Hugging Face cache``,
+            ``embedded`` or ``download``.
+    """
+
+    source: WeightSource
+    path: Path
+    config_path: Path | None
+    origin: str
+
+
+def torch_hub_checkpoints() -> Path:
+    """torch hub's checkpoint cache (``$TORCH_HOME/hub/checkpoints``)."""
+    return Path(torch.hub.get_dir()) / "checkpoints"
+
+
+def _hf_cached(repo_id: str, filename: str) -> Path | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(repo_id, filename)
+    except Exception:  # noqa: BLE001 - a broken cache must not break listing
+        return None
+    return Path(hit) if isinstance(hit, str) and os.path.isfile(hit) else None
+
+
+def _in_weights_dir(src: WeightSource, wdir: Path) -> WeightFile | None:
+    base = wdir / src.folder if src.folder else wdir
+    for fname in src.filenames:
+        path = base / fname
+        if path.is_file():
+            config = base / "config.json" if src.kind == HF_VITMAE else None
+            return WeightFile(src, path, config if config is not None and config.is_file() else None, "weights dir")
+    return None
+
+
+def _in_caches(src: WeightSource) -> WeightFile | None:
+    if src.kind == MAE_OFFICIAL:
+        path = torch_hub_checkpoints() / src.filenames[0]
+        return WeightFile(src, path, None, "torch hub cache") if path.is_file() else None
+    if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+        for fname in src.filenames:
+            path = _hf_cached(src.repo_id, fname)
+            if path is not None:
+                config = path.parent / "config.json" if src.kind == HF_VITMAE else None
+                return WeightFile(src, path, config if config is not None and config.is_file() else None,
+                                  "Hugging Face cache")
+    return None
+
+
+def find_weights(spec: ModelSpec) -> WeightFile | None:
+    """The weight file for ``spec`` on this machine, without any network access.
+
+    The weights folder is searched first (for every source), then the caches.
+    """
+    for src in spec.sources:
+        if src.kind == EMBEDDED:
+            path = model_file(src.filenames[0])
+            if path.is_file():
+                return WeightFile(src, path, None, "embedded")
+    wdir = weights_dir()
+    if wdir is not None and wdir.is_dir():
+        for src in spec.sources:
+            if src.kind != EMBEDDED and (hit := _in_weights_dir(src, wdir)) is not None:
+                return hit
+    for src in spec.sources:
+        if (hit := _in_caches(src)) is not None:
+            return hit
+    return None
+
+
+def where_to_put(spec: ModelSpec) -> str:
+    """One sentence saying which file to place where, for error messages."""
+    files = " or ".join(s.describe() for s in spec.sources if s.kind != EMBEDDED)
+    wdir = weights_dir()
+    folder = f"the weights folder {wdir}" if wdir is not None else (
+        f"a folder named by {WEIGHTS_DIR_ENV} (or the CLI's --weights-dir)")
+    return f"put {files} in {folder}"
+
+
+def _download_host(spec: ModelSpec) -> str:
+    src = next(s for s in spec.sources if s.kind != EMBEDDED)
+    if src.url:
+        return src.url.split("/")[2]
+    return f"huggingface.co/{src.repo_id}"
+
+
+def availability(spec: ModelSpec) -> tuple[bool, str]:
+    """``(can be loaded here, why / where from)`` without touching the network."""
+    if any(s.kind == EMBEDDED for s in spec.sources):
+        path = model_file(spec.files[0])
+        if path.is_file():
+            return True, ""
+        return False, f"embedded weights {path.name} are missing from assets/models (run python -m vitviz.training.train_mae)"
+    hit = find_weights(spec)
+    if hit is not None:
+        return True, f"weights on disk: {hit.path}"
+    if is_offline():
+        return False, f"not downloaded; offline (HF_HUB_OFFLINE=1): {where_to_put(spec)}"
+    return True, f"will download {spec.download_mb} MB at first use from {_download_host(spec)}"
+
+
+def download(spec: ModelSpec) -> WeightFile:
+    """Download ``spec``'s weights into the caches, trying its sources in order."""
+    errors: list[str] = []
+    for src in spec.sources:
+        try:
+            if src.kind == MAE_OFFICIAL and src.url:
+                dst = torch_hub_checkpoints() / src.filenames[0]
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                torch.hub.download_url_to_file(src.url, str(dst), progress=True)
+                return WeightFile(src, dst, None, "download")
+            if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+                return _hf_download(src)
+        except Exception as exc:  # noqa: BLE001 - network stacks raise many types
+            errors.append(f"{src.describe()}: {type(exc).__name__}: {exc}")
+    raise ModelUnavailable(f"{spec.name} could not be downloaded ({'; '.join(errors) or 'no source'}); "
+                           f"{where_to_put(spec)}")
+
+
+def _hf_download(src: WeightSource) -> WeightFile:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    assert src.repo_id is not None
+    last: Exception | None = None
+    for fname in src.filenames:
+        try:
+            path = Path(hf_hub_download(repo_id=src.repo_id, filename=fname))
+        except EntryNotFoundError as exc:
+            last = exc
+            continue
+        config = None
+        if src.kind == HF_VITMAE:
+            try:
+                config = Path(hf_hub_download(repo_id=src.repo_id, filename="config.json"))
+            except Exception:  # noqa: BLE001 - the config is optional (shapes are checked anyway)
+                config = None
+        return WeightFile(src, path, config, "download")
+    raise last if last is not None else ModelUnavailable(f"no weight file in {src.repo_id}")

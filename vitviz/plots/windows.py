@@ -1,0 +1,84 @@
+"""Figures of Swin's windows: the shifted-window mask, per-head window attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..core.windows import REGION_LETTERS
+from ._style import layout
+
+
+def attention_mask_figure(
+    blocked: np.ndarray,
+    regions: np.ndarray,
+    positions: np.ndarray,
+    window: tuple[int, int],
+    query_index: int | None = None,
+    title: str = "",
+) -> go.Figure:
+    """The shifted-window mask of one window as a heatmap: which (query, key) pairs are blocked.
+
+    Args:
+        blocked: ``(A, A)`` bool, rows = queries, columns = keys (row-major in the window).
+        regions: ``(A,)`` region id (0..8) of each position.
+        positions: ``(A, 2)`` original ``(row, col)`` of each position (``-1`` = padding).
+        window: ``(Mh, Mw)``.
+        query_index: a row to outline (the clicked token).
+        title: figure title.
+    """
+    a = blocked.shape[0]
+    mh, mw = window
+    letters = [REGION_LETTERS[int(r)] for r in regions]
+    text = [[
+        (f"query {i} (window row {i // mw}, col {i % mw}; token {tuple(positions[i])}; region {letters[i]})<br>"
+         f"key {j} (window row {j // mw}, col {j % mw}; token {tuple(positions[j])}; region {letters[j]})<br>"
+         + ("<b>blocked</b>: -100 added to the logit" if blocked[i, j] else "allowed"))
+        for j in range(a)] for i in range(a)]
+    fig = go.Figure(go.Heatmap(
+        z=blocked.astype(np.int8), zmin=0, zmax=1, text=text, hoverinfo="text",
+        colorscale=[[0, "#f1f5fb"], [0.5, "#f1f5fb"], [0.5, "#22313f"], [1, "#22313f"]],
+        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["allowed", "blocked"], len=0.5),
+        xgap=0.5, ygap=0.5,
+    ))
+    ticks = list(range(0, a, mw))
+    fig.update_xaxes(title_text=f"key: position in the {mh}x{mw} window (row-major)", tickvals=ticks,
+                     constrain="domain")
+    fig.update_yaxes(title_text="query: position in the window (row-major)", tickvals=ticks, autorange="reversed",
+                     scaleanchor="x", constrain="domain")
+    if query_index is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=a - 0.5, y0=query_index - 0.5, y1=query_index + 0.5,
+                      line=dict(color="#ff7f0e", width=2))
+    n_blocked = int(blocked.sum())
+    subtitle = f"{n_blocked} of {a * a} pairs blocked" if n_blocked else "no pair blocked"
+    return layout(fig, f"{title}: {subtitle}" if title else subtitle, height=480)
+
+
+def window_attention_figure(weights: np.ndarray, blocked: np.ndarray, title: str = "") -> go.Figure:
+    """Per-head heatmaps of one query's attention over its window, with exact values on hover.
+
+    Args:
+        weights: ``(heads, Mh, Mw)`` softmax weights.
+        blocked: ``(Mh*Mw,)`` bool, keys hidden by the mask.
+    """
+    heads, mh, mw = weights.shape
+    cols = min(heads, 6)
+    nrows = int(np.ceil(heads / cols))
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[f"head {h}" for h in range(heads)],
+                        horizontal_spacing=0.02, vertical_spacing=0.08)
+    bl = blocked.reshape(mh, mw)
+    vmax = float(weights.max()) if weights.size else 1.0
+    for h in range(heads):
+        text = [[f"head {h}, key row {i}, col {j}: {weights[h, i, j]:.4f}" + (" (blocked)" if bl[i, j] else "")
+                 for j in range(mw)] for i in range(mh)]
+        fig.add_trace(go.Heatmap(z=weights[h], zmin=0, zmax=vmax, colorscale="Viridis", text=text,
+                                 hoverinfo="text", showscale=h == 0,
+                                 colorbar=dict(title=dict(text="weight"), len=1.0, nticks=4)),
+                      row=h // cols + 1, col=h % cols + 1)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False, autorange="reversed")
+    for i in range(1, heads + 1):
+        fig.update_yaxes(scaleanchor=f"x{i if i > 1 else ''}", row=(i - 1) // cols + 1, col=(i - 1) % cols + 1)
+    return layout(fig, title or "attention weights of the query over its window (softmax, per head)",
+                   height=max(330, 190 * nrows + 110))

@@ -1,0 +1,286 @@
+"""What the Attention tab shows: a query token's maps, the class token's heads, rollout,
+mean attention distance and top-5 labels, for one image, model, mask and part."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..explain.attention import PARTS, masked_attention, num_layers, prefix_tokens
+from ..explain.maps import AttentionMaps
+from ..models.loading import LoadedModel, available_models, load_choice
+from ..models.registry import RANDOM_SUFFIX, parse_choice
+from ..plots.attention import attention_distance_figure
+from ..render.attention import head_grid, heat_overlay, side_by_side
+from .common import as_seed, require_image
+
+#: Families whose attention is global (Swin's windows have their own tab).
+FAMILIES = ("mae", "vit", "deit", "dino")
+#: Families offered with random weights when their pretrained weights are not here.
+RANDOM_FAMILIES = ("vit", "deit", "dino")
+DEFAULT_MODEL = "mae-tiny"
+#: Side of the clickable overlays, in pixels.
+VIEW = 448
+#: Side of one head tile.
+TILE = 160
+#: Share of the attention mass kept by the DINO-style view.
+MASS = 0.6
+TOKEN_WORDS = {"cls": "class token", "dist": "distillation token"}
+QUERY_CHOICES = [("a patch (click the image)", "patch"), ("class token", "cls"), ("distillation token", "dist")]
+
+HELP_RANDOM = (
+    "⚠️ **Random weights**: this choice runs the architecture with random weights (seeded, no download), so "
+    "the tab works offline. The maps show the *architecture* (sequence layout, heads, layers), not learned "
+    "attention: expect nearly uniform maps. Pick the pretrained entry when its weights are on this machine."
+)
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """(label, value) pairs: available models, random-weight architectures, then unavailable ones.
+
+    Values are registry names, or ``name:random`` for the random-weight architecture.
+    """
+    ready, random, missing = [], [], []
+    for info in available_models():
+        if info.family not in FAMILIES:
+            continue
+        if info.available:
+            kind = "embedded, trained by vitviz" if info.name == DEFAULT_MODEL else "pretrained"
+            ready.append((f"{info.name} ({kind})", info.name))
+        else:
+            missing.append((f"{info.name} (unavailable)", info.name))
+        if info.family in RANDOM_FAMILIES:
+            random.append((f"{info.name} — random weights (architecture only)", info.name + RANDOM_SUFFIX))
+    return ready + random + missing
+
+
+def model_note(choice: str | None) -> str:
+    """Description of the picked model (and the random-weights warning), as Markdown."""
+    try:
+        name, random_init = parse_choice(choice)
+    except ValueError:
+        return ""
+    for info in available_models():
+        if info.name == name:
+            text = f"{info.description}  \n*{info.architecture}* · licence of the weights: {info.licence}"
+            if random_init:
+                return HELP_RANDOM + "  \n" + f"*{info.architecture}*"
+            if not info.available:
+                text += f"  \n⛔ unavailable — {info.reason}"
+            return text
+    return ""
+
+
+def maps_for(image: Any, choice: str | None, part: str, ratio: float, seed: Any) -> tuple[LoadedModel, AttentionMaps]:
+    """The picked model and its (cached) attention for the image; ratio, seed and part apply to MAEs."""
+    require_image(image)
+    model = load_choice(choice)
+    is_mae = model.family == "mae"
+    return model, masked_attention(model, image, float(ratio or 0.0) if is_mae else 0.0,
+                                   as_seed(seed if seed is not None else 0), part if is_mae else "encoder")
+
+
+def _layer_index(maps: AttentionMaps, layer: Any) -> int:
+    try:
+        n = int(round(float(layer)))
+    except (TypeError, ValueError):
+        raise ValueError(f"layer must be a whole number, got {layer!r}") from None
+    if not 1 <= n <= maps.depth:
+        raise ValueError(f"layer must be 1..{maps.depth} for this model's {maps.part}, got {layer!r}")
+    return n - 1
+
+
+def _hatch(maps: AttentionMaps) -> np.ndarray | None:
+    """Mask-token positions to hatch (MAE decoder), else None."""
+    return maps.layout.mask_token_grid if maps.layout.mask_token.any() else None
+
+
+def _mask_note(maps: AttentionMaps) -> str:
+    hidden = int(maps.layout.hidden.sum())
+    if not hidden:
+        return ""
+    if maps.part == "decoder":
+        return (f" The decoder sees all {maps.layout.num_patches} positions; the {hidden} hatched ones hold mask "
+                "tokens (a learned placeholder plus position, no image content).")
+    return " Grey hatched patches are hidden by the mask: the encoder never sees them."
+
+
+def _tag(maps: AttentionMaps) -> str:
+    return " (random weights)" if maps.random_init else ""
+
+
+def _title(model: LoadedModel, maps: AttentionMaps) -> str:
+    hidden = int(maps.layout.hidden.sum())
+    mask = f", {hidden} of {maps.layout.hidden.size} patches hidden" if hidden else ""
+    return f"{model.name}{_tag(maps)} · {maps.part}{mask}"
+
+
+def _query_token(maps: AttentionMaps, query: str, row: Any, col: Any) -> int | str | tuple[int, int]:
+    if query in ("cls", "dist"):
+        return query
+    if query != "patch":
+        raise ValueError(f"unknown query {query!r}; choose one of patch, cls, dist")
+    try:
+        r, c = int(row), int(col)
+    except (TypeError, ValueError):
+        raise ValueError(f"row and column must be whole numbers, got {row!r}, {col!r}") from None
+    gh, gw = maps.layout.grid
+    if not (0 <= r < gh and 0 <= c < gw):
+        raise ValueError(f"row must be 0..{gh - 1} and column 0..{gw - 1}, got ({r}, {c})")
+    return r, c
+
+
+def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    """Overlay (mean of heads), per-head grid and description for one query token and layer."""
+    li = _layer_index(maps, layer)
+    token = _query_token(maps, query, row, col)
+    idx = maps.layout.resolve(token)
+    where = token if isinstance(token, tuple) else None
+    name = maps.layout.describe(idx)
+    overlay = heat_overlay(maps.image, maps.query_mean(li, token), VIEW, query=where, hatch=_hatch(maps),
+                           label=f"layer {li + 1}/{maps.depth} · {name} · mean of {maps.num_heads} heads")
+    grid = head_grid(maps.image, maps.query(li, token), tile=TILE if maps.num_heads > 4 else 200, query=where,
+                     hatch=_hatch(maps))
+    prefix = ", ".join(f"{TOKEN_WORDS.get(n, n)} {100 * v:.1f}%" for n, v in maps.prefix_share_mean(li, token).items())
+    info = (f"**Layer {li + 1} of {maps.depth}{_tag(maps)}**, query: **{name}**. "
+            f"Attention given to prefix tokens (mean over heads): {prefix}; the rest goes to the "
+            f"{maps.layout.num_patches} patch tokens shown. Each map is scaled to its own maximum (printed "
+            "above each head)." + _mask_note(maps))
+    return overlay, grid, info
+
+
+def class_view(maps: AttentionMaps, mass: bool) -> tuple[np.ndarray, str]:
+    """Per-head maps of the class (and distillation) token in the last layer."""
+    panels = []
+    tokens = [t for t in ("cls", "dist") if maps.layout.has(t)]
+    h = maps.num_heads
+    cols = -(-h // 2) if h > 6 or len(tokens) > 1 else h  # one row up to 6 heads, else two rows
+    tile = TILE if h > 3 else 200
+    for token in tokens:
+        regions = maps.mass_regions(-1, token, MASS) if mass else None
+        grid = head_grid(maps.image, maps.query(-1, token), tile=tile, regions=regions, cols=cols,
+                         hatch=_hatch(maps))
+        panels.append(("class token" if token == "cls" else "distillation token", grid))
+    if not panels:
+        raise ValueError("this model has no class token")
+    img = side_by_side(panels) if len(panels) > 1 else panels[0][1]
+    kept = f" Bright: the patches holding {MASS:.0%} of each head's attention." if mass else ""
+    text = (f"Last layer ({maps.depth} of {maps.depth}){_tag(maps)}, {maps.num_heads} heads; each tile scaled to its "
+            f"own maximum.{kept}" + _mask_note(maps))
+    return img, text
+
+
+def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) -> tuple[np.ndarray, str]:
+    """Rollout overlay and a line of numbers."""
+    r = maps.rollout(head_fusion, float(discard_ratio))
+    overlay = heat_overlay(maps.image, r, VIEW, absent=maps.layout.hidden if maps.part == "encoder" else None,
+                           hatch=_hatch(maps),
+                           label=f"rollout · {head_fusion} · discard {float(discard_ratio):.0%}")
+    s = maps.rollout_summary(r, 0.1)
+    text = (f"Rollout of the class token through {maps.depth} layers{_tag(maps)}: heads fused by **{head_fusion}**, "
+            f"{float(discard_ratio):.0%} of each row's weakest weights discarded. The map sums to {s['sum']:.3f}; "
+            f"the strongest patch holds {100 * s['max_share']:.1f}%, the strongest 10% of patches hold "
+            f"{100 * s['top_share']:.1f}% (a uniform map: {100 * s['uniform_top_share']:.0f}%)." + _mask_note(maps))
+    return overlay, text
+
+
+def distance_view(model: LoadedModel, maps: AttentionMaps) -> go.Figure:
+    """The mean-attention-distance scatter for the current image."""
+    return attention_distance_figure(maps.mean_distance(), f"{_title(model, maps)}: mean attention distance",
+                                     reference=maps.uniform_distance())
+
+
+def top5_value(maps: AttentionMaps) -> dict[str, float] | None:
+    """``{label: probability}`` for ``gr.Label``; None without a classifier."""
+    top = maps.top_k(5)
+    return {name: p for name, p in top} if top else None
+
+
+def top5_note(model: LoadedModel, maps: AttentionMaps) -> str:
+    """What the top-5 box shows for this model."""
+    if maps.logits is None:
+        what = "a masked autoencoder" if model.family == "mae" else "a backbone without a classifier head"
+        return f"*{model.name} is {what}: no ImageNet labels.*"
+    if maps.random_init:
+        return "*Random weights: these probabilities are near 1/1000 and mean nothing.*"
+    return "*Softmax over the 1000 ImageNet-1k classes.*"
+
+
+def layer_value(layer: Any, depth: int) -> int:
+    """A slider value clamped to ``1..depth`` (anything unreadable counts as 1)."""
+    return min(max(1, int(round(float(layer or 1)))), int(depth))
+
+
+def step_layer(layer: float, depth: float, delta: int) -> int:
+    """Layer slider value after pressing previous (-1) or next (+1), clamped to 1..depth."""
+    return int(min(max(1, int(round(float(layer or 1))) + delta), int(depth or 1)))
+
+
+def model_controls(choice: str, layer: Any, part: str, query: str | None) -> dict[str, Any]:
+    """The controls that apply to a newly picked model.
+
+    Returns:
+        ``note`` (Markdown), ``is_mae``, ``part`` (``encoder`` unless an MAE keeps its part),
+        ``depth`` (layers of that part), ``layer`` (clamped), ``query_choices`` (the
+        distillation token only when the model has one) and ``query`` (a distillation-token
+        query falls back to the class token on a model without one).
+    """
+    model = load_choice(choice)
+    is_mae = model.family == "mae"
+    new_part = part if is_mae and part in PARTS else "encoder"
+    depth = num_layers(model, new_part)
+    has_dist = "dist" in prefix_tokens(model)
+    return {
+        "note": model_note(choice),
+        "is_mae": is_mae,
+        "part": new_part,
+        "depth": depth,
+        "layer": layer_value(layer, depth),
+        "query_choices": [c for c in QUERY_CHOICES if c[1] != "dist" or has_dist],
+        "query": "cls" if query == "dist" and not has_dist else (query or "patch"),
+    }
+
+
+def part_depth(choice: str, part: str) -> int:
+    """Layers of the chosen part (the encoder for models that are not MAEs)."""
+    model = load_choice(choice)
+    return num_layers(model, part if model.family == "mae" else "encoder")
+
+
+def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
+              col: Any, mass: bool, head_fusion: str, discard_ratio: float) -> tuple:
+    """Every view for the current controls (one capture, then lookups).
+
+    Returns:
+        ``(overlay, heads, query_text, class_heads, class_text, rollout, rollout_text,
+        distance_figure, top5 (dict or None), top5_note, query)``; the query falls back to
+        the class token when its patch is hidden by the mask or its token does not exist.
+    """
+    m, maps = maps_for(image, choice, part, mask_ratio, seed)
+    q = query
+    if q == "patch" and maps.layout.token_of_patch(*_query_token(maps, q, row, col)) is None:
+        q = "cls"  # the query patch is hidden by the new mask: fall back to the class token
+    if q == "dist" and not maps.layout.has("dist"):
+        q = "cls"
+    overlay, grid, info = query_view(maps, layer_value(layer, maps.depth), q, row, col)
+    cls_img, cls_text = class_view(maps, bool(mass))
+    roll, roll_text = rollout_view(maps, head_fusion, discard_ratio)
+    return (overlay, grid, info, cls_img, cls_text, roll, roll_text, distance_view(m, maps), top5_value(maps),
+            top5_note(m, maps), q)
+
+
+def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float
+                   ) -> tuple[int, int]:
+    """The visible patch under a click at ``(x, y)`` of the query overlay.
+
+    Raises:
+        ValueError: the patch is hidden by the mask (the encoder never sees it).
+    """
+    _, maps = maps_for(image, choice, part, mask_ratio, seed)
+    r, c = maps.layout.patch_at_pixel(x, y, VIEW)
+    if maps.layout.token_of_patch(r, c) is None:
+        raise ValueError(f"Patch (row {r}, col {c}) is hidden by the mask: the encoder never sees it. "
+                         "Click a visible patch, or set the masking ratio to 0.")
+    return r, c

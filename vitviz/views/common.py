@@ -1,0 +1,28 @@
+"""Helpers every view uses: checking what a person typed or dropped."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..models.registry import RANDOM_SUFFIX, parse_choice
+
+__all__ = ["RANDOM_SUFFIX", "as_seed", "parse_choice", "require_image"]
+
+
+def as_seed(value: Any) -> int:
+    """A seed from a UI number: a non-negative integer or ``ValueError``."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the seed must be a whole number, got {value!r}") from None
+    if not math.isfinite(f) or f != int(f) or f < 0 or f >= 2**63:
+        raise ValueError(f"the seed must be a whole number between 0 and 2^63-1, got {value!r}")
+    return int(f)
+
+
+def require_image(image: Any) -> Any:
+    """``image``, or ``ValueError`` with a friendly sentence when none was given."""
+    if image is None or (isinstance(image, str) and not image):
+        raise ValueError("Drop an image first (or pick one of the examples).")
+    return image
