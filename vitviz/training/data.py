@@ -12,13 +12,17 @@ Usage::
 
 Outputs in the work folder: ``manifest.json`` (every selected file with its package,
 version and licence line), ``train_crops.npy`` (uint8 ``(M, S, S, 3)`` random crops
-at several scales) and ``heldout/`` (held-out photos as PNG).
+at several scales, plus photo cut-outs composited onto training photos; replaced
+atomically) and ``heldout/`` (held-out photos as PNG). Sources added for mae-tiny v2
+are in :mod:`vitviz.training.sources`; the held-out photos are checked against every
+training photo (small thumbnails, flips included) so none leaks into training.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -28,6 +32,10 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps
+
+from .composite import composite_crops
+from .sources import (EXTRA_DEB_PACKAGES, HELDOUT_MEMBERS, extract_gcompris, photographic_stamps,
+                      tuxpaint_templates)
 
 Image.MAX_IMAGE_PIXELS = 60_000_000  # trusted package files; still bounded
 
@@ -84,15 +92,15 @@ def _run(cmd: list[str], cwd: Path) -> None:
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
 
 
-def download_debs(work: Path) -> dict[str, Path]:
+def download_debs(work: Path, packages: tuple[str, ...] = DEB_PACKAGES) -> dict[str, Path]:
     """``apt-get download`` each package into ``work/debs`` and unpack it; returns roots."""
     debs = work / "debs"
     debs.mkdir(parents=True, exist_ok=True)
-    missing = [p for p in DEB_PACKAGES if not list(debs.glob(f"{p}_*.deb"))]
+    missing = [p for p in packages if not list(debs.glob(f"{p}_*.deb"))]
     if missing:
         _run(["apt-get", "download", *missing], cwd=debs)
     roots: dict[str, Path] = {}
-    for pkg in DEB_PACKAGES:
+    for pkg in packages:
         (deb,) = sorted(debs.glob(f"{pkg}_*.deb"))
         root = work / "unpacked" / deb.stem
         if not root.exists():
@@ -188,6 +196,78 @@ def fetch_heldout(work: Path) -> list[Photo]:
     return photos
 
 
+def _package_of(roots: dict[str, Path], package: str) -> tuple[Path, str, str]:
+    """``(root, version, licence line)`` of an unpacked package."""
+    (stem,) = [s for s in roots if s.split("_")[0] == package]
+    return roots[stem], stem.split("_")[1], licence_line(roots[stem], package)
+
+
+def select_extra(roots: dict[str, Path], work: Path) -> tuple[list[Photo], list[Photo], list[Photo]]:
+    """Photos of the v2 sources: ``(train, held_out, stamps)``.
+
+    GCompris photos and Tux Paint templates go to training except the members of
+    :data:`HELDOUT_MEMBERS`, which are written to ``work/heldout`` as PNG; Tux Paint's
+    photographic stamps are returned apart (they are composited, not cropped).
+    """
+    train: list[Photo] = []
+    held: list[Photo] = []
+    out = work / "heldout"
+    out.mkdir(parents=True, exist_ok=True)
+    g_root, g_ver, g_lic = _package_of(roots, "gcompris-qt-data")
+    t_root, t_ver, t_lic = _package_of(roots, "tuxpaint-data")
+    s_root, s_ver, s_lic = _package_of(roots, "tuxpaint-stamps-default")
+    listed = [("gcompris-qt-data", g_ver, g_lic, m, f) for m, f in extract_gcompris(g_root, work / "gcompris")]
+    listed += [("tuxpaint-data", t_ver, t_lic, m, f) for m, f in tuxpaint_templates(t_root)]
+    for package, version, lic, member, f in listed:
+        with Image.open(f) as im:
+            w, h = im.size
+            held_out = HELDOUT_MEMBERS.get((package, member))
+            if held_out is None:
+                train.append(Photo(str(f), package, version, member, lic, w, h))
+                continue
+            name, credit = held_out
+            target = out / f"{name}.png"
+            if not target.exists():
+                ImageOps.exif_transpose(im).convert("RGB").save(target)
+        held.append(Photo(str(target), package, version, member, credit, w, h))
+    stamps = []
+    for member, f in photographic_stamps(s_root):
+        with Image.open(f) as im:
+            w, h = im.size
+        stamps.append(Photo(str(f), "tuxpaint-stamps-default", s_ver, member, s_lic, w, h))
+    return train, held, stamps
+
+
+def _thumb(path: str) -> np.ndarray:
+    """16x16 grey thumbnail of the centre square, zero mean, unit norm."""
+    with Image.open(path) as im:
+        im.draft("L", (128, 128))
+        t = np.asarray(ImageOps.fit(im.convert("L"), (16, 16), Image.BILINEAR), dtype=np.float64)
+    t = t - t.mean()
+    return t / max(float(np.linalg.norm(t)), 1e-9)
+
+
+def heldout_leaks(train: list[Photo], heldout: list[Photo], threshold: float = 0.97) -> list[tuple[str, str]]:
+    """``(held-out, training)`` pairs whose thumbnails correlate above ``threshold`` (flips too)."""
+    if not train or not heldout:
+        return []
+    tr = np.stack([_thumb(p.path) for p in train]).reshape(len(train), -1)
+    leaks = []
+    for h in heldout:
+        t = _thumb(h.path)
+        corr = np.maximum(tr @ t.reshape(-1), tr @ t[:, ::-1].reshape(-1))
+        leaks += [(h.member, train[int(i)].member) for i in np.flatnonzero(corr > threshold)]
+    return leaks
+
+
+def save_atomic(path: Path, array: np.ndarray) -> None:
+    """``np.save`` to a temporary file beside ``path``, then rename it over ``path``."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        np.save(fh, array)
+    os.replace(tmp, path)
+
+
 def cut_crops(photos: list[Photo], size: int, seed: int, per_photo: int = 40) -> np.ndarray:
     """Random square crops at many scales, resized to ``size``.
 
@@ -220,24 +300,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path(".train/data"), help="work folder")
     parser.add_argument("--crop-size", type=int, default=256)
+    parser.add_argument("--per-photo", type=int, default=20, help="crops per training photo")
+    parser.add_argument("--composites", type=int, default=1600, help="stamp composites")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     work: Path = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    roots = download_debs(work)
-    photos = select_photos(roots)
-    heldout = fetch_heldout(work)
+    roots = download_debs(work, DEB_PACKAGES + EXTRA_DEB_PACKAGES)
+    photos = select_photos({k: v for k, v in roots.items() if k.split("_")[0] in DEB_PACKAGES})
+    extra, extra_held, stamps = select_extra(roots, work)
+    photos += extra
+    heldout = fetch_heldout(work) + extra_held
+    leaks = heldout_leaks(photos, heldout)
+    if leaks:
+        raise SystemExit(f"held-out photos look like training photos: {leaks}")
     manifest = {
         "train": [p.__dict__ for p in photos],
+        "stamps": [p.__dict__ for p in stamps],
         "heldout": [p.__dict__ for p in heldout],
+        "crops": {"size": args.crop_size, "per_photo": args.per_photo, "composites": args.composites,
+                  "seed": args.seed},
     }
+    crops = cut_crops(photos, args.crop_size, args.seed, per_photo=args.per_photo)
+    comps = composite_crops([Path(p.path) for p in photos], [Path(p.path) for p in stamps],
+                            args.composites, args.crop_size, args.seed + 1)
+    save_atomic(work / "train_crops.npy", np.concatenate([crops, comps]))
     (work / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    crops = cut_crops(photos, args.crop_size, args.seed)
-    np.save(work / "train_crops.npy", crops)
     by_pkg: dict[str, int] = {}
     for p in photos:
         by_pkg[p.package] = by_pkg.get(p.package, 0) + 1
-    print(f"{len(photos)} training photos -> {len(crops)} crops of {args.crop_size}px; {len(heldout)} held out")
+    print(f"{len(photos)} training photos -> {len(crops)} crops of {args.crop_size}px; "
+          f"{len(stamps)} stamps -> {len(comps)} composites; {len(heldout)} held out")
     for k, v in sorted(by_pkg.items()):
         print(f"  {k}: {v}")
     return 0

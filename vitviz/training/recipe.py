@@ -1,0 +1,140 @@
+"""Pieces of the mae-tiny v2 training recipe: augmentation, a seam-aware loss, decoder growth.
+
+- :func:`augment`: random resized crops (area ``area_min``-100%, aspect 3/4-4/3),
+  horizontal flips and, when ``jitter`` > 0, brightness / contrast / saturation jitter.
+- :func:`gradient_loss`: squared error between the finite differences of the
+  reconstruction (visible pixels pasted back) and of the target, over neighbouring
+  pixel pairs that touch a hidden patch, optionally on the pairs across patch borders
+  only (``inside_weight=0``). A flat tile whose edges jump against its neighbours pays
+  for every jump; plain MSE does not tell that apart from a smooth guess.
+- :func:`grow_decoder`: warm-start a deeper decoder from exported weights: the
+  existing blocks keep their weights and the appended blocks start as identities
+  (zero output projections), so the grown model computes what the old one did.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+import torch.nn.functional as F
+
+from ..models.mae import MaskedAutoencoderViT
+
+
+def augment(batch: torch.Tensor, size: int, g: torch.Generator, area_min: float = 0.35,
+            jitter: float = 0.0) -> torch.Tensor:
+    """Random resized crop, horizontal flip and colour jitter.
+
+    Args:
+        batch: ``(B, S, S, 3)`` uint8 crops.
+        size: output side.
+        g: generator.
+        area_min: smallest crop area as a fraction of ``S * S``.
+        jitter: strength of the brightness, contrast and saturation jitter (0 = none):
+            each factor is drawn uniformly in ``[1 - jitter, 1 + jitter]``.
+
+    Returns:
+        ``(B, 3, size, size)`` float in [0, 1].
+    """
+    b, s = batch.shape[0], batch.shape[1]
+    out = torch.empty(b, 3, size, size)
+    x = batch.permute(0, 3, 1, 2).float().div_(255.0)
+    r = torch.rand(b, 8, generator=g)
+    for i in range(b):
+        area = (area_min + (1 - area_min) * float(r[i, 0])) * s * s
+        aspect = math.exp(math.log(3 / 4) + float(r[i, 1]) * (math.log(4 / 3) - math.log(3 / 4)))
+        h = min(s, int(round(math.sqrt(area / aspect))))
+        w = min(s, int(round(math.sqrt(area * aspect))))
+        top = int(float(r[i, 2]) * (s - h + 1))
+        left = int(float(r[i, 3]) * (s - w + 1))
+        crop = x[i : i + 1, :, top : top + h, left : left + w]
+        crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+        if float(r[i, 4]) < 0.5:
+            crop = crop.flip(-1)
+        if jitter > 0:
+            bright, contrast, sat = (1 + jitter * (2 * r[i, 5:8] - 1)).tolist()
+            crop = crop * bright
+            crop = (crop - crop.mean()) * contrast + crop.mean()
+            grey = crop.mean(dim=1, keepdim=True)
+            crop = (crop - grey) * sat + grey
+        out[i] = crop[0]
+    return out.clamp_(0, 1)
+
+
+def hidden_pixels(hidden: torch.Tensor, patch: int, grid: tuple[int, int]) -> torch.Tensor:
+    """``(B, L)`` bool hidden patches -> ``(B, 1, gh*p, gw*p)`` bool hidden pixels."""
+    gh, gw = grid
+    m = hidden.view(-1, 1, gh, 1, gw, 1).expand(-1, 1, gh, patch, gw, patch)
+    return m.reshape(-1, 1, gh * patch, gw * patch)
+
+
+def gradient_loss(pred_img: torch.Tensor, target: torch.Tensor, hidden_px: torch.Tensor, patch: int = 16,
+                  inside_weight: float = 1.0) -> torch.Tensor:
+    """Squared error of neighbour differences of the pasted reconstruction vs the target.
+
+    Args:
+        pred_img: ``(B, C, H, W)`` prediction (any space, the same as ``target``).
+        target: ``(B, C, H, W)``.
+        hidden_px: ``(B, 1, H, W)`` bool, True on hidden pixels.
+        patch: patch side (pairs straddling a multiple of it are *seam* pairs).
+        inside_weight: weight of the pairs inside one patch (seam pairs weigh 1);
+            0 penalises seams only, so the term never pushes a patch's inside towards flat.
+
+    Returns:
+        Scalar: weighted mean over channels and over the pairs (horizontal and vertical)
+        with at least one hidden pixel.
+    """
+    comp = torch.where(hidden_px, pred_img, target)
+    total = pred_img.new_zeros(())
+    count = pred_img.new_zeros(())
+    for dim in (-1, -2):
+        n = comp.shape[dim]
+        dc = comp.narrow(dim, 1, n - 1) - comp.narrow(dim, 0, n - 1)
+        dt = target.narrow(dim, 1, n - 1) - target.narrow(dim, 0, n - 1)
+        w = (hidden_px.narrow(dim, 1, n - 1) | hidden_px.narrow(dim, 0, n - 1)).to(pred_img.dtype)
+        seam = (torch.arange(1, n, device=w.device) % patch == 0).to(w.dtype)
+        shape = [1] * w.ndim
+        shape[dim] = n - 1
+        w = w * (inside_weight + (1.0 - inside_weight) * seam.view(shape))
+        total = total + ((dc - dt).pow(2) * w).sum()
+        count = count + w.sum() * pred_img.shape[1]
+    return total / count.clamp(min=1.0)
+
+
+_DECODER_BLOCK = re.compile(r"^decoder_blocks\.(\d+)\.")
+_RESIDUAL_OUT = ("attn.proj.weight", "attn.proj.bias", "mlp.fc2.weight", "mlp.fc2.bias")
+
+
+def grow_decoder(model: MaskedAutoencoderViT, state: dict[str, torch.Tensor]) -> int:
+    """Load ``state`` (a shallower decoder's weights) into ``model``, new blocks as identities.
+
+    Every key of ``state`` must exist in ``model`` with the same shape; the only keys
+    ``model`` may have in addition are those of decoder blocks beyond the last one in
+    ``state``. Those blocks keep their fresh initialisation except their output
+    projections (``attn.proj``, ``mlp.fc2``), set to zero, so each is an identity
+    map at the start. The result is loaded strictly.
+
+    Returns:
+        The number of appended blocks.
+
+    Raises:
+        ValueError: ``state`` does not fit ``model`` in any other way.
+    """
+    own = model.state_dict()
+    old_depth = 1 + max((int(m.group(1)) for k in state if (m := _DECODER_BLOCK.match(k))), default=-1)
+    unknown = sorted(set(state) - set(own))
+    missing = [k for k in own if k not in state
+               and not ((m := _DECODER_BLOCK.match(k)) and int(m.group(1)) >= old_depth)]
+    wrong = [k for k in state if k in own and own[k].shape != state[k].shape]
+    if unknown or missing or wrong:
+        raise ValueError(f"weights do not fit this model: unexpected {unknown[:5]}, missing {missing[:5]}, "
+                         f"shape mismatch {wrong[:5]}")
+    full = {k: state[k].float() if k in state else v.clone() for k, v in own.items()}
+    for k in full:
+        m = _DECODER_BLOCK.match(k)
+        if m and int(m.group(1)) >= old_depth and k.endswith(_RESIDUAL_OUT):
+            full[k].zero_()
+    model.load_state_dict(full, strict=True)
+    return len(model.decoder_blocks) - old_depth
