@@ -9,6 +9,7 @@ from vitviz.features.probes import (
     ProbeSplit,
     holdout_split,
     layer_probes,
+    layer_probes_with_control,
     probe_layer,
     r2_score,
     ridge_path,
@@ -92,12 +93,13 @@ def test_one_fitting_image_cross_validates_over_patches(rng):
     assert s.r2["y"] > 0.99 and s.cv_r2["y"].shape == (7,)
 
 
-def test_shuffled_targets_keep_each_images_values(rng):
-    t = [{"a": np.arange(10.0)[:, None]}, {"a": np.arange(10.0, 20.0)[:, None]}]
+def test_shuffled_targets_are_a_permutation_of_the_pooled_rows(rng):
+    t = [{"a": np.arange(10.0)[:, None]}, {"a": np.arange(10.0, 16.0)[:, None]}]
     s = shuffle_targets(t, seed=1)
-    for orig, new in zip(t, s):
-        assert sorted(new["a"].ravel()) == sorted(orig["a"].ravel())
+    assert [len(x["a"]) for x in s] == [10, 6]
+    assert sorted(np.concatenate([x["a"] for x in s]).ravel()) == list(np.arange(16.0))
     assert not all(np.array_equal(o["a"], n["a"]) for o, n in zip(t, s))
+    assert all(np.array_equal(a["a"], b["a"]) for a, b in zip(s, shuffle_targets(t, seed=1)))
 
 
 def test_patch_targets_by_hand():
@@ -112,3 +114,14 @@ def test_patch_targets_by_hand():
     assert t["edges"][4, 0] == pytest.approx(np.log(1e-3)) and t["edges"][5, 0] > t["edges"][4, 0]
     with pytest.raises(ValueError):
         patch_targets(img, 5)
+
+
+def test_control_in_one_pass_equals_two_separate_runs(rng):
+    feats = [rng.normal(size=(2, 20, 6)) for _ in range(4)]
+    targets = [{"a": f[0, :, :1] * 2 + 0.1 * rng.normal(size=(20, 1)), "b": rng.normal(size=(20, 2))}
+               for f in feats]
+    split = holdout_split(4)
+    table, control = layer_probes_with_control(feats, targets, split, shuffle_seed=3)
+    np.testing.assert_allclose(table.r2, layer_probes(feats, targets, split).r2, atol=1e-10)
+    np.testing.assert_allclose(control.r2, layer_probes(feats, targets, split, shuffle_seed=3).r2, atol=1e-10)
+    assert control.shuffled and not table.shuffled and table.targets == ("a", "b")

@@ -23,7 +23,7 @@ def test_best_match_finds_a_planted_copy(rng):
     a = rng.normal(size=(4, 4, 32))
     b = rng.normal(size=(3, 5, 32))
     b[1, 4] = 3.0 * a[0, 2]  # same direction, another length
-    c = correspondence(a, 0, 2, b)
+    c = correspondence(a, 0, 2, b, center=False)
     assert c.best == (1, 4)
     assert c.best_score == pytest.approx(1.0)
 
@@ -42,3 +42,13 @@ def test_outside_patch_and_mismatched_widths_raise(rng):
         correspondence(a, 0, 0, rng.normal(size=(2, 2, 4)))
     with pytest.raises(ValueError):
         best_match(np.full((2, 2), np.nan))
+
+
+def test_centring_removes_a_shared_direction(rng):
+    shared = 50.0 * rng.normal(size=16)
+    a = rng.normal(size=(4, 4, 16)) + shared
+    b = rng.normal(size=(4, 4, 16)) + shared
+    raw = correspondence(a, 1, 1, b, center=False)
+    centred = correspondence(a, 1, 1, b)
+    assert raw.other.min() > 0.9  # everything looks alike
+    assert centred.other.min() < 0.5 and centred.same[1, 1] == pytest.approx(1.0)

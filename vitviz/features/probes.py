@@ -289,15 +289,20 @@ def probe_layer(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, n
 
 
 def shuffle_targets(targets: Sequence[Mapping[str, np.ndarray]], seed: int) -> list[dict[str, np.ndarray]]:
-    """The control task: each image's target rows permuted (one permutation per image and target).
+    """The control task: every target's rows permuted across all patches of all images.
 
-    Every value stays in its image, but no longer belongs to its patch, so a probe can
-    only score by chance.
+    One permutation per target of the pooled rows, dealt back to the images in their
+    sizes: a value no longer belongs to its patch *or* its image, so a probe can only
+    score by chance (about 0, or below when it overfits).
     """
     gen = np.random.default_rng(int(seed))
-    out = []
-    for t in targets:
-        out.append({name: np.asarray(v)[gen.permutation(len(v))] for name, v in t.items()})
+    sizes = [len(next(iter(t.values()))) for t in targets]
+    cuts = np.cumsum(sizes)[:-1]
+    out: list[dict[str, np.ndarray]] = [{} for _ in targets]
+    for name in targets[0]:
+        pooled = np.concatenate([np.asarray(t[name]) for t in targets], axis=0)
+        for i, part in enumerate(np.split(pooled[gen.permutation(len(pooled))], cuts)):
+            out[i][name] = part
     return out
 
 
@@ -378,3 +383,29 @@ def layer_probes(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, 
     fit_n = sum(feats[i].shape[1] for i in split.fit)
     score_n = sum(feats[i].shape[1] for i in split.score)
     return ProbeTable(names, target_names, r2, alpha, split, fit_n, score_n, shuffle_seed is not None)
+
+
+CONTROL_SUFFIX = " (shuffled)"
+
+
+def layer_probes_with_control(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, np.ndarray]],
+                              split: ProbeSplit, shuffle_seed: int, layers: Sequence[str] | None = None,
+                              alphas: Sequence[float] = DEFAULT_ALPHAS) -> tuple[ProbeTable, ProbeTable]:
+    """:func:`layer_probes` and its shuffled-target control in one pass.
+
+    The control's targets ride along as extra columns of the same regressions, so both
+    tables share every fit's decomposition (the tokens are the same); each target still
+    gets its own cross-validated strength.
+
+    Returns:
+        ``(table, control)``; ``control.shuffled`` is True.
+    """
+    shuffled = shuffle_targets(targets, shuffle_seed)
+    both = [{**t, **{name + CONTROL_SUFFIX: v for name, v in c.items()}} for t, c in zip(targets, shuffled)]
+    table = layer_probes(features, both, split, layers, alphas)
+    names = tuple(targets[0])
+    real = [table.targets.index(n) for n in names]
+    ctrl = [table.targets.index(n + CONTROL_SUFFIX) for n in names]
+    make = lambda cols, flag: ProbeTable(table.layers, names, table.r2[:, cols], table.alpha[:, cols],  # noqa: E731
+                                         table.split, table.fit_patches, table.score_patches, flag)
+    return make(real, False), make(ctrl, True)

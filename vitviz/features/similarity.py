@@ -82,13 +82,17 @@ def best_match(similarity: np.ndarray) -> tuple[int, int]:
     return divmod(i, s.shape[1])
 
 
-def correspondence(grid_a: np.ndarray, row: int, col: int, grid_b: np.ndarray) -> Correspondence:
+def correspondence(grid_a: np.ndarray, row: int, col: int, grid_b: np.ndarray, center: bool = True
+                   ) -> Correspondence:
     """Cosine maps of patch ``(row, col)`` of image A within A and across to image B.
 
     Args:
         grid_a: ``(gh, gw, D)`` patch tokens of image A at one layer.
         row, col: the query patch in A.
         grid_b: ``(gh2, gw2, D)`` patch tokens of image B at the same layer.
+        center: subtract the mean patch token of both images first. Tokens of one layer
+            share a large common direction (every cosine near 1 without this); centring
+            compares what is particular to each patch.
 
     Returns:
         :class:`Correspondence`.
@@ -97,6 +101,10 @@ def correspondence(grid_a: np.ndarray, row: int, col: int, grid_b: np.ndarray) -
     b = np.asarray(grid_b, dtype=np.float64)
     if a.ndim != 3 or b.ndim != 3 or a.shape[-1] != b.shape[-1]:
         raise ValueError(f"token grids must be (gh, gw, D) with one D, got {a.shape} and {b.shape}")
+    if center:
+        d = a.shape[-1]
+        mean = np.concatenate([a.reshape(-1, d), b.reshape(-1, d)]).mean(axis=0)
+        a, b = a - mean, b - mean
     check_patch(a.shape[:2], row, col)
     q = a[int(row), int(col)]
     same = cosine_similarity(q, a)

@@ -132,6 +132,21 @@ def _is(module: nn.Module, qualname: str) -> bool:
     return isinstance(module, cls)
 
 
+def _blocks(model: LoadedModel) -> list[nn.Module]:
+    """The transformer blocks whose outputs are the layers, in depth order."""
+    module: Any = model.module
+    if isinstance(module, MaskedAutoencoderViT) or _is(module, "vit"):
+        return list(module.blocks)
+    if _is(module, "swin"):
+        return [b for stage in module.layers for b in stage.blocks]
+    raise ValueError(f"{model.name} ({type(module).__name__}) is not a ViT, DeiT, DINO, MAE or Swin model")
+
+
+def num_blocks(model: LoadedModel) -> int:
+    """Blocks of the model (its layers are ``0..num_blocks``), without a forward pass."""
+    return len(_blocks(model))
+
+
 def _flat(t: torch.Tensor) -> torch.Tensor:
     """``(1, T, D)`` or NHWC ``(1, h, w, D)`` -> ``(T, D)`` float32 on CPU."""
     return t[0].reshape(-1, t.shape[-1]).float().cpu()
@@ -169,8 +184,7 @@ def capture_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
                     final = module.norm(seq[-1].to(model.device))[0]
                 cls_l, gap_l = pooled_logits(final, layout.num_prefix, lambda v: module.head(module.fc_norm(v)))
     elif _is(module, "swin"):
-        blocks = [b for stage in module.layers for b in stage.blocks]
-        seq, out = capture_block_tokens(blocks, lambda: module(x))
+        seq, out = capture_block_tokens(_blocks(model), lambda: module(x))
         layouts = [_grid_layout(tuple(t.shape[1:3]), s) for t in seq]
         names = ["embedding"] + [f"stage {si + 1} · block {bi + 1}" for si, stage in enumerate(module.layers)
                                  for bi in range(len(stage.blocks))]
