@@ -56,3 +56,19 @@ def app_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("app") / "app.log"
     with running_app(log=log, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2") as (url, _proc):
         yield url
+
+
+@pytest.fixture(scope="session")
+def swin_t():
+    """Swin-T with the package's seeded random weights (the geometry does not depend on training)."""
+    from vitviz.models.loading import load_model
+
+    return load_model("swin-tiny", device="cpu", random_init=True).module
+
+
+@pytest.fixture(scope="session")
+def picture() -> np.ndarray:
+    """The synthetic 224 px picture of the Swin tab (no file, no randomness)."""
+    from vitviz.core.images import view_or_synthetic
+
+    return view_or_synthetic(None, 224)

@@ -141,3 +141,13 @@ def test_browser_slider_stops_paint_and_sweep(app_url):
             before_img = after_img
         assert page.locator("#mae-paint input[type=checkbox]").is_checked()
         browser.close()
+
+
+def test_every_named_endpoint_keeps_its_name():
+    """The HTTP API the README documents: each name exactly (a private event must not claim it first)."""
+    from vitviz.ui.app import build_demo
+
+    names = set(build_demo().get_api_info()["named_endpoints"])
+    assert names == {"/reconstruct", "/sweep", "/patch_grid", "/pos_similarity", "/attention_query", "/rollout",
+                     "/attention_distance", "/swin_windows", "/swin_attention", "/attention_flops", "/model_flops",
+                     "/patch_size_flops", "/mae_flops", "/measure_attention"}

@@ -81,7 +81,7 @@ def test_tabs_build_with_named_endpoints() -> None:
             swin_tab.build(demo)
         with gr.Tab("Compute"):
             compute_tab.build(demo)
-    names = {d.api_name for d in demo.fns.values()}
-    assert {"swin_windows", "swin_attention", "attention_flops", "model_flops", "patch_size_flops", "mae_flops",
-            "measure_attention"} <= names
+    names = set(demo.get_api_info()["named_endpoints"])
+    assert {"/swin_windows", "/swin_attention", "/attention_flops", "/model_flops", "/patch_size_flops", "/mae_flops",
+            "/measure_attention"} <= names
     assert np.asarray(swin_tab.block_choices(swin_tab.stage_geometry()[2])[1][1]) == 1

