@@ -37,21 +37,23 @@ HELP_RANDOM = (
 )
 
 
-def model_choices() -> list[tuple[str, str]]:
+def model_choices(families: tuple[str, ...] = FAMILIES,
+                  random_families: tuple[str, ...] = RANDOM_FAMILIES) -> list[tuple[str, str]]:
     """(label, value) pairs: available models, random-weight architectures, then unavailable ones.
 
     Values are registry names, or ``name:random`` for the random-weight architecture.
+    ``families`` and ``random_families`` default to this tab's (the Features tab adds Swin).
     """
     ready, random, missing = [], [], []
     for info in available_models():
-        if info.family not in FAMILIES:
+        if info.family not in families:
             continue
         if info.available:
             kind = "embedded, trained by vitviz" if info.name == DEFAULT_MODEL else "pretrained"
             ready.append((f"{info.name} ({kind})", info.name))
         else:
             missing.append((f"{info.name} (unavailable)", info.name))
-        if info.family in RANDOM_FAMILIES:
+        if info.family in random_families:
             random.append((f"{info.name} — random weights (architecture only)", info.name + RANDOM_SUFFIX))
     return ready + random + missing
 
