@@ -40,7 +40,7 @@ def test_layer_ids_follow_the_mae_convention():
 def test_param_groups_cover_every_parameter_once():
     from timm.models.vision_transformer import VisionTransformer
 
-    from vitviz.seeding import isolated_seed
+    from vitviz.models.build import isolated_seed
 
     with isolated_seed(0):
         model = VisionTransformer(img_size=32, patch_size=8, embed_dim=16, depth=3, num_heads=2, num_classes=5)

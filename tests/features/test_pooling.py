@@ -28,7 +28,7 @@ def test_uniform_weights_sum_to_one():
 def test_pooled_logits_through_a_random_timm_head_match_a_direct_computation():
     from timm.models.vision_transformer import VisionTransformer
 
-    from vitviz.seeding import isolated_seed
+    from vitviz.models.build import isolated_seed
 
     with isolated_seed(0):
         model = VisionTransformer(img_size=32, patch_size=8, embed_dim=16, depth=2, num_heads=2,

@@ -1,0 +1,82 @@
+"""The Features views on real models: PCA panels, correspondence, probes by depth (held out),
+class token vs average pooling, LLRD; errors as sentences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vitviz.assets import example_images
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_pca_view_draws_four_images_and_states_the_variance(photo_path):
+    from vitviz.views import features as v
+
+    panel, text = v.pca_view(str(photo_path), "mae-tiny", 8, False)
+    assert panel.dtype == np.uint8 and panel.shape[1] >= 4 * v.PANEL
+    assert "block 8" in text and "Joint PCA over 4 images" in text
+    fg, fg_text = v.pca_view(str(photo_path), "mae-tiny", 0, True)
+    assert "Foreground share" in fg_text and not np.array_equal(fg, panel)
+
+
+def test_similarity_view_marks_the_query_and_a_best_match(photo_path):
+    from vitviz.views import features as v
+
+    others = dict(v.example_choices())
+    left, right, text = v.similarity_view(str(photo_path), "mae-tiny", 4, 3, 5, list(others)[0])
+    assert left.shape == right.shape == (v.VIEW, v.VIEW, 3)
+    assert "row 3, col 5" in text and "best match" in text
+    left2, _, _ = v.similarity_view(str(photo_path), "mae-tiny", 4, 10, 1, list(others)[0])
+    assert not np.array_equal(left, left2)
+    assert v.pick_patch(str(photo_path), "mae-tiny", 4, v.VIEW - 1, 0) == (0, 13)
+
+
+def test_probes_are_fitted_on_other_images_than_they_are_scored_on(photo_path):
+    from vitviz.models.loading import load_model
+    from vitviz.views import features as v
+
+    model = load_model("mae-tiny")
+    table, control = v.probe_tables(model, str(photo_path))
+    assert set(table.split.fit).isdisjoint(table.split.score) and table.split.score == (0,)
+    assert table.split.names[0] == "this image" and len(table.split.fit) == len(example_images()) - 1
+    assert table.r2.shape == (9, 4) and control.shuffled
+    assert "fitted on 3 images" in table.describe() and "R^2 on 1 other image" in table.describe()
+    fig, rows, text = v.probe_view(str(photo_path), "mae-tiny")
+    assert len(rows) == 9 and rows[0][1] == "embedding" and len(fig.data) == 8
+    assert "peaks at layer" in text
+
+
+def test_pooling_view_for_a_classifier_an_mae_and_swin(photo_path):
+    from vitviz.views import features as v
+
+    fig, cls_top, gap_top, att, text = v.pooling_view(str(photo_path), "deit-small-distilled:random")
+    assert len(fig.data[0].y) == 13 and len(cls_top) == 5 and len(gap_top) == 5
+    assert att.shape == (v.PANEL, 2 * v.PANEL + 12, 3)
+    assert "trained on **the class token**" in text and "mean nothing" in text
+    fig, cls_top, gap_top, att, text = v.pooling_view(str(photo_path), "mae-tiny")
+    assert cls_top is None and gap_top is None and "no classifier head" in text and len(fig.data[0].y) == 9
+    fig, top, gap_top, att, text = v.pooling_view(str(photo_path), "swin-tiny:random")
+    assert fig is None and att is None and "no class token" in text and len(top) == 5
+
+
+def test_llrd_view_states_the_formula():
+    from vitviz.views import features as v
+
+    fig, text = v.llrd_view()
+    assert len(fig.data) == 6 and "decay ** (L - i)" in text
+
+
+def test_errors_are_sentences(photo_path):
+    from vitviz.views import features as v
+
+    with pytest.raises(ValueError, match="layer must be 0..8"):
+        v.pca_view(str(photo_path), "mae-tiny", 9, False)
+    with pytest.raises(ValueError, match="second image"):
+        v.similarity_view(str(photo_path), "mae-tiny", 1, 0, 0, "nope")
+    with pytest.raises(ValueError, match="Drop an image"):
+        v.probe_view(None, "mae-tiny")

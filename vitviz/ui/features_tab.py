@@ -1,0 +1,195 @@
+"""The Features tab: what each layer holds — PCA feature maps, patch correspondence,
+probes by depth, class token vs average pooling, layer-wise learning-rate decay.
+
+Wiring only: every number, panel and figure comes from :mod:`vitviz.views.features`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from ..models.loading import load_choice
+from ..views import features as v
+from . import urlstate
+from .common import example_images, memo_view, user_errors
+
+TAB_ID, LABEL = "features", "Features"
+TOUR_TITLE = "Features"
+TOUR_TEXT = ("Each layer's tokens, coloured by their main directions and jointly over four photos; click a patch to "
+             "find its look-alikes; linear probes show position fading and content taking over with depth.")
+
+INTRO = (
+    "Attention says where a token *looks*; the tokens themselves say what each layer *holds*. Pick a layer: "
+    "the **PCA maps** colour every patch token by its main directions, jointly over four photos; **click a "
+    "patch** to find the tokens most like it here and in another photo; the **probes** measure, layer by "
+    "layer, how well position, colour and texture can be read back from the tokens."
+)
+
+
+# --------------------------------------------------------------------------------------
+# Endpoints and handlers
+# --------------------------------------------------------------------------------------
+
+
+@user_errors
+def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -> tuple[np.ndarray, str]:
+    """Endpoint ``feature_pca``: joint PCA maps of this image and three examples at one layer (0 = embedding)."""
+    return v.pca_view(image, model, layer, bool(foreground))
+
+
+@user_errors
+def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str
+                     ) -> tuple[np.ndarray, np.ndarray, str]:
+    """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second example."""
+    return v.similarity_view(image, model, layer, row, col, other)
+
+
+@user_errors
+def layer_probes(image: str | None, model: str) -> tuple[go.Figure, str, str]:
+    """Endpoint ``layer_probes``: probe R^2 by layer for row, column, mean colour and edge energy
+    -> (chart, Markdown table, caption stating the probe data and split)."""
+    fig, rows, text = v.probe_view(image, model)
+    return fig, v.probe_markdown(rows), text
+
+
+@user_errors
+@memo_view()
+def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
+               other: str) -> tuple:
+    """Every view of the tab for the current controls."""
+    pca, pca_text = v.pca_view(image, model, layer, bool(foreground))
+    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other)
+    fig, rows, probe_text = v.probe_view(image, model)
+    cos_fig, cls_top, gap_top, att, pool_text = v.pooling_view(image, model)
+    return (pca, pca_text, left, right, sim_text, fig, v.probe_markdown(rows), probe_text,
+            gr.update(value=cos_fig, visible=cos_fig is not None), gr.update(value=cls_top, visible=cls_top is not None),
+            gr.update(value=gap_top, visible=gap_top is not None), gr.update(value=att, visible=att is not None),
+            pool_text)
+
+
+@user_errors
+def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
+                other: str) -> tuple:
+    """The views that depend on the layer: PCA maps and correspondence."""
+    pca, pca_text = v.pca_view(image, model, layer, bool(foreground))
+    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other)
+    return pca, pca_text, left, right, sim_text
+
+
+@user_errors
+def on_model(choice: str, layer: float | None) -> tuple:
+    """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
+    model = load_choice(choice)
+    depth = v.num_blocks(model)
+    value = depth if layer is None else min(max(0, int(round(float(layer)))), depth)
+    return v.model_note(choice), gr.update(maximum=depth, value=value)
+
+
+def on_load(choice: str, layer: float, request: gr.Request) -> tuple:
+    """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
+    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    return on_model(choice, state.layer if state.layer is not None else None)
+
+
+@user_errors
+def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float) -> tuple[int, int]:
+    """A click on the left similarity map -> the clicked patch's grid (row, col) at this layer."""
+    return v.pick_patch(image, model, layer, evt.index[0], evt.index[1])
+
+
+def build(demo: gr.Blocks) -> None:
+    """Create the Features tab's components inside the caller's ``gr.Tab`` context.
+
+    Args:
+        demo: the enclosing app; its page load fills the views for the first example.
+    """
+    examples = example_images()
+    choices = v.model_choices()
+    values = [c for _, c in choices]
+    default = v.DEFAULT_MODEL if v.DEFAULT_MODEL in values else (values[0] if values else None)
+    others = v.example_choices()
+    gr.Markdown(INTRO)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=260):
+            image = gr.Image(value=examples[0] if examples else None, type="filepath", image_mode=None,
+                             sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
+                             height=220, elem_id="feat-input")
+            if examples:
+                gr.Examples(examples=examples, inputs=image, label="Example photos")
+            model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="feat-model")
+            note = gr.Markdown(v.model_note(default), elem_id="feat-model-note")
+        with gr.Column(scale=3):
+            layer = gr.Slider(0, 8, value=8, step=1, label="Layer (0 = patch + position embedding)",
+                              elem_id="feat-layer")
+            gr.Markdown("### PCA feature maps")
+            gr.Markdown(v.HELP_PCA)
+            foreground = gr.Checkbox(False, label="Foreground only (split on the first component, recolour)",
+                                     elem_id="feat-foreground")
+            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
+                                      show_label=False)
+            pca = gr.Image(label="PCA feature maps", elem_id="feat-pca", **kw)
+            pca_text = gr.Markdown(elem_id="feat-pca-info")
+            gr.Markdown("### Patch correspondence")
+            gr.Markdown(v.HELP_SIMILARITY)
+            with gr.Row(equal_height=True):
+                other = gr.Dropdown(choices=others, value=others[1][1] if len(others) > 1 else None,
+                                    label="Second image", elem_id="feat-other", scale=3)
+                row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="feat-row", min_width=70,
+                                scale=1)
+                col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="feat-col", min_width=70,
+                                scale=1)
+            with gr.Row(equal_height=True):
+                with gr.Column(scale=1, min_width=280):
+                    gr.Markdown("**Click a patch**: its cosine similarity in this image")
+                    left = gr.Image(label="similarity in this image", elem_id="feat-sim-same", height=v.VIEW, **kw)
+                with gr.Column(scale=1, min_width=280):
+                    gr.Markdown("**The same token against the second image** (red box: best match)")
+                    right = gr.Image(label="similarity in the second image", elem_id="feat-sim-other",
+                                     height=v.VIEW, **kw)
+            sim_text = gr.Markdown(elem_id="feat-sim-info")
+            gr.Markdown("### Probes by depth")
+            gr.Markdown(v.HELP_PROBES)
+            probe_plot = gr.Plot(label="Probe R² by layer", elem_id="feat-probes")
+            probe_table = gr.Markdown(elem_id="feat-probe-table")
+            probe_text = gr.Markdown(elem_id="feat-probe-info")
+            gr.Markdown("### Class token vs average pooling")
+            gr.Markdown(v.HELP_POOLING)
+            cos_plot = gr.Plot(label="class token vs patch average", elem_id="feat-cls-gap")
+            with gr.Row():
+                cls_top = gr.Label(num_top_classes=5, label="Top-5 from the class token", elem_id="feat-cls-top5")
+                gap_top = gr.Label(num_top_classes=5, label="Top-5 from the patch average (same head)",
+                                   elem_id="feat-gap-top5")
+            cls_att = gr.Image(label="class token attention vs uniform", elem_id="feat-cls-attention", **kw)
+            pool_text = gr.Markdown(elem_id="feat-pool-info")
+            gr.Markdown("### Layer-wise learning-rate decay")
+            llrd_plot = gr.Plot(label="learning-rate multipliers", elem_id="feat-llrd")
+            llrd_text = gr.Markdown(elem_id="feat-llrd-info")
+    api_btn = gr.Button(visible=False)
+
+    all_in = [image, model, layer, foreground, row, col, other]
+    all_out = [pca, pca_text, left, right, sim_text, probe_plot, probe_table, probe_text, cos_plot, cls_top, gap_top,
+               cls_att, pool_text]
+    sim_in = [image, model, layer, row, col, other]
+    sim_out = [left, right, sim_text]
+    quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+
+    api_btn.click(feature_pca, [image, model, layer, foreground], [pca, pca_text], api_name="feature_pca")
+    api_btn.click(patch_similarity, sim_in, sim_out, api_name="patch_similarity")
+    api_btn.click(layer_probes, [image, model], [probe_plot, probe_table, probe_text], api_name="layer_probes")
+
+    demo.load(on_load, [model, layer], [note, layer], api_visibility="private").then(
+        update_all, all_in, all_out, api_visibility="private").then(
+        v.llrd_view, None, [llrd_plot, llrd_text], api_visibility="private")
+    model.change(on_model, [model, layer], [note, layer], **quick).then(update_all, all_in, all_out, **quick)
+    image.change(update_all, all_in, all_out, **quick)
+    layer.change(layer_views, all_in, [pca, pca_text, left, right, sim_text], **quick)
+    layer.change(None, [layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    foreground.change(feature_pca, [image, model, layer, foreground], [pca, pca_text], **quick)
+    other.change(patch_similarity, sim_in, sim_out, **quick)
+    gr.on([row.submit, col.submit], patch_similarity, sim_in, sim_out, **quick)
+    left.select(pick_patch, [image, model, layer], [row, col], api_visibility="private").then(
+        patch_similarity, sim_in, sim_out, **quick)
