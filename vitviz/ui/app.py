@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import settings
-from . import attention_tab, compute_tab, gradio_fixes, mae_tab, patches_tab, swin_tab, urlstate
+from . import attention_tab, compute_tab, features_tab, gradio_fixes, mae_tab, patches_tab, swin_tab, urlstate
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -24,13 +24,13 @@ INTRO = (
 
 #: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
 #: ``TOUR_TEXT`` and ``build(demo)``.
-TABS = (mae_tab, patches_tab, attention_tab, swin_tab, compute_tab)
+TABS = (mae_tab, patches_tab, attention_tab, features_tab, swin_tab, compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.
 TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 #: The order the guided tour visits the tabs.
-TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "mae", "swin", "compute")
+TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "features", "mae", "swin", "compute")
 #: The guided tour: (tab id, step title, one sentence).
 TOUR: tuple[tuple[str, str, str], ...] = tuple(
     (t.TAB_ID, t.TOUR_TITLE, t.TOUR_TEXT) for tab_id in TOUR_ORDER for t in TABS if t.TAB_ID == tab_id)
@@ -51,7 +51,7 @@ def build_demo() -> gr.Blocks:
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(INTRO)
         tour_buttons = []
-        with gr.Accordion("Tour: from pixels to tokens to masked image modeling, in five steps", open=False,
+        with gr.Accordion(f"Tour: from pixels to tokens to masked image modeling, in {len(TOUR)} steps", open=False,
                           elem_id="tour", elem_classes=["vitviz-secondary"]):
             for i, (tab_id, title, sentence) in enumerate(TOUR, start=1):
                 with gr.Row(equal_height=True):
