@@ -84,3 +84,13 @@ def test_attention_png(tmp_path, photo_path):
     assert p.returncode == 0, p.stderr
     p = run("attention", str(photo_path), "--model", "swin-tiny", "--random-weights", "--out", str(out))
     assert p.returncode == 1 and "Swin tab" in p.stderr
+
+
+def test_missing_file_is_named_as_typed(tmp_path):
+    """Issue 15 item 8: the message keeps the folder the user typed."""
+    typed = "photos/nothere.jpg"
+    p = subprocess.run([sys.executable, "-m", "vitviz", "reconstruct", typed, "--out", str(tmp_path / "x.png")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert f"no readable file at '{typed}'" in p.stderr

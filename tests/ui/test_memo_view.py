@@ -55,3 +55,19 @@ def test_errors_and_unknown_arguments_are_not_cached():
         view("bad")
     thing = object()
     assert view(thing) is not view(thing) and calls.count(thing) == 2
+
+
+def test_memo_view_keeps_update_values():
+    """Issue 15 item 4: Gradio pops "value" out of an update it sends; the cached one must keep it."""
+    import gradio as gr
+
+    from vitviz.ui.common import memo_view
+
+    @memo_view()
+    def view(x: int) -> tuple:
+        return x, gr.update(value=f"v{x}", visible=True)
+
+    first = view(1)
+    first[1].pop("value")  # what gradio.blocks.postprocess_update_dict does
+    again = view(1)
+    assert again[1]["value"] == "v1" and again[0] == 1

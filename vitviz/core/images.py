@@ -143,7 +143,7 @@ def load_image(source: ImageInput) -> Image.Image:
         try:
             size = path.stat().st_size
         except OSError:
-            raise ImageError(f"no readable file at {path.name!r}") from None
+            raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
         if size > MAX_BYTES:
             raise ImageError(f"the file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
         return _to_rgb(_open(path.read_bytes()))

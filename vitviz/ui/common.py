@@ -72,6 +72,22 @@ def _arg_key(value: Any) -> Any:
 _UNCACHEABLE = object()
 
 
+def _fresh(out: Any) -> Any:
+    """A cached result with new copies of its ``gr.update`` dicts.
+
+    Gradio's ``postprocess_update_dict`` pops ``"value"`` out of every update it sends, so
+    a cached update handed out twice would arrive the second time without its value
+    (the Patches tab's sin-cos panel stayed empty on page load for that reason).
+    """
+    if isinstance(out, dict):
+        return dict(out)
+    if isinstance(out, tuple):
+        return tuple(dict(o) if isinstance(o, dict) else o for o in out)
+    if isinstance(out, list):
+        return [dict(o) if isinstance(o, dict) else o for o in out]
+    return out
+
+
 def memo_view(maxsize: int = 8) -> Callable[[F], F]:
     """Keep the outputs of a deterministic view function for its last ``maxsize`` argument sets.
 
@@ -80,7 +96,8 @@ def memo_view(maxsize: int = 8) -> Callable[[F], F]:
     key the cache by value; an image path by its file's path, size and modification
     time. Calls with any other kind of argument, and calls that raise, are not cached.
     Returned objects are shared between sessions, so the function must return fresh
-    objects that nobody mutates afterwards (arrays, figures, frozen dataclasses).
+    objects that nobody mutates afterwards (arrays, figures, frozen dataclasses); ``gr.update``
+    dicts, which Gradio does mutate, are copied on every call.
     """
     def decorate(fn: F) -> F:
         cache: LRU[tuple, Any] = LRU(maxsize)
@@ -94,7 +111,7 @@ def memo_view(maxsize: int = 8) -> Callable[[F], F]:
             if out is _UNCACHEABLE:
                 out = fn(*args)
                 cache.put(key, out)
-            return out
+            return _fresh(out)
 
         wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
