@@ -52,8 +52,9 @@ class ProbeSplit:
     def __post_init__(self) -> None:
         if not self.fit or not self.score:
             raise ValueError(f"a probe split needs fitting and scoring images, got fit={self.fit} score={self.score}")
-        if set(self.fit) & set(self.score):
-            raise ValueError(f"fitting and scoring images must differ; both hold {sorted(set(self.fit) & set(self.score))}")
+        both = sorted(set(self.fit) & set(self.score))
+        if both:
+            raise ValueError(f"fitting and scoring images must differ; both hold {both}")
         if len(set(self.fit)) != len(self.fit) or len(set(self.score)) != len(self.score):
             raise ValueError("an image is listed twice in the probe split")
 

@@ -12,7 +12,6 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from ..models.loading import load_choice
 from ..views import features as v
 from . import urlstate
 from .common import example_images, memo_view, user_errors
@@ -65,10 +64,9 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
     left, right, sim_text = v.similarity_view(image, model, layer, row, col, other)
     fig, rows, probe_text = v.probe_view(image, model)
     cos_fig, cls_top, gap_top, att, pool_text = v.pooling_view(image, model)
-    return (pca, pca_text, left, right, sim_text, fig, v.probe_markdown(rows), probe_text,
-            gr.update(value=cos_fig, visible=cos_fig is not None), gr.update(value=cls_top, visible=cls_top is not None),
-            gr.update(value=gap_top, visible=gap_top is not None), gr.update(value=att, visible=att is not None),
-            pool_text)
+    shown = lambda value: gr.update(value=value, visible=value is not None)  # noqa: E731
+    return (pca, pca_text, left, right, sim_text, fig, v.probe_markdown(rows), probe_text, shown(cos_fig),
+            shown(cls_top), shown(gap_top), shown(att), pool_text)
 
 
 @user_errors
@@ -83,8 +81,7 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
 @user_errors
 def on_model(choice: str, layer: float | None) -> tuple:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
-    model = load_choice(choice)
-    depth = v.num_blocks(model)
+    depth = v.depth_of(choice)
     value = depth if layer is None else min(max(0, int(round(float(layer)))), depth)
     return v.model_note(choice), gr.update(maximum=depth, value=value)
 

@@ -99,6 +99,11 @@ def tokens_for(image: Any, choice: str | None) -> tuple[LoadedModel, LayerTokens
     return model, layer_tokens(model, image)
 
 
+def depth_of(choice: str | None) -> int:
+    """Blocks of the picked model: the layer slider runs from 0 (embedding) to this."""
+    return num_blocks(load_choice(choice))
+
+
 def layer_index(lt: LayerTokens, layer: Any) -> int:
     """A layer from the slider: ``0..n-1`` (0 = embedding)."""
     try:
