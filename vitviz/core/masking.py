@@ -10,9 +10,12 @@ Patterns:
       noise is the same, so masks are *nested*: every patch hidden at ratio r1 is
       hidden at every r2 > r1.
     * ``block`` -- BEiT's block-wise masking: random rectangles (area >= 16 patches
-      where the grid allows, aspect ratio 0.3..1/0.3) until the count is reached.
+      where the grid allows, aspect ratio 0.3..1/0.3). The rectangles of one seed are
+      drawn in a fixed order and a ratio hides a prefix of it, so masks are nested too:
+      raising the ratio grows the same blocks (:func:`block_order`).
     * ``grid`` -- a regular pattern keeping one patch in every k, as in MAE's
-      "grid-wise sampling" ablation (k = 4 keeps the top-left patch of every 2x2).
+      "grid-wise sampling" ablation (k = 4 keeps the top-left patch of every 2x2). It is
+      recomputed for each ratio, and is *not* nested: the kept patches are re-spaced.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import numpy as np
 import torch
 
 PATTERNS: tuple[str, ...] = ("random", "block", "grid")
+#: Patterns whose masks, for one seed, are nested across ratios (a higher ratio hides a
+#: superset). ``grid`` is redrawn at every ratio. Tests check this claim for every pattern.
+NESTED_PATTERNS: tuple[str, ...] = ("random", "block")
 MAX_RATIO = 0.95
 #: Grey of hidden patches in the encoder's view.
 HIDDEN_GREY = 128
@@ -97,63 +103,91 @@ def random_mask(grid: tuple[int, int], mask_ratio: float, seed: int) -> torch.Te
     return mask.reshape(gh, gw)
 
 
-def block_mask(grid: tuple[int, int], mask_ratio: float, seed: int, min_block: int = 16) -> torch.Tensor:
-    """BEiT block-wise masking with an exact hidden count.
+#: Largest block, as a share of the grid. BEiT draws each rectangle no larger than the
+#: patches still to hide, within a budget of about 40% (75 of 196 patches); a fixed cap of
+#: that size keeps blocks BEiT-sized at every ratio while the order stays one sequence.
+BLOCK_MAX_SHARE = 0.4
 
-    Rectangles with area in ``[min_block, remaining]`` and log-uniform aspect ratio in
-    [0.3, 1/0.3] are placed at random positions; each adds only patches not yet hidden.
-    If the blocks stall short of the target (small remainders), hidden patches are
-    grown into their visible 4-neighbours in random order until the count is exact.
+
+def block_order(grid: tuple[int, int], seed: int, min_block: int = 16) -> torch.Tensor:
+    """The order in which block masking hides patches: a permutation ``(L,)`` of patch indices.
+
+    Rectangles with area in ``[min_block, BLOCK_MAX_SHARE * L]`` and log-uniform aspect
+    ratio in [0.3, 1/0.3] (BEiT's blockwise masking) are placed at random positions one
+    after another; each appends the patches it covers that are not yet hidden, row by row.
+    After ten draws in a row add nothing (or no rectangle fits the grid), the remaining
+    patches follow in growth order: visible 4-neighbours of hidden patches, in random
+    order, ring after ring.
+
+    :func:`block_mask` hides a prefix of this order, so for one seed the masks of all
+    ratios are nested: raising the ratio grows the same rectangles (the last one of a
+    prefix may be cut part-way, row by row).
+
+    Args:
+        grid: ``(gh, gw)``.
+        seed: generator seed.
+        min_block: smallest rectangle, in patches (BEiT: 16), capped by the grid size.
+
+    Returns:
+        ``(L,)`` long, every patch index exactly once.
+    """
+    gh, gw = grid
+    length = gh * gw
+    g = _generator(seed)
+
+    def rand() -> float:
+        return float(torch.rand((), generator=g))
+
+    hi = max(min_block, int(round(BLOCK_MAX_SHARE * length)))
+    lo = min(min_block, hi)
+    log_lo, log_hi = math.log(0.3), math.log(1 / 0.3)
+    mask = torch.zeros(gh, gw, dtype=torch.bool)
+    order: list[int] = []
+    misses = 0
+    while len(order) < length and misses < 10:
+        area = lo + rand() * (hi - lo)
+        aspect = math.exp(log_lo + rand() * (log_hi - log_lo))
+        h = int(round(math.sqrt(area * aspect)))
+        w = int(round(math.sqrt(area / aspect)))
+        if not (1 <= h <= gh and 1 <= w <= gw):
+            misses += 1
+            continue
+        top = int(rand() * (gh - h + 1))
+        left = int(rand() * (gw - w + 1))
+        region = mask[top : top + h, left : left + w]
+        new = (~region).nonzero()
+        if new.numel() == 0:
+            misses += 1
+            continue
+        misses = 0
+        order.extend(((new[:, 0] + top) * gw + new[:, 1] + left).tolist())
+        region[:] = True
+    while len(order) < length:
+        cand = _frontier(mask).view(-1).nonzero().flatten()
+        if cand.numel() == 0:
+            cand = (~mask).view(-1).nonzero().flatten()
+        pick = cand[torch.randperm(cand.numel(), generator=g)]
+        order.extend(pick.tolist())
+        mask.view(-1)[pick] = True
+    return torch.tensor(order, dtype=torch.long)
+
+
+def block_mask(grid: tuple[int, int], mask_ratio: float, seed: int, min_block: int = 16) -> torch.Tensor:
+    """Block-wise masking (BEiT's rectangles) with an exact hidden count, nested across ratios.
+
+    Hides the first ``round(ratio*L)`` patches of :func:`block_order`: the same seed's
+    rectangles grow as the ratio rises, so every patch hidden at a lower ratio stays
+    hidden at a higher one (BEiT redraws its blocks for each mask; this order is
+    vitviz's choice, made for the slider).
 
     Returns:
         ``(gh, gw)`` bool, True = hidden, with exactly ``round(ratio*L)`` True values.
     """
     gh, gw = grid
-    target = num_hidden(gh * gw, mask_ratio)
-    g = _generator(seed)
-    mask = torch.zeros(gh, gw, dtype=torch.bool)
-    count = 0
-
-    def rand() -> float:
-        return float(torch.rand((), generator=g))
-
-    log_lo, log_hi = math.log(0.3), math.log(1 / 0.3)
-    stalls = 0
-    while count < target and stalls < 10:
-        remaining = target - count
-        lo = min(min_block, remaining)
-        added = 0
-        for _ in range(10):
-            area = lo + rand() * (remaining - lo)
-            aspect = math.exp(log_lo + rand() * (log_hi - log_lo))
-            h = int(round(math.sqrt(area * aspect)))
-            w = int(round(math.sqrt(area / aspect)))
-            if not (1 <= h <= gh and 1 <= w <= gw):
-                continue
-            top = int(rand() * (gh - h + 1))
-            left = int(rand() * (gw - w + 1))
-            region = mask[top : top + h, left : left + w]
-            new = int((~region).sum())
-            if 0 < new <= remaining:
-                region[:] = True
-                added = new
-                break
-        count += added
-        stalls = stalls + 1 if added == 0 else 0
-    while count < target:
-        if count == 0:
-            idx = int(rand() * gh * gw)
-            mask.view(-1)[idx] = True
-            count += 1
-            continue
-        frontier = _frontier(mask)
-        cand = frontier.view(-1).nonzero().flatten()
-        if cand.numel() == 0:
-            cand = (~mask).view(-1).nonzero().flatten()
-        pick = cand[torch.randperm(cand.numel(), generator=g)[: target - count]]
-        mask.view(-1)[pick] = True
-        count += int(pick.numel())
-    return mask
+    k = num_hidden(gh * gw, mask_ratio)
+    mask = torch.zeros(gh * gw, dtype=torch.bool)
+    mask[block_order(grid, seed, min_block)[:k]] = True
+    return mask.reshape(gh, gw)
 
 
 def _frontier(mask: torch.Tensor) -> torch.Tensor:
