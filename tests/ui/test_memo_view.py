@@ -16,7 +16,7 @@ def test_outputs_are_reused_for_equal_arguments_and_bounded():
         return [a, b, point]
 
     first = view("x", 1.0, {"r": 1, "c": 2})
-    assert view("x", 1.0, {"c": 2, "r": 1}) is first and len(calls) == 1  # dicts keyed by content
+    assert view("x", 1.0, {"c": 2, "r": 1}) == first and len(calls) == 1  # dicts keyed by content
     view("y", 1.0, None)
     view("z", 1.0, None)  # evicts ("x", ...)
     view("x", 1.0, {"r": 1, "c": 2})

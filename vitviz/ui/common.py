@@ -81,11 +81,9 @@ def _fresh(out: Any) -> Any:
     """
     if isinstance(out, dict):
         return dict(out)
-    if isinstance(out, tuple):
-        return tuple(dict(o) if isinstance(o, dict) else o for o in out)
-    if isinstance(out, list):
-        return [dict(o) if isinstance(o, dict) else o for o in out]
-    return out
+    if isinstance(out, (tuple, list)) and any(isinstance(o, dict) for o in out):
+        return type(out)(dict(o) if isinstance(o, dict) else o for o in out)
+    return out  # nothing Gradio mutates: the cached object itself
 
 
 def memo_view(maxsize: int = 8) -> Callable[[F], F]:
