@@ -9,6 +9,8 @@ Public API::
     r = vitviz.reconstruct(m, img, mask_ratio=0.75, seed=0, pattern="random")
     a = vitviz.attention(m, img)                    # per-layer (heads, T, T) + token layout
     a.rollout(head_fusion="mean", discard_ratio=0.0)  # (gh, gw), sums to 1
+    t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)   # BEiT visual tokens: t.ids (gh, gw), t.decoded
+    p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
 
 The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
 ``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
@@ -21,6 +23,9 @@ Importing the package loads no model, reads no setting and touches no network.
 
 from __future__ import annotations
 
+from .beit.api import beit_predict, tokenize
+from .beit.predict import BEiTPrediction
+from .beit.tokenize import Tokens
 from .core.images import load_image
 from .core.masking import PATTERNS, make_mask
 from .errors import ImageError, ModelUnavailable
@@ -31,6 +36,10 @@ from .mae.reconstruct import Reconstruction, reconstruct
 from .models.loading import LoadedModel, ModelInfo, available_models, load_model
 
 __all__ = [
+    "BEiTPrediction",
+    "Tokens",
+    "beit_predict",
+    "tokenize",
     "AttentionMaps",
     "TokenLayout",
     "attention",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.masking import paste_visible, upsample_mask
 from ..models.beit import BEiTForMIM, normalize
 from ..models.vqvae import VQTokenizer
 from .masking import block_mask, random_patch_mask
@@ -69,8 +70,7 @@ class BEiTPrediction:
     @property
     def hidden_mse(self) -> float:
         """MSE of ``decoded`` against ``original`` over hidden patches (RGB in [0, 1])."""
-        p = self.patch_size
-        hid = self.mask.repeat(p, 0).repeat(p, 1)
+        hid = upsample_mask(self.mask, self.patch_size)
         a = self.original.astype(np.float64) / 255.0
         b = self.decoded.astype(np.float64) / 255.0
         return float(((a - b) ** 2)[hid].mean())
@@ -126,7 +126,7 @@ def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask:
     m = _check_mask(mask, c.grid)
     tokens = tokenize_array(vq, original)
     dev = beit.lm_head.weight.device
-    x = torch.from_numpy(np.ascontiguousarray(original)).permute(2, 0, 1).float().div(255.0)[None].to(dev)
+    x = torch.from_numpy(np.array(original, dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div(255.0)[None].to(dev)
     logits = beit(normalize(x, c), torch.from_numpy(m).flatten()[None].to(dev))[0].float()  # (L, V)
     probs = logits.softmax(-1)
     conf, top5 = probs.topk(5, dim=-1)
@@ -134,10 +134,7 @@ def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask:
     top5_np = top5.cpu().numpy().astype(np.int64).reshape(gh, gw, 5)
     pred = top5_np[..., 0]
     mixed = np.where(m, pred, tokens.ids)
-    dec = decode_ids(vq, mixed)
-    p = c.patch_size
-    hid = m.repeat(p, 0).repeat(p, 1)
-    pasted = np.where(hid[..., None], dec, original).astype(np.uint8)
+    pasted = paste_visible(decode_ids(vq, mixed), original, m, c.patch_size)
     return BEiTPrediction(original=original, mask=m, target_ids=tokens.ids, predicted_ids=pred, top5=top5_np,
                           confidence=conf[:, 0].cpu().numpy().astype(np.float32).reshape(gh, gw),
-                          decoded=pasted, target_decoded=tokens.decoded, patch_size=p)
+                          decoded=pasted, target_decoded=tokens.decoded, patch_size=c.patch_size)

@@ -56,7 +56,7 @@ class Tokens:
 
 def _to_unit(original: np.ndarray) -> torch.Tensor:
     """``(S, S, 3)`` uint8 -> ``(1, 3, S, S)`` float in [0, 1]."""
-    return torch.from_numpy(np.ascontiguousarray(original)).permute(2, 0, 1).float().div(255.0)[None]
+    return torch.from_numpy(np.array(original, dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div(255.0)[None]
 
 
 def _to_uint8(x: torch.Tensor) -> np.ndarray:

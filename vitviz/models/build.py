@@ -17,7 +17,9 @@ import torch
 from torch import nn
 
 from ..core.images import DataConfig
+from .beit import BEiTForMIM
 from .mae import MaskedAutoencoderViT
+from .vqvae import VQTokenizer
 from .registry import ModelSpec
 
 #: Seed of every random-weight model (``load_model(..., random_init=True)``).
@@ -77,6 +79,14 @@ def build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
             assert spec.mae_config is not None
             module: nn.Module = MaskedAutoencoderViT(spec.mae_config)
             data_config = DataConfig(input_size=spec.mae_config.img_size)
+        elif spec.family == "vq":
+            assert spec.vq_config is not None
+            module = VQTokenizer(spec.vq_config)
+            data_config = DataConfig(input_size=spec.vq_config.img_size)
+        elif spec.family == "beit":
+            assert spec.beit_config is not None
+            module = BEiTForMIM(spec.beit_config)
+            data_config = DataConfig(input_size=spec.beit_config.img_size)
         else:
             assert spec.timm_name is not None
             module = create_timm(spec.timm_name)

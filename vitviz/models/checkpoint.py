@@ -117,6 +117,23 @@ def _encoder_only_hint(missing: set[str]) -> str:
     return ""
 
 
+def load_strict(module: nn.Module, state_dict: Mapping[str, torch.Tensor], what: str, hint: str = "") -> nn.Module:
+    """Load ``state_dict`` into ``module`` strictly: every key, every shape, or ``ModelUnavailable``.
+
+    Tensors are converted to float32. Returns ``module``.
+
+    Raises:
+        ModelUnavailable: naming missing or unexpected keys, or a wrong shape.
+    """
+    expected = module.state_dict()
+    check_keys(set(expected), set(state_dict), what, hint)
+    for k, v in state_dict.items():
+        if tuple(v.shape) != tuple(expected[k].shape):
+            raise ModelUnavailable(f"{what}: {k} has shape {tuple(v.shape)}, expected {tuple(expected[k].shape)}")
+    module.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=True)
+    return module
+
+
 def build_mae_strict(config: MAEConfig, state_dict: dict[str, torch.Tensor], what: str) -> MaskedAutoencoderViT:
     """Build an MAE and load ``state_dict`` strictly (every key, every shape).
 

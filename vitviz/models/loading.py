@@ -21,11 +21,14 @@ from ..cache import LRU
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..errors import ModelUnavailable
-from .build import build_random, timm_data_config
-from .checkpoint import build_mae_strict, check_hf_config, check_keys, load_timm_strict, read_mae_file, read_state_dict
+from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
+from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
+from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
+                         read_state_dict)
 from .convert import hf_to_official, official_to_hf
 from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
+from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
 from .registry import EMBEDDED, HF_VITMAE, ModelSpec, choice_of, get_spec, model_names, parse_choice
 from .sources import WeightFile, availability, download, find_weights, weights_dir
 
@@ -92,6 +95,9 @@ class LoadedModel:
     @property
     def patch_size(self) -> int:
         """Side ``P`` of a patch in input pixels (the patch embedding's stride)."""
+        own = getattr(self.module, "patch_size", None)
+        if isinstance(own, int):
+            return own
         return int(self.module.patch_embed.proj.kernel_size[0])
 
     @property
@@ -153,6 +159,26 @@ def _build_mae(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig,
     return module, DataConfig(input_size=config.img_size), norm_pix
 
 
+#: Families whose embedded file holds its own architecture (``config`` metadata): format name and module.
+TOKEN_FAMILIES: dict[str, tuple[str, type[nn.Module], type]] = {
+    "vq": (VQ_FORMAT, VQTokenizer, VQConfig),
+    "beit": (BEIT_FORMAT, BEiTForMIM, BEiTConfig),
+}
+
+
+def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
+    """A vq-tiny / beit-tiny file: architecture from its metadata, weights loaded strictly."""
+    fmt, cls, config_cls = TOKEN_FAMILIES[spec.family]
+    what = f"{spec.name} weights {hit.path}"
+    sd, meta = read_mae_file(hit.path)
+    if meta.get("format") != fmt or "config" not in meta:
+        raise ModelUnavailable(f"{what} is not a {fmt} file (format={meta.get('format')!r})")
+    config = config_cls.from_dict(json.loads(meta["config"]))
+    with isolated_seed(RANDOM_INIT_SEED):
+        module = load_strict(cls(config), sd, what)
+    return module, DataConfig(input_size=config.img_size), False
+
+
 def _build_timm(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
     assert spec.timm_name is not None
     what = f"{spec.name} weights {hit.path}"
@@ -179,6 +205,8 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
     with torch.no_grad():
         if spec.family == "mae":
             module, data_config, norm_pix = _build_mae(spec, hit)
+        elif spec.family in TOKEN_FAMILIES:
+            module, data_config, norm_pix = _build_token_model(spec, hit)
         else:
             module, data_config, norm_pix = _build_timm(spec, hit)
         module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)

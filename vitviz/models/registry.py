@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .beit import BEiTConfig
 from .mae import MAEConfig
+from .vqvae import VQConfig
 
 #: The embedded default: a ViT encoder of 3.7M parameters (192 wide, 8 blocks),
 #: a 192x4 decoder, patch 16 at 224x224. Trained by ``python -m vitviz.training.train_mae``.
@@ -24,6 +26,13 @@ MAE_TINY_CONFIG = MAEConfig(
     decoder_depth=4,
     decoder_num_heads=6,
 )
+
+#: The embedded visual tokenizer of the BEiT tab: 16x16 patches -> 512 codes of 64 numbers.
+#: Trained by ``python -m vitviz.training.train_vq`` (card: assets/models/vq-tiny.md).
+VQ_TINY_CONFIG = VQConfig(codebook_size=512, code_dim=64, hidden=128, decoder_blocks=2)
+#: The embedded BEiT: ViT-Tiny/16 width (192, 3 heads), 8 blocks, a head over vq-tiny's 512 codes.
+#: Trained by ``python -m vitviz.training.train_beit`` (card: assets/models/beit-tiny.md).
+BEIT_TINY_CONFIG = BEiTConfig(embed_dim=192, depth=8, num_heads=3, vocab_size=512)
 
 #: The three published MAE architectures (facebookresearch/mae ``models_mae.py``:
 #: ``mae_vit_{base_patch16,large_patch16,huge_patch14}``), all with the 512-wide,
@@ -86,7 +95,7 @@ class ModelSpec:
 
     Attributes:
         name: the registry name users pick (``mae-tiny``).
-        family: ``mae``, ``vit``, ``deit``, ``dino`` or ``swin``.
+        family: ``mae``, ``vit``, ``deit``, ``dino``, ``swin``, ``vq`` (visual tokenizer) or ``beit``.
         architecture: human-readable architecture.
         source: where the weights come from, in words.
         licence: licence of the weights.
@@ -99,6 +108,9 @@ class ModelSpec:
         norm_pix: the MAE predicts per-patch normalised pixels (``*_full.pth``).
         download_mb: size of the weight file downloaded at first use, in MB (fp32
             parameters; shown by :func:`~vitviz.models.loading.available_models`).
+        vq_config: architecture of a visual tokenizer (family ``vq``).
+        beit_config: architecture of a BEiT masked-image model (family ``beit``).
+        recipe: the command that trains an embedded model (named when its file is missing).
     """
 
     name: str
@@ -114,6 +126,9 @@ class ModelSpec:
     timm_name: str | None = None
     norm_pix: bool = False
     download_mb: int = 0
+    vq_config: VQConfig | None = None
+    beit_config: BEiTConfig | None = None
+    recipe: str = ""
 
 
 def _mae_arch(c: MAEConfig, size: str) -> str:
@@ -191,6 +206,35 @@ MODELS: dict[str, ModelSpec] = {
             mae_config=MAE_TINY_CONFIG,
             files=("mae-tiny.safetensors",),
             sources=(WeightSource(EMBEDDED, ("mae-tiny.safetensors",)),),
+            recipe="python -m vitviz.training.train_mae",
+        ),
+        ModelSpec(
+            name="vq-tiny",
+            family="vq",
+            architecture="VQ visual tokenizer: 16x16 patches -> 512 codes (64-d, EMA codebook); "
+                         "linear + 3x3-conv encoder and decoder over the 14x14 grid",
+            source="embedded: assets/models/vq-tiny.safetensors (trained by this project)",
+            licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
+            input_size=224,
+            description="Small visual tokenizer trained by vitviz (the BEiT tab's codebook); works offline.",
+            files=("vq-tiny.safetensors",),
+            sources=(WeightSource(EMBEDDED, ("vq-tiny.safetensors",)),),
+            vq_config=VQ_TINY_CONFIG,
+            recipe="python -m vitviz.training.train_vq",
+        ),
+        ModelSpec(
+            name="beit-tiny",
+            family="beit",
+            architecture="BEiT ViT-Tiny/16 (192 wide, 8 blocks, 3 heads), mask token, linear head over "
+                         "vq-tiny's 512 codes",
+            source="embedded: assets/models/beit-tiny.safetensors (trained by this project)",
+            licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
+            input_size=224,
+            description="Small BEiT trained by vitviz to predict vq-tiny's tokens of hidden blocks; works offline.",
+            files=("beit-tiny.safetensors",),
+            sources=(WeightSource(EMBEDDED, ("beit-tiny.safetensors",)),),
+            beit_config=BEIT_TINY_CONFIG,
+            recipe="python -m vitviz.training.train_beit",
         ),
         # Sizes: fp32 parameter bytes (checked against the architectures in tests/models/test_zoo.py).
         _mae_visualize("base", MAE_BASE_CONFIG, 448),

@@ -137,7 +137,7 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
         path = model_file(spec.files[0])
         if path.is_file():
             return True, ""
-        return False, f"embedded weights {path.name} are missing from assets/models (run python -m vitviz.training.train_mae)"
+        return False, f"embedded weights {path.name} are missing from assets/models (run {spec.recipe})"
     hit = find_weights(spec)
     if hit is not None:
         return True, f"weights on disk: {hit.path}"

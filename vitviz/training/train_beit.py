@@ -27,11 +27,33 @@ import torch
 
 from ..beit.baselines import most_frequent_prediction, nearest_visible_prediction
 from ..beit.masking import block_mask, random_patch_mask
-from ..models.beit import BEiTConfig, BEiTForMIM, export_beit, load_beit_file, mim_loss, normalize
+from ..models.beit import BEiTForMIM, export_beit, load_beit_file, mim_loss, normalize
+from ..models.registry import BEIT_TINY_CONFIG
 from ..models.vqvae import load_vq_file
 from .train_vq import heldout_images
 
-BEIT_TINY_CONFIG = BEiTConfig(embed_dim=192, depth=8, num_heads=3, vocab_size=512)
+
+
+def init_encoder_from_mae(model: BEiTForMIM, path: Path) -> list[str]:
+    """Copy a vitviz MAE file's encoder (patch embedding, class token, positions, blocks, final norm)
+    into ``model``: same names, shapes checked. The mask token and the head stay as initialised.
+
+    Returns:
+        The copied parameter names.
+
+    Raises:
+        ValueError: a missing key or a shape mismatch (the architectures differ).
+    """
+    from safetensors.torch import load_file
+
+    mae = load_file(str(path))
+    own = model.state_dict()
+    keys = [k for k in own if k.startswith(("patch_embed.", "blocks.", "norm.")) or k in ("cls_token", "pos_embed")]
+    for k in keys:
+        if k not in mae or tuple(mae[k].shape) != tuple(own[k].shape):
+            raise ValueError(f"{path.name} cannot initialise {k}: {tuple(mae[k].shape) if k in mae else 'missing'}")
+    model.load_state_dict({**own, **{k: mae[k].float() for k in keys}}, strict=True)
+    return keys
 
 
 def file_digest(path: Path) -> str:
@@ -143,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ckpt", type=Path, default=Path(".train/beit/ckpt.pt"))
     ap.add_argument("--tokens", type=Path, default=Path(".train/beit/crop_tokens.npy"))
     ap.add_argument("--hours", type=float, default=0.9, help="wall-clock budget of the cosine schedule")
+    ap.add_argument("--init-encoder", type=Path, default=None,
+                    help="start the encoder from a vitviz MAE file of the same shape (e.g. mae-tiny)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--min-lr-frac", type=float, default=0.05)
@@ -191,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         opt.load_state_dict(state["opt"])
         step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
+    elif args.init_encoder is not None:
+        copied = init_encoder_from_mae(model, args.init_encoder)
+        print(f"encoder initialised from {args.init_encoder} ({len(copied)} tensors)")
     budget = args.hours * 3600.0
     vq_digest = file_digest(args.vq)
     model.train()
@@ -230,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                             "elapsed": elapsed, "images": seen}, args.ckpt)
                 export_beit(model, args.out, {"step": str(step), "images": str(seen), "vq": vq_digest,
                                               "most_frequent_code": str(most_frequent),
+                                              "init_encoder": args.init_encoder.name if args.init_encoder else "none",
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")

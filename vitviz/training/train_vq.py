@@ -28,9 +28,8 @@ import torch.nn.functional as F
 from PIL import Image
 
 from ..beit.baselines import kmeans_codebook, kmeans_roundtrip, nearest_centroid, patch_rows
-from ..models.vqvae import VQConfig, VQTokenizer, export_vq, load_vq_file
-
-VQ_TINY_CONFIG = VQConfig(codebook_size=512, code_dim=64, hidden=128, decoder_blocks=2)
+from ..models.registry import VQ_TINY_CONFIG
+from ..models.vqvae import VQTokenizer, export_vq, load_vq_file
 
 
 def heldout_images(data: Path, size: int) -> dict[str, torch.Tensor]:

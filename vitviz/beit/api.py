@@ -1,0 +1,98 @@
+"""The public BEiT functions: :func:`tokenize` and :func:`beit_predict` on loaded models.
+
+::
+
+    t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)
+    t.ids, t.decoded, t.codebook_size          # int64 (gh, gw); uint8 (S, S, 3); int
+    p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
+    p.mask, p.target_ids, p.predicted_ids, p.top5, p.decoded, p.accuracy
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..core.images import ImageInput, square_view
+from ..models.beit import BEiTForMIM
+from ..models.loading import LoadedModel, load_model
+from ..models.vqvae import VQTokenizer
+from .predict import BEiTPrediction, make_beit_mask, predict_array
+from .tokenize import Tokens, tokenize_array
+
+#: The tokenizer whose ids a BEiT model was trained to predict, by model family.
+TOKENIZER_OF = {"beit": "vq-tiny"}
+
+
+def _vq(model: LoadedModel) -> VQTokenizer:
+    if not isinstance(model.module, VQTokenizer):
+        raise ValueError(f"{model.name} is not a visual tokenizer; pick vq-tiny to tokenize")
+    return model.module
+
+
+def _beit(model: LoadedModel) -> BEiTForMIM:
+    if not isinstance(model.module, BEiTForMIM):
+        raise ValueError(f"{model.name} is not a BEiT model; pick beit-tiny to predict visual tokens")
+    return model.module
+
+
+def tokenizer_for(model: LoadedModel) -> LoadedModel:
+    """The tokenizer that made ``model``'s training targets, on the same device (cached load)."""
+    name = TOKENIZER_OF.get(model.family)
+    if name is None:
+        raise ValueError(f"{model.name} has no visual tokenizer")
+    return load_model(name, device=model.device, random_init=model.random_init)
+
+
+def tokenize(model: LoadedModel, image: ImageInput) -> Tokens:
+    """An image as visual tokens, and the image rebuilt from them.
+
+    Args:
+        model: a loaded tokenizer (``vq-tiny``).
+        image: a path, bytes, PIL image or array (see :func:`vitviz.load_image`).
+
+    Returns:
+        :class:`~vitviz.beit.tokenize.Tokens`: ``ids`` int64 ``(gh, gw)``, ``decoded``
+        uint8 ``(S, S, 3)``, ``codebook_size``.
+
+    Raises:
+        vitviz.ImageError: unreadable image.
+        ValueError: the model is not a tokenizer.
+    """
+    vq = _vq(model)
+    return tokenize_array(vq, square_view(image, model.input_size))
+
+
+def beit_predict(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4, seed: int = 0,
+                 pattern: str = "block", mask: np.ndarray | torch.Tensor | None = None,
+                 tokenizer: LoadedModel | None = None) -> BEiTPrediction:
+    """Hide patches and let a BEiT model predict their visual tokens.
+
+    Args:
+        model: a loaded BEiT model (``beit-tiny``).
+        image: any image input.
+        mask_ratio: share of patches to hide (``pattern`` masks).
+        seed: seed of the mask (``numpy.random.default_rng(seed)``).
+        pattern: ``block`` (BEiT's blockwise masking) or ``random``.
+        mask: a ``(gh, gw)`` bool mask (True = hidden) that replaces ``pattern``
+            (a painted mask, or the mask of another model for a side-by-side).
+        tokenizer: the tokenizer for the targets and the decoding; by default the
+            one the model was trained with.
+
+    Returns:
+        :class:`~vitviz.beit.predict.BEiTPrediction` (``mask``, ``target_ids``,
+        ``predicted_ids``, ``top5``, ``decoded``, ``accuracy``, ...).
+
+    Raises:
+        vitviz.ImageError: unreadable image.
+        ValueError: not a BEiT model, unknown pattern (naming the valid ones), a ratio
+            out of range, or a mask of the wrong shape.
+    """
+    beit = _beit(model)
+    vq = _vq(tokenizer if tokenizer is not None else tokenizer_for(model))
+    grid = beit.config.grid
+    if mask is None:
+        m = make_beit_mask(grid, float(mask_ratio), int(seed), pattern)
+    else:
+        m = np.asarray(mask.cpu() if isinstance(mask, torch.Tensor) else mask).astype(bool)
+    return predict_array(beit, vq, square_view(image, model.input_size), m)
