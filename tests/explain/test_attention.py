@@ -434,4 +434,5 @@ def test_render_and_figure(tiny_loaded):
     grid = head_grid(maps.image, maps.query(0, "cls"), tile=64, cols=2)
     assert grid.shape == (20 + 64, 2 * 64 + 6, 3)
     fig = attention_distance_figure(maps.mean_distance(), "t", reference=maps.uniform_distance())
-    assert len(fig.data[0].x) == maps.depth * maps.num_heads
+    assert sum(len(t.x) for t in fig.data) == maps.depth * maps.num_heads
+    assert [t.name for t in fig.data] == [f"head {h + 1}" for h in range(maps.num_heads)]

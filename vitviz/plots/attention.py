@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import layout
+from ._style import HEAD_COLORS, layout
+
+#: Marker shapes cycled when there are more heads than colours.
+SYMBOLS = ("circle", "diamond", "square", "triangle-up")
 
 
 def attention_distance_figure(distance: np.ndarray, title: str, reference: float | None = None,
@@ -21,20 +24,20 @@ def attention_distance_figure(distance: np.ndarray, title: str, reference: float
         max_px: top of the y axis (default: a little above the largest value).
 
     Returns:
-        One dot per head at its layer (1-based), coloured by head; hover names both.
+        One dot per head at its layer (both 1-based), one discrete colour (and legend entry)
+        per head; hover names both.
     """
     d = np.asarray(distance, dtype=np.float64)
     n_layers, n_heads = d.shape
-    layers = np.repeat(np.arange(1, n_layers + 1), n_heads)
-    heads = np.tile(np.arange(1, n_heads + 1), n_layers)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=layers, y=d.reshape(-1), mode="markers", name="one head",
-        marker=dict(size=9, color=heads, colorscale="Viridis", opacity=0.85, line=dict(width=0.5, color="#333"),
-                    colorbar=dict(title=dict(text="head"), thickness=12, len=0.8), cmin=1, cmax=max(n_heads, 2)),
-        customdata=np.stack([heads], axis=-1),
-        hovertemplate="layer %{x}, head %{customdata[0]}<br>mean distance %{y:.1f} px<extra></extra>",
-    ))
+    palette = HEAD_COLORS
+    for h in range(n_heads):
+        fig.add_trace(go.Scatter(
+            x=np.arange(1, n_layers + 1), y=d[:, h], mode="markers", name=f"head {h + 1}",
+            marker=dict(size=9, color=palette[h % len(palette)], opacity=0.9, line=dict(width=0.5, color="#333"),
+                        symbol=SYMBOLS[(h // len(palette)) % len(SYMBOLS)]),
+            hovertemplate=f"layer %{{x}}, head {h + 1}<br>mean distance %{{y:.1f}} px<extra></extra>",
+        ))
     if reference is not None:
         fig.add_hline(y=float(reference), line=dict(color="#888", dash="dash"),
                       annotation_text=f"uniform attention: {reference:.0f} px", annotation_position="top left")
@@ -42,5 +45,7 @@ def attention_distance_figure(distance: np.ndarray, title: str, reference: float
                                                              float(reference or 0.0))
     fig.update_xaxes(title_text="network depth (layer)", dtick=1, range=[0.5, n_layers + 0.5])
     fig.update_yaxes(title_text="mean attention distance (pixels of the input)", range=[0, top])
-    fig.update_layout(showlegend=False)
-    return layout(fig, title, height=400)
+    layout(fig, title, height=400)
+    fig.update_layout(showlegend=True, legend=dict(title=dict(text="head"), orientation="v", x=1.02, xanchor="left",
+                                                   y=1.0, yanchor="top"))
+    return fig

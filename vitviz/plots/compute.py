@@ -20,12 +20,13 @@ def attention_flops_figure(rows: Sequence[dict], classic: Sequence[dict] = (), w
 
     Args:
         rows: :func:`vitviz.compute.tables.attention_scaling_rows`.
-        classic: :func:`vitviz.compute.tables.classic_table` rows to mark with their speed-ups.
+        classic: :func:`vitviz.compute.tables.classic_table` rows to mark with their FLOP ratios.
         window: window side, for the legend.
 
     Returns:
         Solid: ``QK^T + AV`` products; dotted: the whole layer with its projections;
-        green (right axis): the speed-up of the products, global / windowed.
+        green (right axis): the FLOP ratio of the products, global / windowed (not a
+        wall-time speed-up).
     """
     n = [r["tokens"] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
@@ -43,26 +44,27 @@ def attention_flops_figure(rows: Sequence[dict], classic: Sequence[dict] = (), w
             secondary_y=False,
         )
     fig.add_trace(
-        go.Scatter(x=n, y=[float(r["products_speedup"]) for r in rows], name="speed-up of the products (right)",
+        go.Scatter(x=n, y=[float(r["products_flop_ratio"]) for r in rows], name="FLOP ratio, QKᵀ+AV (right)",
                    mode="lines", line=dict(color=COLORS["ratio"], width=2),
-                   hovertemplate="%{x:,} tokens<br>global / windowed = %{y:.4g}x<extra></extra>"),
+                   hovertemplate="%{x:,} tokens<br>FLOP ratio, global / windowed = %{y:.4g}x<extra></extra>"),
         secondary_y=True,
     )
     if classic:
         fig.add_trace(
-            go.Scatter(x=[r["tokens"] for r in classic], y=[float(r["products_speedup"]) for r in classic],
+            go.Scatter(x=[r["tokens"] for r in classic], y=[float(r["products_flop_ratio"]) for r in classic],
                        mode="markers+text", name="classic table", marker=dict(color=COLORS["ratio"], size=10,
                                                                                symbol="diamond"),
-                       text=[f"{float(r['products_speedup']):g}x" for r in classic], textposition="top left",
+                       text=[f"{float(r['products_flop_ratio']):.3g}x" for r in classic], textposition="top left",
                        hovertemplate="%{x:,} tokens: %{y:g}x fewer product FLOPs<extra>classic table</extra>"),
             secondary_y=True,
         )
     fig.update_xaxes(type="log", dtick=1, title_text="tokens N (log scale)")
     fig.update_yaxes(type="log", dtick=1, exponentformat="SI",
-                     title_text="FLOPs per layer (1 multiply-add = 2 FLOPs, log scale)", secondary_y=False)
-    fig.update_yaxes(type="log", dtick=1, title_text="speed-up, global / windowed (x, log scale)",
+                     title_text="FLOPs per layer (log scale)", secondary_y=False)
+    fig.update_yaxes(type="log", dtick=1, title_text="FLOP ratio, QKᵀ+AV: global / windowed (x, log)",
                      secondary_y=True, showgrid=False)
-    return layout(fig, "One attention layer: global vs windowed")
+    fig.update_yaxes(title_standoff=6)
+    return layout(fig, "One attention layer: global vs windowed", legend_below=True)
 
 
 def model_flops_figure(rows: Sequence[dict]) -> go.Figure:
@@ -132,7 +134,7 @@ def mae_flops_figure(rows: Sequence[dict], name: str) -> go.Figure:
         name: model name, for the title.
     """
     x = [100 * r["mask_ratio"] for r in rows]
-    custom = [[r["visible_tokens"], r["num_patches"], r["encoder_speedup"]] for r in rows]
+    custom = [[r["visible_tokens"], r["num_patches"], r["encoder_flop_ratio"]] for r in rows]
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=x, y=[r["encoder_flops"] / GIGA for r in rows], name="encoder (visible patches only)",
@@ -141,7 +143,7 @@ def mae_flops_figure(rows: Sequence[dict], name: str) -> go.Figure:
                        "<br>encoder %{y:.4g} GFLOPs (%{customdata[2]:.2f}x fewer than unmasked)<extra></extra>"),
     ))
     fig.add_trace(go.Scatter(
-        x=x, y=[r["decoder_flops"] / GIGA for r in rows], name="decoder (all patches)", stackgroup="f",
+        x=x, y=[r["decoder_flops"] / GIGA for r in rows], name="decoder (every token)", stackgroup="f",
         line=dict(color=COLORS["decoder"]),
         hovertemplate="masking %{x:.0f}%<br>decoder %{y:.4g} GFLOPs<extra></extra>",
     ))

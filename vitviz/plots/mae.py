@@ -6,11 +6,17 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 
-def sweep_figure(data: dict) -> go.Figure:
+#: Name of the vertical line at the slider's ratio (the page moves it as the slider moves).
+CURRENT_MARKER = "current-ratio"
+
+
+def sweep_figure(data: dict, current: float | None = 0.75) -> go.Figure:
     """Hidden-patch MSE and PSNR against masking ratio, encoder GFLOPs on a second axis.
 
     Args:
         data: :func:`vitviz.views.mae.sweep_data` output.
+        current: the slider's ratio (0..1), marked by a vertical line named
+            :data:`CURRENT_MARKER` with its percentage; None: no marker.
     """
     ratios = [100 * r for r in data["ratios"]]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
@@ -25,6 +31,12 @@ def sweep_figure(data: dict) -> go.Figure:
                              line=dict(dash="dot"),
                              hovertemplate="%{x:.0f}% hidden<br>encoder %{y:.2f} GFLOPs<extra></extra>"),
                   secondary_y=True)
+    if current is not None:
+        x = round(100 * float(current), 6)
+        fig.add_shape(type="line", name=CURRENT_MARKER, xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+                      line=dict(color="#e4572e", width=2))
+        fig.add_annotation(name=CURRENT_MARKER, xref="x", yref="paper", x=x, y=1.0, yanchor="bottom",
+                           text=f"slider: {x:.0f}%", showarrow=False, font=dict(color="#e4572e"))
     fig.update_xaxes(title_text="masking ratio (% of patches hidden)", range=[0, 96])
     fig.update_yaxes(title_text="hidden-patch MSE (RGB in [0, 1])", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="encoder GFLOPs (1 image)", secondary_y=True, rangemode="tozero")

@@ -61,16 +61,18 @@ def window_attention_figure(weights: np.ndarray, blocked: np.ndarray, title: str
     Args:
         weights: ``(heads, Mh, Mw)`` softmax weights.
         blocked: ``(Mh*Mw,)`` bool, keys hidden by the mask.
+
+    Heads are numbered from 1, as on the Attention tab.
     """
     heads, mh, mw = weights.shape
     cols = min(heads, 6)
     nrows = int(np.ceil(heads / cols))
-    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[f"head {h}" for h in range(heads)],
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[f"head {h + 1}" for h in range(heads)],
                         horizontal_spacing=0.02, vertical_spacing=0.08)
     bl = blocked.reshape(mh, mw)
     vmax = float(weights.max()) if weights.size else 1.0
     for h in range(heads):
-        text = [[f"head {h}, key row {i}, col {j}: {weights[h, i, j]:.4f}" + (" (blocked)" if bl[i, j] else "")
+        text = [[f"head {h + 1}, key row {i}, col {j}: {weights[h, i, j]:.4f}" + (" (blocked)" if bl[i, j] else "")
                  for j in range(mw)] for i in range(mh)]
         fig.add_trace(go.Heatmap(z=weights[h], zmin=0, zmax=vmax, colorscale="Viridis", text=text,
                                  hoverinfo="text", showscale=h == 0,

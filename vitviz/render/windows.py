@@ -43,6 +43,18 @@ def _window_colors(geom: StageGeometry, ids: np.ndarray) -> np.ndarray:
     return WINDOW_COLORS[(wr % 2) * 2 + (wc % 2)]
 
 
+def _tint(img: np.ndarray, geom: StageGeometry, ids_px: np.ndarray, selected_window: int | None,
+          tp: int) -> np.ndarray:
+    """Windows tinted by their colour, the others dimmed when one is selected, thin token lines."""
+    img = img * 0.72 + _window_colors(geom, ids_px) * 0.28
+    if selected_window is not None:
+        outside = ids_px != selected_window
+        img[outside] = img[outside] * 0.55
+    if tp >= 8:
+        blend(img, _token_grid(ids_px.shape, tp), WHITE, 0.18)
+    return img
+
+
 def partition_overlay(
     image: np.ndarray,
     geom: StageGeometry,
@@ -74,12 +86,7 @@ def partition_overlay(
     img = upscale(image, size)
     ids = window_id_map(geom, block)
     ids_px = blocks(ids, tp)
-    img = img * 0.72 + _window_colors(geom, ids_px) * 0.28
-    if selected_window is not None:
-        outside = ids_px != selected_window
-        img[outside] = img[outside] * 0.55
-    if tp >= 8:
-        blend(img, _token_grid(ids_px.shape, tp), WHITE, 0.18)
+    img = _tint(img, geom, ids_px, selected_window, tp)
     shifted = any(geom.block_shift(block))
     regions = region_map(geom, block)
     if shifted:
@@ -129,12 +136,7 @@ def rolled_overlay(
     rows, cols = np.arange(h), np.arange(w)
     ids = (rows[:, None] // mh) * n_wc + cols[None, :] // mw
     ids_px = blocks(ids, tp)
-    img = img * 0.72 + _window_colors(geom, ids_px) * 0.28
-    if selected_window is not None:
-        outside = ids_px != selected_window
-        img[outside] = img[outside] * 0.55
-    if tp >= 8:
-        blend(img, _token_grid(ids_px.shape, tp), WHITE, 0.18)
+    img = _tint(img, geom, ids_px, selected_window, tp)
     regions = region_labels(geom.grid, geom.window, (sh, sw))[:h, :w]
     img[edges(ids_px, 2)] = WHITE
     if sh or sw:
@@ -173,7 +175,7 @@ def window_attention_tiles(
         image: ``(S, S, 3)`` uint8 at the model's input size.
         capture: from :func:`vitviz.explain.windows.window_attention`.
         size: tile side in pixels.
-        label: write ``head k`` in the top-left corner.
+        label: write ``head k`` (counted from 1) in the top-left corner.
 
     Returns:
         One ``(cell * Mh, cell * Mh, 3)`` uint8 tile per head, ``cell = size // Mh``.
@@ -214,7 +216,7 @@ def window_attention_tiles(
         t[seams] = REGION_SEAM
         t[qmask] = WHITE
         tile = np.clip(t, 0, 255).astype(np.uint8)
-        tiles.append(text(tile, [(4, 3, f"head {head}")], max(10, side // 12), anchor="la") if label else tile)
+        tiles.append(text(tile, [(4, 3, f"head {head + 1}")], max(10, side // 12), anchor="la") if label else tile)
     return tiles
 
 
