@@ -42,8 +42,12 @@ def test_memo_is_bounded_and_keyed_by_format():
     assert gradio_fixes.pixel_key(img, "/x", "image", "png") is None
 
 
-def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_path):
-    """After a sweep, the panels of every stop are written; showing a stop then encodes nothing."""
+def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_path):
+    """After a sweep, the panels of every stop are written and packed for the page; showing a
+    stop from the server then encodes nothing."""
+    import json
+    from pathlib import Path
+
     import gradio.utils
     from gradio.processing_utils import save_img_array_to_cache
 
@@ -58,12 +62,13 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
     monkeypatch.setattr(gradio_fixes, "_MEMO", LRU(4096))
-    monkeypatch.setattr(mae_tab, "_PREWARMED", LRU(256))
+    monkeypatch.setattr(mae_tab, "_PAYLOADS", LRU(256))
     gradio_fixes.install()
     model = load_model("mae-tiny")
     sweep(model, photo_path, 0, "random", cache=cache)
-    mae_tab.prewarm_panels(str(photo_path), "mae-tiny", 0, "random")
+    payload = json.loads(mae_tab.scrub_payload(str(photo_path), "mae-tiny", 0, "random"))
     assert len(list(tmp_path.rglob("image.png"))) >= 3 * len(STOPS)
+    assert sorted(payload["stops"]) == [f"{r:.2f}" for r in STOPS] and Path(payload["pack"]).is_file()
     calls = []
     monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt))
     r, hit = reconstruct_cached(model, photo_path, 0.4, 0, "random", cache=cache)
@@ -72,8 +77,8 @@ def test_prewarm_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_pat
     for panel in (p.masked, p.reconstruction, p.pasted, p.error):
         assert save_img_array_to_cache(panel, cache_dir=str(tmp_path), format="png")
     assert calls == []
-    # A second prewarm of the same sweep (the next visitor) does no work at all.
+    # A second payload of the same sweep (the next visitor) does no work at all.
     looked_up = []
     monkeypatch.setattr(mae_tab, "reconstruct_cached", lambda *a, **k: looked_up.append(a))
-    mae_tab.prewarm_panels(str(photo_path), "mae-tiny", 0, "random")
+    assert json.loads(mae_tab.scrub_payload(str(photo_path), "mae-tiny", 0, "random")) == payload
     assert looked_up == []

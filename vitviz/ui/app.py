@@ -3,7 +3,9 @@
 Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
 ``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``, ``TOUR_TEXT`` and
 ``build(demo)``, then add the module to :data:`TABS` (and its id to :data:`TOUR_ORDER`
-if the tour should visit it). See ``docs/architecture.md``.
+if the tour should visit it). See ``docs/architecture.md``. Tabs are lazy
+(:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
+is first shown, so a page load computes only the tab it opens on.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import settings
-from . import attention_tab, compute_tab, features_tab, gradio_fixes, mae_tab, patches_tab, swin_tab, urlstate
+from . import attention_tab, compute_tab, features_tab, gradio_fixes, lazy, mae_tab, patches_tab, swin_tab, urlstate
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -59,12 +61,16 @@ def build_demo() -> gr.Blocks:
                     tour_buttons.append((tab_id, gr.Button(f"Open {title}", size="sm", scale=0, min_width=160,
                                                            elem_id=f"tour-{tab_id}")))
         built = {}
+        # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
+        openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
             for module in TABS:
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
-                    built[module.TAB_ID] = module.build(demo)
+                    built[module.TAB_ID] = module.build(lazy.TabPage(demo, openers[module.TAB_ID]))
                 tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                            api_visibility="private")
+                tab.select(None, None, openers[module.TAB_ID], js=lazy.open_js(module.TAB_ID, module.LABEL),
+                           queue=False, api_visibility="private")
 
         for tab_id, button in tour_buttons:
             button.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, js=urlstate.tab_js(tab_id),
@@ -73,19 +79,22 @@ def build_demo() -> gr.Blocks:
         mae = built["mae"]
 
         def apply_url(request: gr.Request) -> tuple:
-            """Open the view the URL names (validated; anything unknown is ignored)."""
+            """Open the view the URL names (validated; anything unknown is ignored); only its tab computes."""
             state = urlstate.parse_query(dict(request.query_params) if request is not None else {}, TAB_IDS)
             keep = gr.update()
+            shown = state.tab or TAB_IDS[0]
             return (
                 gr.Tabs(selected=state.tab) if state.tab else keep,
                 gr.update(value=state.model) if state.model else keep,
                 gr.update(value=state.ratio) if state.ratio is not None else keep,
                 gr.update(value=state.seed) if state.seed is not None else keep,
                 gr.update(value=state.pattern) if state.pattern else keep,
+                *(1 if tab_id == shown else keep for tab_id in openers),
             )
 
-        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern], api_visibility="private",
-                  queue=False).then(**mae.show).then(**mae.sweep).then(**mae.prewarm)
+        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern, *openers.values()],
+                  api_visibility="private", queue=False)
+        openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"))
     return demo

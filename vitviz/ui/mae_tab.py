@@ -16,14 +16,14 @@ import numpy as np
 from PIL import Image
 
 from ..cache import LRU
-from ..core.masking import MAX_RATIO, PATTERNS
+from ..core.masking import MAX_RATIO, PATTERNS, make_mask
 from ..mae.reconstruct import prepare
-from ..mae.sweep import STOPS, image_key, reconstruct_cached, sweep
+from ..mae.sweep import STOPS, image_key, reconstruct_cached, stop_of, sweep
 from ..models.loading import load_model
 from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import urlstate
+from . import scrub, urlstate
 from .common import as_seed, example_images, require_image, user_errors
 
 TAB_ID, LABEL = "mae", "MAE"
@@ -99,18 +99,19 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     return sweep_figure(data), mae_view.thumbnails(s), data
 
 
-#: Sweeps whose panels are already encoded (``vitviz.mae.sweep.image_key``), most recent last.
-_PREWARMED: LRU[str, bool] = LRU(256)
+#: Scrubbing payloads already built: (sweep key, image path) -> payload JSON, most recent last.
+_PAYLOADS: LRU[tuple[str, str], str] = LRU(256)
 
 
-def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str) -> None:
-    """Encode the panels of every cached slider stop ahead of time (private, after a sweep).
+def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str) -> str:
+    """Every cached slider stop's panels, shipped once to the page (private, after a sweep).
 
-    Gradio PNG-encodes every output image; the content memo of
-    :mod:`vitviz.ui.gradio_fixes` then serves a panel it has seen without encoding it again.
-    Doing that for all stops right after the sweep makes the first visit to each stop as
-    fast as a revisit. A sweep already warmed is skipped (the next visitor on the same
-    example). Failures are ignored: this only warms a cache.
+    Encodes the panels of each stop the sweep filled into Gradio's image cache (the content
+    memo of :mod:`vitviz.ui.gradio_fixes` then serves a later server view of that stop
+    without encoding it again) and packs them for the browser
+    (:func:`vitviz.ui.scrub.build_payload`): the slider then moves through those stops with
+    no server call. A payload already built is reused (the next visitor on the same
+    example). Any failure gives an empty payload, and the page keeps using the server.
     """
     from gradio.processing_utils import save_img_array_to_cache
     from gradio.utils import get_upload_folder
@@ -119,32 +120,45 @@ def prewarm_panels(image: str | None, model_name: str, seed: float, pattern: str
         require_image(image)
         model = load_model(model_name)
         original = prepare(model, image)  # decoded once, not once per stop
-        key = image_key(model, original, as_seed(seed), pattern)
-        if _PREWARMED.get(key):
-            return
+        s = as_seed(seed)
+        memo = (image_key(model, original, s, pattern), str(image))
+        known = _PAYLOADS.get(memo)
+        if known is not None:
+            return known
         folder = get_upload_folder()
-        complete = True
+        stops, complete = [], True
         for ratio in STOPS:
-            r, hit = reconstruct_cached(model, original, ratio, as_seed(seed), pattern)
+            r, hit = reconstruct_cached(model, original, ratio, s, pattern)
             if not hit:
                 complete = False
                 continue
             p = mae_view.panels(r)
-            for panel in (p.masked, p.reconstruction, p.pasted, p.error):
-                save_img_array_to_cache(panel, cache_dir=folder, format="png")
+            files = {kind: save_img_array_to_cache(getattr(p, kind), cache_dir=folder, format="png")
+                     for kind in scrub.PANEL_KINDS}
+            stops.append(scrub.StopPanels(ratio, files, mae_view.metrics_markdown(mae_view.metrics(model, r))))
+        key = {"image": image, "model": model_name, "seed": s, "pattern": pattern}
+        payload = scrub.build_payload(key, stops, folder) if stops else ""
         if complete:
-            _PREWARMED.put(key, True)
-    except Exception:  # noqa: BLE001 - a cold cache is harmless
-        return
+            _PAYLOADS.put(memo, payload)
+        return payload
+    except Exception:  # noqa: BLE001 - without a payload the page uses the server path
+        return ""
 
 
 @user_errors
-def paint_click(evt: gr.SelectData, mask: list | None, image: str | None, model_name: str) -> tuple:
-    """Toggle the clicked patch; switch paint mode on."""
+def paint_click(evt: gr.SelectData, mask: list | None, image: str | None, model_name: str, ratio: float,
+                seed: float, pattern: str, paint: bool) -> tuple:
+    """Toggle the clicked patch; switch paint mode on.
+
+    Outside paint mode the mask on screen is the slider stop's (the page may have shown it
+    without a server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask.
+    """
     require_image(image)
+    model = load_model(model_name)
+    if not paint:
+        mask = make_mask(model.module.config.grid, stop_of(ratio), as_seed(seed), pattern).numpy()
     if mask is None:
         raise gr.Error("Wait for the first reconstruction, then click patches to paint.")
-    model = load_model(model_name)
     x, y = evt.index[0], evt.index[1]
     new = mae_view.toggle_patch(np.asarray(mask, dtype=bool), x, y, model.module.patch_size)
     return new.tolist(), True
@@ -182,7 +196,7 @@ class MaeTab:
     pattern: gr.Radio
     show: dict  # keyword arguments of the event that renders the current view
     sweep: dict  # keyword arguments of the event that fills every slider stop
-    prewarm: dict  # keyword arguments of the event that pre-encodes every stop's panels
+    prewarm: dict  # keyword arguments of the event that ships every stop's panels to the page (scrubbing)
 
 
 def build(demo: gr.Blocks) -> MaeTab:
@@ -248,6 +262,7 @@ def build(demo: gr.Blocks) -> MaeTab:
                     png_file = gr.File(label="Panels PNG", elem_id="mae-export-png")
                     json_file = gr.File(label="Metrics JSON", elem_id="mae-export-json")
     api_btn = gr.Button(visible=False)
+    scrubber = scrub.build()
 
     view_inputs = [image, model, ratio, seed, pattern, paint, mask_state, compare]
     view_outputs = [original, masked, recon, pasted, error, metrics, mask_state, compare_row, c_recon, c_pasted,
@@ -255,7 +270,7 @@ def build(demo: gr.Blocks) -> MaeTab:
     sweep_inputs = [image, model, seed, pattern]
     sweep_outputs = [chart, thumbs, sweep_json]
     quick = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    prewarm = dict(fn=prewarm_panels, inputs=sweep_inputs, outputs=None, api_visibility="private",
+    prewarm = dict(fn=scrub_payload, inputs=sweep_inputs, outputs=scrubber.payload, api_visibility="private",
                    trigger_mode="always_last", show_progress="hidden")
 
     write_url = dict(fn=None, inputs=[model, ratio, seed, pattern], outputs=None, js=urlstate.WRITE_JS,
@@ -264,14 +279,21 @@ def build(demo: gr.Blocks) -> MaeTab:
         control.change(**write_url)
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
-    # a newer one and leave panels that disagree with the controls.
-    gr.on([image.change, model.change, ratio.change, seed.change, pattern.change, compare.change, paint.change],
-          update_view, view_inputs, view_outputs, **quick)
+    # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
+    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps scrubber.request.
+    # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
+    resync = scrub.wire(scrubber, ratio, [image, model, seed, pattern, paint, compare],
+                        [masked, recon, pasted, error], metrics, [image.change, model.change, seed.change, pattern.change])
+    gr.on([image.change, model.change, scrubber.request.change, seed.change, pattern.change, compare.change,
+           paint.change], update_view, view_inputs, view_outputs, **quick).then(
+        None, resync, [masked, recon, pasted, error, metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
+        api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on([image.change, model.change, seed.change, pattern.change], run_sweep, sweep_inputs, sweep_outputs,
           api_visibility="private", trigger_mode="always_last", show_progress="full").then(**prewarm)
     model.change(model_note, model, note, api_visibility="private", queue=False)
-    original.select(paint_click, [mask_state, image, model], [mask_state, paint], api_visibility="private").then(
+    original.select(paint_click, [mask_state, image, model, ratio, seed, pattern, paint], [mask_state, paint],
+                    api_visibility="private").then(
         update_view, view_inputs, view_outputs, **quick)
     export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
     api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
