@@ -9,10 +9,15 @@ for a ViT, ``(B * windows, H, A, A)`` for a Swin block. On exit every hook is re
 and every ``fused_attn`` flag restored, even when the forward pass raises. Only the
 modules being captured are touched.
 
-Concurrency: models are shared between requests. Captures are serialised by a lock,
-and a hook records only the forward pass of the thread that installed it, so a
-concurrent plain forward of the same module (which briefly takes the explicit path:
-same numbers, a little slower) never leaks into a capture.
+Concurrency: models are shared between requests, so the switch to the explicit path
+is *per thread*: the first capture of a module gives it a ``fused_attn`` property
+(:func:`thread_local_fusion`) that reads False only in a thread capturing that module.
+A concurrent plain forward of the same model in another thread keeps the fused kernel.
+(It used to flip a shared flag; the explicit path rounds differently from the fused
+kernel, so reconstructions computed during someone else's capture differed by one
+level in a few pixels, and whichever version was cached first was what users saw.)
+Captures are serialised by a lock, and a hook records only the forward pass of the
+thread that installed it.
 """
 
 from __future__ import annotations
@@ -26,8 +31,49 @@ from typing import Any
 import torch
 from torch import nn
 
-#: Serialises captures: hooks and ``fused_attn`` flags are set on modules shared between requests.
+#: Serialises captures: hooks are set on modules shared between requests.
 _CAPTURE_LOCK = threading.RLock()
+#: ``id``s of the attention modules the current thread is capturing.
+_LOCAL = threading.local()
+#: Original attention class -> its subclass with a per-thread ``fused_attn``.
+_THREAD_LOCAL_CLASSES: dict[type, type] = {}
+
+
+class _PerThreadFusion:
+    """Mixin: ``fused_attn`` reads False in a thread that is capturing this module, else its own value."""
+
+    @property
+    def fused_attn(self) -> bool:
+        capturing_here = getattr(_LOCAL, "modules", None)
+        if capturing_here and id(self) in capturing_here:
+            return False
+        return self.__dict__["_vitviz_fused_attn"]
+
+    @fused_attn.setter
+    def fused_attn(self, value: bool) -> None:
+        self.__dict__["_vitviz_fused_attn"] = bool(value)
+
+
+def thread_local_fusion(module: nn.Module) -> nn.Module:
+    """Give ``module`` a per-thread ``fused_attn`` (once; idempotent; same value for everyone else).
+
+    The module's class becomes a subclass of its own (same name, ``isinstance`` holds,
+    state dict unchanged) whose ``fused_attn`` property is False only in a thread
+    inside :func:`capturing` for this module.
+    """
+    with _CAPTURE_LOCK:
+        cls = type(module)
+        if isinstance(module, _PerThreadFusion):
+            return module
+        sub = _THREAD_LOCAL_CLASSES.get(cls)
+        if sub is None:
+            sub = type(cls.__name__, (_PerThreadFusion, cls), {"__module__": cls.__module__,
+                                                                "__qualname__": cls.__qualname__})
+            _THREAD_LOCAL_CLASSES[cls] = sub
+        module.__dict__["_vitviz_fused_attn"] = bool(module.__dict__.get("fused_attn", False))
+        module.__class__ = sub  # from here on the property answers; the old attribute is shadowed
+        module.__dict__.pop("fused_attn", None)
+        return module
 
 
 def attention_modules(blocks: Sequence[nn.Module]) -> list[nn.Module]:
@@ -61,10 +107,11 @@ def _record(store: list[torch.Tensor], thread: int, _module: nn.Module, inputs: 
 def capturing(modules: Sequence[nn.Module]) -> Iterator[list[list[torch.Tensor]]]:
     """Record the attention matrices of timm ``Attention`` modules while the body runs.
 
-    For each module: ``fused_attn`` is set to False and a forward hook on
-    ``attn_drop`` records its input, the ``(B, H, T, T)`` softmax (masked keys
-    included, dropout not applied). On exit the hooks are removed and each module's
-    ``fused_attn`` is restored to what it was, whatever happened in the body.
+    For each module: in this thread only, ``fused_attn`` reads False
+    (:func:`thread_local_fusion`), and a forward hook on ``attn_drop`` records its input,
+    the ``(B, H, T, T)`` softmax (masked keys included, dropout not applied). On exit
+    the hooks are removed and the thread's explicit path ends, whatever happened in
+    the body; other threads never see the explicit path.
 
     Args:
         modules: attention modules (see :func:`attention_modules`).
@@ -75,18 +122,18 @@ def capturing(modules: Sequence[nn.Module]) -> Iterator[list[list[torch.Tensor]]
     thread = threading.get_ident()
     store: list[list[torch.Tensor]] = [[] for _ in modules]
     with _CAPTURE_LOCK:
-        saved = [m.fused_attn for m in modules]
         handles = []
+        outer = getattr(_LOCAL, "modules", None)
         try:
             for m, s in zip(modules, store):
-                m.fused_attn = False
+                thread_local_fusion(m)
                 handles.append(m.attn_drop.register_forward_hook(partial(_record, s, thread)))
+            _LOCAL.modules = (outer or frozenset()) | {id(m) for m in modules}
             yield store
         finally:
+            _LOCAL.modules = outer
             for h in handles:
                 h.remove()
-            for m, f in zip(modules, saved):
-                m.fused_attn = f
 
 
 def capture_blocks(blocks: Sequence[nn.Module], run: Callable[[], Any]) -> tuple[torch.Tensor, Any]:
