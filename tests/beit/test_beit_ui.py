@@ -1,0 +1,111 @@
+"""The BEiT tab: handlers called directly, its named endpoints through gradio_client, and a browser."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import gradio as gr
+import numpy as np
+import pytest
+from PIL import Image
+
+from vitviz.ui import beit_tab
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _read(path: str) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def beit_url():
+    """A small app holding only the BEiT tab, on a free loopback port."""
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tab("BEiT"):
+            beit_tab.build(demo)
+    demo.queue(default_concurrency_limit=2)
+    port = _free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def test_handlers_directly(photo_path):
+    tok_map, ids, decoded, psnr = beit_tab.tokenize_endpoint(str(photo_path))
+    assert tok_map.dtype == np.uint8 and np.asarray(ids).shape == (14, 14) and decoded.shape == (224, 224, 3)
+    assert psnr > 10
+    masked, pred, correct, conf, numbers = beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "block")
+    assert numbers["hidden_patches"] == round(0.4 * 196) and 0 <= numbers["top1_accuracy"] <= 1
+    assert masked.shape == pred.shape == correct.shape == conf.shape == (224, 224, 3)
+    with pytest.raises(gr.Error, match="choose one of"):
+        beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "zigzag")
+    with pytest.raises(gr.Error, match="Drop an image"):
+        beit_tab.tokenize_endpoint(None)
+    with pytest.raises(gr.Error, match="Image problem"):
+        beit_tab.tokenize_endpoint("/nonexistent.png")
+
+
+def test_tab_registers_its_endpoints():
+    with gr.Blocks() as demo:
+        beit_tab.build(demo)
+    names = {d.api_name for d in demo.fns.values()}
+    assert {"tokenize", "beit_predict"} <= names
+
+
+def test_endpoints_through_gradio_client(beit_url, photo_path):
+    from gradio_client import Client, handle_file
+
+    client = Client(beit_url, verbose=False)
+    tok_map, ids, decoded, psnr = client.predict(handle_file(str(photo_path)), api_name="/tokenize")
+    assert np.asarray(ids).shape == (14, 14) and _read(decoded).shape == (224, 224, 3) and psnr > 10
+    assert _read(tok_map).shape[0] >= 224
+    a = client.predict(handle_file(str(photo_path)), "beit-tiny", 0.4, 0, "block", api_name="/beit_predict")
+    b = client.predict(handle_file(str(photo_path)), "beit-tiny", 0.4, 1, "block", api_name="/beit_predict")
+    assert a[4]["hidden_patches"] == b[4]["hidden_patches"] == 78
+    assert not np.array_equal(_read(a[0]), _read(b[0]))  # another seed, another mask
+    with pytest.raises(Exception, match="list of choices|choose one of"):
+        client.predict(handle_file(str(photo_path)), "beit-tiny", 0.4, 0, "zigzag", api_name="/beit_predict")
+    # the server keeps serving after an error
+    again = client.predict(handle_file(str(photo_path)), "beit-tiny", 0.4, 0, "block", api_name="/beit_predict")
+    assert np.array_equal(_read(again[0]), _read(a[0]))
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_upload_tokens_prediction_and_codebook_click(beit_url, photo_path, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(beit_url)
+            page.wait_for_selector("#beit-codebook img", timeout=180_000)
+            page.locator("#beit-input input[type=file]").set_input_files(str(photo_path))
+            page.wait_for_function(
+                "() => document.querySelector('#beit-token-text')?.innerText.includes('dB PSNR')", timeout=120_000)
+            page.wait_for_selector("#beit-token-map .js-plotly-plot", timeout=60_000)
+            page.wait_for_function(
+                "() => document.querySelector('#beit-predict-text')?.innerText.includes('top-1')", timeout=180_000)
+            for panel in ("#beit-masked", "#beit-predicted", "#beit-correct", "#beit-confidence",
+                          "#beit-compare-mae"):
+                page.wait_for_selector(f"{panel} img", timeout=60_000)
+            assert "mae-tiny" in page.locator("#beit-compare-text").inner_text()
+            box = page.locator("#beit-codebook img").first.bounding_box()
+            page.mouse.click(box["x"] + 5, box["y"] + 5)  # the first tile: the most used code
+            page.wait_for_function(
+                "() => /Code \\d+/.test(document.querySelector('#beit-highlight-text')?.innerText || '')",
+                timeout=60_000)
+            page.wait_for_selector("#beit-highlight img", timeout=60_000)
+            page.screenshot(path=str(tmp_path / "beit.png"), full_page=True)
+        finally:
+            browser.close()

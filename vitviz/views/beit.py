@@ -1,0 +1,238 @@
+"""Everything the BEiT tab shows, as data: no UI code here.
+
+Four parts: the tokens of an image (token map, the image decoded from its own
+tokens, round-trip PSNR), the codebook (every code decoded to a patch, ordered by
+how often the example photos use it; a clicked code highlighted in the image),
+mask-and-predict (BEiT's guesses decoded to pixels, right/top-5/wrong overlay,
+confidence, accuracy) and tokens-vs-pixels (beit-tiny's decoded guess beside
+mae-tiny's reconstruction for the identical mask).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..assets import example_images
+from ..beit.api import beit_predict, tokenize, tokenizer_for
+from ..beit.predict import BEIT_PATTERNS, BEiTPrediction
+from ..beit.tokenize import Tokens, codebook_patches
+from ..cache import LRU
+from ..core.images import ImageInput, square_view
+from ..core.masking import masked_image
+from ..core.patches import pixel_to_patch
+from ..mae.reconstruct import reconstruct
+from ..models.loading import LoadedModel, available_models, load_model
+from ..plots.beit import token_map_figure
+from ..render.beit import (CodebookLayout, codebook_mosaic, confidence_map, correctness_overlay, highlight_code,
+                           token_map)
+from ..render.mae import grid_overlay
+from .common import as_seed
+
+TOKENIZER = "vq-tiny"
+BEIT_MODEL = "beit-tiny"
+MAE_MODEL = "mae-tiny"
+PATTERNS: tuple[str, ...] = (*BEIT_PATTERNS, "painted")
+TOKEN_MAP_SIZE = 448
+
+WHY = (
+    "**Why a class and not pixels?** BEiT's target for a hidden patch is one of a fixed set of codes, so it is "
+    "trained with cross-entropy: it may put its probability on several plausible codes, and one code stands "
+    "for a whole family of similar patches, so detail the tokenizer throws away is never asked for. MAE "
+    "regresses the pixels with a squared error, which pulls an uncertain guess towards the blurry average "
+    "of the possibilities."
+)
+
+#: Code usage over the example photos, per tokenizer (name, device, random weights).
+_USAGE: LRU[tuple, np.ndarray] = LRU(4)
+#: Every code decoded to a patch, per tokenizer.
+_PATCHES: LRU[tuple, np.ndarray] = LRU(4)
+
+
+def beit_choices() -> list[tuple[str, str]]:
+    """(label, name) pairs of the BEiT models; unavailable ones say so."""
+    return [(i.name if i.available else f"{i.name} (unavailable)", i.name)
+            for i in available_models() if i.family == "beit"]
+
+
+def _key(model: LoadedModel) -> tuple:
+    return (model.name, str(model.device), model.random_init)
+
+
+def example_usage(vq: LoadedModel) -> np.ndarray:
+    """``(K,)`` int64: how often each code occurs over the bundled example photos (cached)."""
+    hit = _USAGE.get(_key(vq))
+    if hit is None:
+        k = vq.module.codebook_size
+        hit = np.zeros(k, dtype=np.int64)
+        for path in example_images():
+            hit += tokenize(vq, path).counts
+        _USAGE.put(_key(vq), hit)
+    return hit
+
+
+def code_patches(vq: LoadedModel) -> np.ndarray:
+    """``(K, p, p, 3)`` uint8: every code decoded on its own (cached)."""
+    hit = _PATCHES.get(_key(vq))
+    if hit is None:
+        hit = codebook_patches(vq.module)
+        _PATCHES.put(_key(vq), hit)
+    return hit
+
+
+# ----------------------------------------------------------------------------- 1. tokens
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """Part 1: an image and its tokens."""
+
+    original: np.ndarray
+    token_map: np.ndarray
+    figure: go.Figure
+    decoded: np.ndarray
+    ids: list[list[int]]
+    psnr: float
+    text: str
+    tokens: Tokens
+
+
+def token_view(image: ImageInput, highlight: int | None = None) -> TokenView:
+    """The image with its patch grid, its token map (image and hover figure), the image decoded from
+    its own tokens, the ids and the round-trip PSNR."""
+    vq = load_model(TOKENIZER)
+    t = tokenize(vq, image)
+    distinct = int((t.counts > 0).sum())
+    top = int(t.counts.argmax())
+    text = (f"**Round trip:** {t.psnr:.2f} dB PSNR (MSE {t.mse:.4f}) between the image and the image decoded from "
+            f"its {t.ids.size} tokens alone. This image uses **{distinct}** of the {t.codebook_size} codes; the "
+            f"most frequent here is code {top} ({int(t.counts[top])}×). Hover a cell of the map for its code.")
+    return TokenView(
+        original=grid_overlay(t.original, t.patch_size),
+        token_map=token_map(t.ids, TOKEN_MAP_SIZE, t.codebook_size),
+        figure=token_map_figure(t.ids, t.codebook_size, "token map (hover a patch)", highlight),
+        decoded=t.decoded,
+        ids=t.ids.tolist(),
+        psnr=t.psnr,
+        text=text,
+        tokens=t,
+    )
+
+
+# ----------------------------------------------------------------------------- 2. codebook
+
+
+def codebook_view(selected: int | None = None) -> tuple[np.ndarray, CodebookLayout, str]:
+    """The codebook mosaic ordered by usage over the example photos (most used first)."""
+    vq = load_model(TOKENIZER)
+    usage = example_usage(vq)
+    order = np.lexsort((np.arange(usage.size), -usage))  # by count, then id
+    mosaic, layout = codebook_mosaic(code_patches(vq), order, selected=selected)
+    used = int((usage > 0).sum())
+    text = (f"All **{usage.size}** codes, each decoded on its own, ordered by how often the "
+            f"{len(example_images())} example photos use them ({used} of them do); read row by row from the top "
+            "left. **Click a code** to see where it occurs in your image.")
+    return mosaic, layout, text
+
+
+def code_at(layout: CodebookLayout | None, x: float, y: float) -> int | None:
+    """The code under a click on the mosaic (None for a gap)."""
+    return None if layout is None else layout.code_at(x, y)
+
+
+def highlight_view(image: ImageInput, code: int | None) -> tuple[np.ndarray | None, str]:
+    """The image with the patches of ``code`` outlined (others dimmed), and a sentence."""
+    if code is None:
+        return None, "Click a code in the codebook to highlight it here."
+    vq = load_model(TOKENIZER)
+    t = tokenize(vq, image)
+    usage = example_usage(vq)
+    rank = int((usage > usage[code]).sum()) + 1
+    n = int(t.counts[code])
+    where = f"occurs **{n}×** in your image (outlined)" if n else "does not occur in your image"
+    text = (f"Code **{code}** {where}; over the example photos it is used {int(usage[code])}× "
+            f"(rank {rank} of {usage.size}).")
+    return highlight_code(t.original, t.ids, code, t.patch_size), text
+
+
+# ----------------------------------------------------------------------------- 3. mask and predict
+
+
+@dataclass(frozen=True)
+class PredictView:
+    """Part 3: the panels and numbers of one prediction."""
+
+    masked: np.ndarray
+    decoded: np.ndarray
+    correctness: np.ndarray
+    confidence: np.ndarray
+    target_decoded: np.ndarray
+    metrics: dict
+    text: str
+    prediction: BEiTPrediction
+
+
+def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: float, pattern: str,
+                 painted: np.ndarray | None = None) -> PredictView:
+    """Hide patches, let the BEiT model predict their tokens, and draw the result.
+
+    Raises:
+        ValueError: unknown pattern (naming the valid ones), bad ratio or seed, or
+            ``painted`` without a painted mask.
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown mask pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    if pattern == "painted" and (painted is None or not np.asarray(painted).any()):
+        raise ValueError("paint the mask first: click patches of the masked panel to hide them")
+    model = load_model(model_name)
+    p = beit_predict(model, image, mask_ratio=float(mask_ratio), seed=as_seed(seed),
+                     pattern="block" if pattern == "painted" else pattern,
+                     mask=np.asarray(painted, dtype=bool) if pattern == "painted" else None)
+    m = p.metrics()
+    tk = tokenizer_for(model)
+    text = (f"**Token accuracy on the {m['hidden_patches']} hidden patches:** top-1 **{100 * p.accuracy:.1f}%**, "
+            f"top-5 {100 * p.top5_accuracy:.1f}% (chance: {100 / tk.module.codebook_size:.2f}%). Mean confidence of "
+            f"the top-1 guess: {m['mean_confidence_hidden']:.2f}. Green: the right token; amber: in the top 5; "
+            "red: wrong.")
+    return PredictView(
+        masked=grid_overlay(masked_image(p.original, p.mask, p.patch_size), p.patch_size, alpha=0.25),
+        decoded=p.decoded,
+        correctness=correctness_overlay(p.decoded, p.correctness, p.patch_size),
+        confidence=confidence_map(p.confidence, p.mask, p.patch_size),
+        target_decoded=p.target_decoded,
+        metrics={"model": model.name, **m},
+        text=text,
+        prediction=p,
+    )
+
+
+def toggle_patch(mask: list | None, grid: tuple[int, int], size: int, x: float, y: float) -> list:
+    """A click at ``(x, y)`` of a ``size``-px panel toggles that patch in a painted mask (list of lists)."""
+    m = np.zeros(grid, dtype=bool) if mask is None else np.asarray(mask, dtype=bool).copy()
+    r, c = pixel_to_patch(x, y, grid, size)
+    m[r, c] = not m[r, c]
+    return m.tolist()
+
+
+# ----------------------------------------------------------------------------- 4. tokens vs pixels
+
+
+def compare_view(image: ImageInput, p: BEiTPrediction) -> tuple[np.ndarray, np.ndarray, str, dict]:
+    """beit-tiny's decoded guess beside mae-tiny's reconstruction for the identical mask.
+
+    Returns:
+        ``(beit panel, mae panel, Markdown, numbers)``; both panels have the visible pixels pasted.
+    """
+    mae = load_model(MAE_MODEL)
+    view = square_view(image, mae.input_size)
+    if view.shape != p.original.shape:
+        raise ValueError("the MAE and the BEiT model need the same input size for the same mask")
+    r = reconstruct(mae, view, mask=p.mask)
+    nums = {"hidden_patches": int(p.mask.sum()), "beit_hidden_mse": p.hidden_mse, "mae_hidden_mse": r.masked_mse}
+    better = "BEiT's decoded tokens" if p.hidden_mse < r.masked_mse else "MAE's pixels"
+    text = (f"Same {nums['hidden_patches']} hidden patches. Hidden-patch MSE against the original (RGB in [0, 1]): "
+            f"**beit-tiny {p.hidden_mse:.4f}**, **mae-tiny {r.masked_mse:.4f}** ({better} closer here). "
+            + WHY)
+    return p.decoded, r.pasted, text, nums
