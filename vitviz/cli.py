@@ -5,6 +5,7 @@ Commands:
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
     sweep         an animated GIF of the reconstruction as the masking ratio rises
     attention     attention rollout of the class token as a PNG overlay
+    features      PCA feature map of one layer's patch tokens as a PNG (--probes: R^2 by layer)
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
     settings      every VITVIZ_* setting: its value here, default and meaning
 
@@ -111,6 +112,48 @@ def _attention(args: argparse.Namespace) -> int:
     return 0
 
 
+def _features(args: argparse.Namespace) -> int:
+    from PIL import Image
+
+    from .assets import example_images
+    from .features.pca import foreground_pca_maps, joint_pca_maps
+    from .features.tokens import layer_tokens
+    from .models.loading import load_model
+    from .render.features import pca_grid
+
+    if not 64 <= args.size <= 1024:
+        raise ValueError(f"--size must be between 64 and 1024 pixels, got {args.size}")
+    model = load_model(args.model, device=args.device, random_init=args.random_weights)
+    lt = layer_tokens(model, args.image)
+    layer = lt.check_layer(args.layer)
+    sets = [(Path(args.image).stem, lt)]
+    if args.joint:
+        sets += [(Path(p).stem, layer_tokens(model, p)) for p in example_images()
+                 if Path(p).resolve() != Path(args.image).resolve()][:3]
+    grids = [t.patch_grid(layer) for _, t in sets]
+    maps = foreground_pca_maps(grids)[0] if args.foreground else joint_pca_maps(grids)
+    panel = pca_grid([(name, t.image, rgb) for (name, t), rgb in zip(sets, maps.rgb)], size=args.size)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(panel).save(args.out)
+    ev = maps.basis.explained
+    tag = " (random weights)" if lt.random_init else ""
+    print(f"{args.model}{tag}, {lt.names[layer]} (layer {layer} of {lt.num_layers - 1}): PCA over {len(sets)} "
+          f"image(s), components hold {100 * ev[0]:.1f}%, {100 * ev[1]:.1f}%, {100 * ev[2]:.1f}% of the variance "
+          f"-> {args.out}")
+    if args.probes:
+        from .views.features import probe_headers, probe_tables
+
+        table, control = probe_tables(model, args.image)
+        print(table.describe())
+        heads = probe_headers() + ["shuffled control, largest |R^2|"]
+        print("| " + " | ".join(heads) + " |")
+        print("| " + " | ".join(["---"] * 2 + ["---:"] * (len(heads) - 2)) + " |")
+        for i, name in enumerate(table.layers):
+            cells = [f"{x:.3f}" for x in table.r2[i]] + [f"{abs(control.r2[i]).max():.3f}"]
+            print(f"| {i} | {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
 FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
 
 
@@ -202,6 +245,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("rollout.png"), help="output PNG (default rollout.png)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_attention)
+    p = sub.add_parser("features", parents=[common], help="PCA feature map of one layer's patch tokens as a PNG")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="mae-tiny", help="any model (see `models`), Swin included")
+    p.add_argument("--layer", type=int, default=-1,
+                   help="0 = patch + position embedding, 1..depth = after that block, -1 = last (default)")
+    p.add_argument("--joint", action="store_true", help="fit the PCA jointly with three example photos, shown beside")
+    p.add_argument("--foreground", action="store_true",
+                   help="colour only the foreground (split on the first component)")
+    p.add_argument("--probes", action="store_true",
+                   help="also print the probe R^2 table by layer (fitted on the example photos, scored on IMAGE)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="use the architecture with random weights (works offline; maps show no learned content)")
+    p.add_argument("--size", type=int, default=224, help="side of each panel in pixels")
+    p.add_argument("--out", type=Path, default=Path("features.png"), help="output PNG (default features.png)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_features)
     p = sub.add_parser("flops", parents=[common], help="the compute tables as CSV (closed-form FLOPs)")
     p.add_argument("--table", choices=FLOPS_TABLES, default="classic",
                    help="classic: global vs windowed attention (C=96, M=7); attention: the same over many sizes; "
