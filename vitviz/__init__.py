@@ -11,6 +11,8 @@ Public API::
     a.rollout(head_fusion="mean", discard_ratio=0.0)  # (gh, gw), sums to 1
     t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)   # BEiT visual tokens: t.ids (gh, gw), t.decoded
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
+    f = vitviz.layer_tokens(m, img)                 # every layer's tokens: f.tokens[l] (T, D), f.layouts[l]
+    f.patch_grid(-1)                                # (gh, gw, D) patch tokens of the last block
 
 The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
 ``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
@@ -32,6 +34,7 @@ from .errors import ImageError, ModelUnavailable
 from .explain.attention import attention
 from .explain.layout import TokenLayout
 from .explain.maps import AttentionMaps
+from .features.tokens import LayerTokens, layer_tokens
 from .mae.reconstruct import Reconstruction, reconstruct
 from .models.loading import LoadedModel, ModelInfo, available_models, load_model
 
@@ -40,6 +43,8 @@ __all__ = [
     "Tokens",
     "beit_predict",
     "tokenize",
+    "LayerTokens",
+    "layer_tokens",
     "AttentionMaps",
     "TokenLayout",
     "attention",
