@@ -11,9 +11,12 @@ then moves the masking-ratio slider between stops. Each move is timed with
 the ratio (masked, reconstruction, pasted, error) all show new, decoded images and the
 metrics line reports the new hidden-patch count: what the user waits for.
 
-"Cached" moves go to stops the sweep has filled (the steady state after an upload);
-"uncached" moves change the seed first without waiting for its sweep, so they measure a
-reconstruction computed on demand.
+"Cached" moves go to stops the sweep has filled (the steady state after an upload). After
+the sweep the page holds every stop's panels (``vitviz/ui/scrub.py``) and swaps them
+itself; the same moves are then timed once more with the page's copy switched off, which
+is the server path every move took before. "Uncached" moves change the seed first without
+waiting for its sweep, so they measure a reconstruction computed on demand. A drag across
+every stop counts the requests that reach the server (it should be none).
 
 For scale, the same moves are timed on a minimal Gradio app (one slider, four image
 outputs of the same size and a line of text, panels precomputed so the server does no
@@ -69,6 +72,13 @@ async ([value, hidden, panels]) => {
 """
 
 
+#: True once the page holds every stop's panels (set by vitviz/ui/scrub.py).
+SCRUB_READY = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+
+#: Makes the page forget its stops and never reload them: every move goes to the server again.
+SCRUB_OFF = "() => { const S = window.__vitvizScrub; S.forget(); S.load = () => {}; }"
+
+
 def _hidden(ratio: float, num_patches: int = 196) -> int:
     return int(round(ratio * num_patches))
 
@@ -115,6 +125,32 @@ class _Slider:
         return out
 
 
+def drag_requests(page) -> tuple[int, int]:  # noqa: ANN001
+    """Move the slider through every stop and back; (moves made, requests sent to the server).
+
+    Each move waits for its panels (as :data:`MOVE_JS` does); every HTTP request the page makes
+    meanwhile is counted (``blob:`` and ``data:`` URLs are the page's own memory).
+    """
+    sent: list[str] = []
+
+    def count(req) -> None:  # noqa: ANN001
+        if req.url.startswith("http"):
+            sent.append(req.url)
+
+    page.on("request", count)
+    stops = [round(0.05 * i, 2) for i in range(20)]
+    current = float(page.locator("#mae-ratio input[type=range]").input_value())
+    made = 0
+    for ratio in stops + stops[::-1]:
+        if abs(ratio - current) < 1e-9:
+            continue
+        page.evaluate(MOVE_JS, [str(ratio), _hidden(ratio), list(PANELS)])
+        current = ratio
+        made += 1
+    page.remove_listener("request", count)
+    return made, len(sent)
+
+
 def measure_floor(moves: int = 20) -> dict:
     """Slider moves on :func:`_floor_demo` in Chromium: p50/p95 milliseconds."""
     from playwright.sync_api import sync_playwright
@@ -159,9 +195,12 @@ def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) ->
         page.wait_for_selector("#panel-reconstruction img", timeout=300_000)
         # The sweep fills every stop in the background; its thumbnails appear when it is done.
         page.wait_for_selector("#mae-thumbs img", timeout=300_000)
-        page.wait_for_timeout(2000)  # and for the panels of every stop to be pre-encoded
+        page.wait_for_function(SCRUB_READY, timeout=300_000)  # the page holds every stop
         slider = _Slider(page)
         cached = slider.moves(moves)
+        made, requests = drag_requests(page)
+        page.evaluate(SCRUB_OFF)
+        server = slider.moves(moves)
         uncached: list[float] = []
         seed_box = page.locator("#mae-seed input")
         for i in range(max(3, moves // 4)):
@@ -171,8 +210,12 @@ def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) ->
             uncached += slider.moves(1)
         browser.close()
     return [
-        {"row": f"browser: slider move, cached stop ({model})", "p50_ms": statistics.median(cached),
+        {"row": f"browser: slider move, cached stop, page's own copy ({model})", "p50_ms": statistics.median(cached),
          "p95_ms": percentile(cached, 0.95), "n": len(cached)},
+        {"row": f"browser: requests reaching the server while dragging through every stop and back ({model})",
+         "count": requests, "n": made},
+        {"row": f"browser: slider move, cached stop, server path (page's copy off; {model})",
+         "p50_ms": statistics.median(server), "p95_ms": percentile(server, 0.95), "n": len(server)},
         {"row": f"browser: slider move, seed changed, stop not yet cached ({model})",
          "p50_ms": statistics.median(uncached), "p95_ms": percentile(uncached, 0.95), "n": len(uncached)},
         measure_floor(moves),
@@ -185,28 +228,59 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _page_loads(url: str, pid: int, loads: int, ready: str) -> list[float]:
+    """Server CPU seconds (process ``pid``) of ``loads`` page loads, each in a fresh tab of one browser."""
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        for _ in range(loads):
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            before = _cpu_seconds(pid)
+            page.goto(url)
+            page.wait_for_selector(ready, timeout=300_000)
+            page.wait_for_timeout(4000)
+            out.append(_cpu_seconds(pid) - before)
+            page.close()
+        browser.close()
+    return out
+
+
 def page_load_cpu(loads: int = 3) -> list[float]:
     """Server CPU seconds of each of ``loads`` page loads in a fresh tab (the first is cold).
 
     Each load waits for the MAE tab's sweep thumbnails and then 4 s more, so the
-    background work a page load starts (every tab's default view, the sweep, the
-    pre-encoding of panels) is included.
+    background work a page load starts (the visible tab's views, the sweep, the panels
+    shipped to the page) is included.
     """
-    from playwright.sync_api import sync_playwright
+    with running_app() as (url, proc):
+        return _page_loads(url, proc.pid, loads, "#mae-thumbs img")
 
-    out = []
-    with running_app() as (url, proc), sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        for _ in range(loads):
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            before = _cpu_seconds(proc.pid)
-            page.goto(url)
-            page.wait_for_selector("#mae-thumbs img", timeout=300_000)
-            page.wait_for_timeout(4000)
-            out.append(_cpu_seconds(proc.pid) - before)
-            page.close()
-        browser.close()
-    return out
+
+def floor_page_load_cpu(loads: int = 3) -> list[float]:
+    """The same page loads on the minimal Gradio app of :func:`_floor_demo`, run as its own process."""
+    import subprocess
+
+    from tools.appserver import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-floor", str(port)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import time
+        import urllib.request
+
+        for _ in range(240):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        return _page_loads(f"http://127.0.0.1:{port}/", proc.pid, loads, "#mae-ratio")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,20 +288,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--model", default="mae-tiny")
     ap.add_argument("--page-loads", type=int, default=0,
-                    help="also measure the server CPU time of this many page loads")
+                    help="also measure the server CPU time of this many page loads (and of the minimal app's)")
+    ap.add_argument("--serve-floor", type=int, default=0, help=argparse.SUPPRESS)  # the minimal app, on this port
     args = ap.parse_args(argv)
+    if args.serve_floor:
+        demo = _floor_demo()
+        demo.queue()
+        demo.launch(server_name="127.0.0.1", server_port=args.serve_floor, quiet=True)
+        return 0
     if args.page_loads:
         cpu = page_load_cpu(args.page_loads)
-        print("| page load | server CPU s |")
-        print("| --- | ---: |")
-        for i, c in enumerate(cpu):
-            print(f"| {'first (cold)' if i == 0 else f'#{i + 1}'} | {c:.2f} |")
+        floor = floor_page_load_cpu(args.page_loads)
+        print("| page load | vitviz server CPU s | minimal Gradio app server CPU s |")
+        print("| --- | ---: | ---: |")
+        for i, (c, f) in enumerate(zip(cpu, floor)):
+            print(f"| {'first (cold)' if i == 0 else f'#{i + 1}'} | {c:.2f} | {f:.2f} |")
         print()
     rows = measure(args.moves, args.model)
     print("| in Chromium | moves | p50 ms | p95 ms |")
     print("| --- | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['row']} | {r['n']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
+        if "count" in r:
+            print(f"| {r['row']} | {r['n']} | {r['count']} requests | |")
+        else:
+            print(f"| {r['row']} | {r['n']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
+    floor = next(r for r in rows if "framework floor" in r["row"])
+    print(f"\npage's own copy / framework floor: {rows[0]['p50_ms'] / floor['p50_ms']:.3f}x (p50)")
     return 0
 
 

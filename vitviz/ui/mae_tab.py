@@ -24,7 +24,7 @@ from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
 from . import scrub, urlstate
-from .common import as_seed, example_images, require_image, user_errors
+from .common import as_seed, example_images, memo_view, require_image, user_errors
 
 TAB_ID, LABEL = "mae", "MAE"
 TOUR_TITLE = "Masked autoencoder"
@@ -94,7 +94,15 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     require_image(image)
     model = load_model(model_name)
     progress(0.0, desc="Reconstructing every slider stop")
-    s = sweep(model, image, as_seed(seed), pattern, STOPS, progress=lambda f: progress(f, desc="Every slider stop"))
+    sweep(model, image, as_seed(seed), pattern, STOPS, progress=lambda f: progress(f, desc="Every slider stop"))
+    return _sweep_outputs(image, model_name, as_seed(seed), pattern)
+
+
+@memo_view()
+def _sweep_outputs(image: str, model_name: str, seed: int, pattern: str) -> tuple:
+    """Chart, thumbnails and chart data of a cached sweep (kept: every visitor's page load asks for them)."""
+    model = load_model(model_name)
+    s = sweep(model, image, seed, pattern, STOPS)
     data = mae_view.sweep_data(model, s)
     return sweep_figure(data), mae_view.thumbnails(s), data
 
