@@ -109,3 +109,38 @@ def test_browser_upload_tokens_prediction_and_codebook_click(beit_url, photo_pat
             page.screenshot(path=str(tmp_path / "beit.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_url_state_sets_the_tab_controls_it_offers():
+    from vitviz.ui.app import TAB_IDS
+    from vitviz.ui.urlstate import parse_query
+
+    state = parse_query({"tab": "beit", "model": "beit-tiny", "ratio": "0.5", "seed": "7", "pattern": "random"},
+                        TAB_IDS)
+    model, ratio, seed, pattern = beit_tab.url_controls(state)
+    assert (model["value"], ratio["value"], seed["value"], pattern["value"]) == ("beit-tiny", 0.5, 7, "random")
+    # an MAE model, a ratio outside the slider and the MAE-only grid pattern are left alone
+    state = parse_query({"tab": "beit", "model": "mae-tiny", "ratio": "0.9", "pattern": "grid"}, TAB_IDS)
+    assert all("value" not in u for u in beit_tab.url_controls(state))
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_url_opens_the_beit_tab_with_its_controls(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app_url + "?tab=beit&ratio=0.5&seed=2&pattern=random")
+            page.wait_for_selector("[role=tab][aria-selected=true]:has-text('BEiT tokens')", timeout=60_000)
+            page.wait_for_function(
+                "() => document.querySelector('#beit-predict-text')?.innerText.includes('on the 98 hidden patches')",
+                timeout=240_000)
+            assert page.locator("#beit-pattern input[value=random]").is_checked()
+            page.locator("#beit-seed input").fill("5")
+            page.locator("#beit-seed input").press("Enter")
+            page.wait_for_function("window.location.search.includes('seed=5')", timeout=30_000)
+            assert "tab=beit" in page.url
+        finally:
+            browser.close()

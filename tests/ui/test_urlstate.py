@@ -74,7 +74,7 @@ def test_tour_steps_open_their_tabs(app_url):
 
     from vitviz.ui.app import TOUR
 
-    assert [t for t, _, _ in TOUR] == ["patches", "attention", "features", "mae", "swin", "compute"]
+    assert [t for t, _, _ in TOUR] == ["patches", "attention", "features", "mae", "beit", "swin", "compute"]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -87,6 +87,9 @@ def test_tour_steps_open_their_tabs(app_url):
         page.locator("#tour-patches").click()
         page.wait_for_function("window.location.search.includes('tab=patches')", timeout=30_000)
         page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Patches')", timeout=30_000)
+        page.locator("#tour-beit").click()
+        page.wait_for_function("window.location.search.includes('tab=beit')", timeout=30_000)
+        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('BEiT tokens')", timeout=30_000)
         browser.close()
 
 
@@ -105,3 +108,22 @@ def test_attention_layer_in_url(app_url):
         page.locator("#attn-layer input[type=range]").fill("3")
         page.wait_for_function("window.location.search.includes('layer=3')", timeout=30_000)
         browser.close()
+
+
+def test_painted_mask_round_trips_in_the_url():
+    """Issue 15 item 3: the painted mask travels in the URL, compactly, and anything malformed is ignored."""
+    import numpy as np
+
+    from vitviz.ui.urlstate import decode_mask, encode_mask, parse_query
+
+    rng = np.random.default_rng(0)
+    for shape in ((14, 14), (7, 5), (1, 1), (64, 64)):
+        m = rng.random(shape) < 0.4
+        assert np.array_equal(decode_mask(encode_mask(m)), m)
+    assert len(encode_mask(np.ones((14, 14), bool))) <= 55
+    for bad in ("", "14x14", "14x14.zz", "14x14.ff", "0x3.0", "65x1." + "0" * 17, "14x14." + "f" * 60, None,
+                "a.b", "14x14." + "f" * 48 + "8"):
+        assert decode_mask(bad) is None, bad
+    eye = np.eye(14, dtype=bool)
+    assert np.array_equal(parse_query({"mask": encode_mask(eye)}, ("mae",)).mask, eye)
+    assert parse_query({"mask": "14x14.nothex"}, ("mae",)).mask is None

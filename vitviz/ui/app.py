@@ -13,7 +13,8 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import settings
-from . import attention_tab, compute_tab, features_tab, gradio_fixes, lazy, mae_tab, patches_tab, swin_tab, urlstate
+from . import (attention_tab, beit_tab, compute_tab, features_tab, gradio_fixes, lazy, mae_tab, patches_tab, swin_tab,
+               urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -26,13 +27,13 @@ INTRO = (
 
 #: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
 #: ``TOUR_TEXT`` and ``build(demo)``.
-TABS = (mae_tab, patches_tab, attention_tab, features_tab, swin_tab, compute_tab)
+TABS = (mae_tab, patches_tab, attention_tab, features_tab, beit_tab, swin_tab, compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.
 TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 #: The order the guided tour visits the tabs.
-TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "features", "mae", "swin", "compute")
+TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "features", "mae", "beit", "swin", "compute")
 #: The guided tour: (tab id, step title, one sentence).
 TOUR: tuple[tuple[str, str, str], ...] = tuple(
     (t.TAB_ID, t.TOUR_TITLE, t.TOUR_TEXT) for tab_id in TOUR_ORDER for t in TABS if t.TAB_ID == tab_id)
@@ -77,23 +78,30 @@ def build_demo() -> gr.Blocks:
                          queue=False, api_visibility="private")
 
         mae = built["mae"]
+        beit = built["beit"]
 
         def apply_url(request: gr.Request) -> tuple:
-            """Open the view the URL names (validated; anything unknown is ignored); only its tab computes."""
+            """Open the view the URL names (validated; anything unknown is ignored); only its tab computes.
+            The model, ratio, seed and pattern go to the BEiT tab's controls when it is the URL's tab."""
             state = urlstate.parse_query(dict(request.query_params) if request is not None else {}, TAB_IDS)
             keep = gr.update()
             shown = state.tab or TAB_IDS[0]
-            return (
-                gr.Tabs(selected=state.tab) if state.tab else keep,
+            controls = (
                 gr.update(value=state.model) if state.model else keep,
                 gr.update(value=state.ratio) if state.ratio is not None else keep,
                 gr.update(value=state.seed) if state.seed is not None else keep,
                 gr.update(value=state.pattern) if state.pattern else keep,
+            )
+            on_beit = shown == beit_tab.TAB_ID
+            return (
+                gr.Tabs(selected=state.tab) if state.tab else keep,
+                *((keep,) * 4 if on_beit else controls),
+                *(beit_tab.url_controls(state) if on_beit else (keep,) * 4),
                 *(1 if tab_id == shown else keep for tab_id in openers),
             )
 
-        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern, *openers.values()],
-                  api_visibility="private", queue=False)
+        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern, beit.model, beit.ratio,
+                                    beit.seed, beit.pattern, *openers.values()], api_visibility="private", queue=False)
         openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"))

@@ -119,6 +119,20 @@ def paint_click(evt: gr.SelectData, current: list | None) -> tuple[list, str]:
     return bv.toggle_patch(current, grid, size, float(evt.index[0]), float(evt.index[1])), "painted"
 
 
+def url_controls(state: Any) -> tuple:
+    """Updates of (model, ratio, seed, pattern) from a validated :class:`~vitviz.ui.urlstate.UrlState`;
+    values this tab does not offer are left alone."""
+    keep = gr.update()
+    beit_models = [name for _, name in bv.beit_choices()]
+    ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
+    return (
+        gr.update(value=state.model) if state.model in beit_models else keep,
+        gr.update(value=ratio) if ratio is not None else keep,
+        gr.update(value=state.seed) if state.seed is not None else keep,
+        gr.update(value=state.pattern) if state.pattern in bv.PATTERNS else keep,
+    )
+
+
 # ----------------------------------------------------------------------------- layout
 
 
@@ -210,7 +224,7 @@ def build(demo: gr.Blocks) -> BEiTTab:
                      queue=False, api_visibility="private")
 
     demo.load(update_tokens, image, tok_out, api_visibility="private").then(
-        update_codebook, selected, [codebook, layout, codebook_text], api_visibility="private")
+        update_codebook, selected, [codebook, layout, codebook_text], api_visibility="private").then(**show)
     image.change(update_tokens, image, tok_out, **quick).then(**show).then(
         lambda: (None, "Click a code in the codebook to highlight it here."), None, [highlight, highlight_text],
         api_visibility="private", queue=False)
