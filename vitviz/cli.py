@@ -5,6 +5,7 @@ Commands:
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
     sweep         an animated GIF of the reconstruction as the masking ratio rises
     attention     attention rollout of the class token as a PNG overlay
+    tokens        BEiT visual tokens of an image: PNG of image, token map and decoded image; JSON of ids
     features      PCA feature map of one layer's patch tokens as a PNG (--probes: R^2 by layer)
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
     settings      every VITVIZ_* setting: its value here, default and meaning
@@ -154,6 +155,29 @@ def _features(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tokens(args: argparse.Namespace) -> int:
+    import numpy as np
+    from PIL import Image
+
+    from .beit.api import tokenize
+    from .models.loading import load_model
+    from .render._draw import label_row
+    from .render.beit import token_map
+
+    t = tokenize(load_model(args.model, device=args.device), args.image)
+    row = label_row([("image", t.original), ("token map", token_map(t.ids, t.original.shape[0], t.codebook_size,
+                                                                     show_ids=False)),
+                     (f"decoded ({t.psnr:.1f} dB)", t.decoded)])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.asarray(row)).save(args.out)
+    payload = {"model": args.model, "image": str(args.image), "ids": t.ids.tolist(), **t.metrics()}
+    json_path = args.json if args.json is not None else args.out.with_suffix(".json")
+    json_path.write_text(json.dumps(payload))
+    print(f"{t.ids.shape[0]}x{t.ids.shape[1]} tokens from a {t.codebook_size}-code book, "
+          f"{int((t.counts > 0).sum())} distinct; round trip {t.psnr:.2f} dB -> {args.out}, {json_path}")
+    return 0
+
+
 FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
 
 
@@ -261,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("features.png"), help="output PNG (default features.png)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_features)
+    p = sub.add_parser("tokens", parents=[common], help="BEiT visual tokens: PNG of image/token map/decoded, JSON of ids")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="vq-tiny", help="a visual tokenizer (see `models`)")
+    p.add_argument("--out", type=Path, default=Path("tokens.png"), help="output PNG (default tokens.png)")
+    p.add_argument("--json", type=Path, default=None, help="the ids and numbers as JSON (default: beside the PNG)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_tokens)
     p = sub.add_parser("flops", parents=[common], help="the compute tables as CSV (closed-form FLOPs)")
     p.add_argument("--table", choices=FLOPS_TABLES, default="classic",
                    help="classic: global vs windowed attention (C=96, M=7); attention: the same over many sizes; "
