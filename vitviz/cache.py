@@ -97,6 +97,19 @@ class LRU(Generic[K, V]):
                 self._trim()
             return value
 
+    def evict(self, predicate: Callable[[K, V], bool], keep: int = 0) -> int:
+        """Drop the entries for which ``predicate(key, value)`` holds, but the ``keep`` most recent of them.
+
+        Returns:
+            How many entries were dropped.
+        """
+        with self._lock:
+            matching = [k for k, v in self._data.items() if predicate(k, v)]  # least recent first
+            drop = matching[: max(0, len(matching) - keep)]
+            for k in drop:
+                del self._data[k]
+            return len(drop)
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._data

@@ -89,6 +89,44 @@ def parse_bytes(text: str) -> int:
     return value
 
 
+
+def _auto_int(lo: int, hi: int) -> Callable[[str], int | None]:
+    """``auto`` -> None (the caller picks), else a whole number in [lo, hi]."""
+    whole = _int(lo, hi)
+
+    def parse(text: str) -> int | None:
+        if text.strip().lower() == "auto":
+            return None
+        try:
+            return whole(text)
+        except ValueError:
+            raise ValueError(f"expected auto or a whole number from {lo} to {hi}") from None
+    return parse
+
+
+def _float(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise ValueError(f"expected a number from {lo} to {hi}") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"expected a number from {lo} to {hi}")
+        return value
+    return parse
+
+
+def _names(text: str) -> tuple[str, ...] | str:
+    """``auto``, ``all``, ``none`` or comma-separated model names."""
+    value = text.strip().lower()
+    if value in ("auto", "all", "none"):
+        return value
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names or not all(re.fullmatch(r"[a-z0-9][a-z0-9.-]*", n) for n in names):
+        raise ValueError("expected auto, all, none or comma-separated model names (python -m vitviz models)")
+    return names
+
+
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_WEIGHTS_DIR", "", _folder,
             "Local folder of weights, searched before the download caches (the CLI's --weights-dir)."),
@@ -110,7 +148,49 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CACHE_SECONDS", "3600", _int(60, 10**7),
             "The app deletes the files it handed to browsers (panels, exports, CSVs) after this many seconds."),
     Setting("VITVIZ_CONCURRENCY", "2", _int(1, 256), "Requests the app computes at once (match the cores)."),
-    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues before turning new ones away."),
+    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues before turning new ones away."),    # --- serving a public host (issue 16); see vitviz/ui/limits.py and vitviz/models/reach.py
+    Setting("VITVIZ_PUBLIC", "auto", _choice("auto", "0", "1"),
+            "Public-host mode: downloads only of VITVIZ_DOWNLOADS, one large model resident, Compute "
+            "measurements capped. auto: on when running on a Hugging Face Space (SPACE_ID set)."),
+    Setting("VITVIZ_DOWNLOADS", "auto", _names,
+            "Models that may be downloaded at first use: comma-separated names, all, or none. auto: all; "
+            "on a public host, those of at most 500 MB (mae-base, vit-base, deit-small-distilled, "
+            "dino-small, swin-tiny)."),
+    Setting("VITVIZ_MAX_LARGE_MODELS", "auto", _auto_int(0, 64),
+            "Large models (a download over 1 GB: mae-large, mae-huge) kept in memory at once. auto: 1 on a "
+            "public host, else no separate limit."),
+    Setting("VITVIZ_PROBE_SECONDS", "2", _float(0.1, 60),
+            "Longest wait for the check that a weight host (huggingface.co, dl.fbaipublicfiles.com) can "
+            "be reached; unreachable hosts make their models unavailable instead of hanging."),
+    Setting("VITVIZ_PROBE_TTL", "300", _int(1, 10**7),
+            "Seconds a reachability check is remembered."),
+    Setting("VITVIZ_FAILURE_TTL", "300", _int(0, 10**7),
+            "Seconds a model that failed to load is answered from memory (0: retry every time)."),
+    Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
+            "Intra-op threads of every computation, set once at start (auto: the CPU count)."),
+    Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
+            "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
+    Setting("VITVIZ_SESSION_QUEUE", "8", _int(1, 10_000),
+            "Requests one browser session may have queued or running; more are refused with a message."),
+    Setting("VITVIZ_CLIENT_QUEUE", "16", _int(1, 100_000),
+            "Requests one client address may have queued or running (raise it for a class behind one NAT)."),
+    Setting("VITVIZ_CLIENT_HEAVY", "3", _int(1, 100_000),
+            "Expensive requests one client address may have queued or running."),
+    Setting("VITVIZ_CLIENT_REQUESTS", "240", _int(1, 10**6),
+            "Uploads and page-configuration requests one client address may make per minute (bursts of a "
+            "quarter of that); more wait a second and get HTTP 429."),
+    Setting("VITVIZ_TRUSTED_PROXIES", "auto", _auto_int(0, 16),
+            "Reverse proxies in front of the app whose X-Forwarded-For is trusted to name the client; "
+            "auto: 1 on a Hugging Face Space, else 0 (the socket peer is the client)."),
+    Setting("VITVIZ_MAX_SESSIONS", "1000", _int(10, 10**6),
+            "Browser sessions whose state the app keeps (the least recently used go first)."),
+    Setting("VITVIZ_MEASURE_MAX_TOKENS", "auto", _auto_int(16, 10**6),
+            "Largest token count the Compute tab's measurement may run. auto: 3136 on a public host, "
+            "else 50176."),
+    Setting("VITVIZ_MEASURE_SECONDS", "auto", _auto_int(1, 3600),
+            "Longest time budget of one measurement in seconds. auto: 10 on a public host, else 60."),
+    Setting("VITVIZ_MEASURE_MB", "auto", _auto_int(16, 10**6),
+            "Largest memory budget of one measurement in MiB. auto: 256 on a public host, else 4096."),
 )}
 
 #: Old names still read when the new one is unset: old -> new.
@@ -184,3 +264,62 @@ def table() -> str:
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     rows += [f"| `{s.name}` | `{s.default or '(unset)'}` | {s.doc} |" for s in SETTINGS.values()]
     return "\n".join(rows)
+
+
+# --- public host (issue 16)
+
+#: Downloads of at most this many MB are allowed on a public host when VITVIZ_DOWNLOADS is auto.
+PUBLIC_DOWNLOAD_MB = 500
+#: A model whose download is larger than this many MB is "large" (VITVIZ_MAX_LARGE_MODELS).
+LARGE_MODEL_MB = 1000
+
+
+def on_space() -> bool:
+    """True when running on a Hugging Face Space (``SPACE_ID`` is set by the platform)."""
+    return bool(os.environ.get("SPACE_ID", "").strip())
+
+
+def public() -> bool:
+    """``VITVIZ_PUBLIC``: 1, or auto on a Hugging Face Space."""
+    value = get("VITVIZ_PUBLIC")
+    return on_space() if value == "auto" else value == "1"
+
+
+def download_allowed(name: str, download_mb: int) -> bool:
+    """Whether model ``name`` (a download of ``download_mb`` MB) may be downloaded here."""
+    value = get("VITVIZ_DOWNLOADS")
+    if value == "auto":
+        return not public() or download_mb <= PUBLIC_DOWNLOAD_MB
+    if value in ("all", "none"):
+        return value == "all"
+    return name in value
+
+
+def max_large_models() -> int | None:
+    """Large models kept in memory at once (None: no separate limit)."""
+    value = get("VITVIZ_MAX_LARGE_MODELS")
+    if value is None:
+        return 1 if public() else None
+    return value
+
+
+def threads() -> int:
+    """``VITVIZ_THREADS``: intra-op threads of every computation (auto: the CPU count)."""
+    value = get("VITVIZ_THREADS")
+    return value if value is not None else max(1, os.cpu_count() or 1)
+
+
+def trusted_proxies() -> int:
+    """``VITVIZ_TRUSTED_PROXIES`` (auto: 1 on a Hugging Face Space, else 0)."""
+    value = get("VITVIZ_TRUSTED_PROXIES")
+    return value if value is not None else (1 if on_space() else 0)
+
+
+def measure_limits() -> tuple[int, int, int]:
+    """``(max tokens, max seconds, max MiB)`` of one Compute-tab measurement."""
+    pub = public()
+    tokens, seconds, mb = (get(n) for n in ("VITVIZ_MEASURE_MAX_TOKENS", "VITVIZ_MEASURE_SECONDS",
+                                            "VITVIZ_MEASURE_MB"))
+    return (tokens if tokens is not None else (3136 if pub else 50176),
+            seconds if seconds is not None else (10 if pub else 60),
+            mb if mb is not None else (256 if pub else 4096))

@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 
 import vitviz
 from vitviz import ModelUnavailable
-from vitviz.models import checkpoint, loading, sources
+from vitviz.models import checkpoint, loading, reach, sources
 from vitviz.models.convert import hf_to_official, official_to_hf
 from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT
 from vitviz.models.registry import MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MODELS, get_spec
@@ -148,6 +148,10 @@ def offline(monkeypatch, tmp_path):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.delenv("VITVIZ_WEIGHTS_DIR", raising=False)
     monkeypatch.setattr(loading, "CACHE", loading.LRU(2))
+    # No test touches the network: hosts are unreachable unless a test says otherwise.
+    monkeypatch.setattr(reach, "PROBE", lambda host, timeout: (False, "no network in tests"))
+    reach.forget_hosts()
+    reach.FAILURES.clear()
 
 
 def use_dir(monkeypatch, path: Path) -> None:
@@ -219,6 +223,7 @@ def test_unavailable_models_report_a_reason_without_raising(monkeypatch, weights
 
 def test_online_listing_never_downloads_and_first_use_downloads_once(monkeypatch, weights, tmp_path):
     monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(reach, "PROBE", lambda host, timeout: (True, ""))  # the hosts answer
     calls = []
 
     def fake_url_download(url: str, dst: str, hash_prefix=None, progress=True) -> None:  # noqa: ANN001

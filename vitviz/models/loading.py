@@ -11,6 +11,7 @@ its preprocessing config. Loads go through the package's one LRU
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,7 @@ from ..cache import LRU
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..errors import ModelUnavailable
+from . import reach
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
@@ -30,7 +32,7 @@ from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
 from .registry import EMBEDDED, HF_VITMAE, ModelSpec, choice_of, get_spec, model_names, parse_choice
-from .sources import WeightFile, availability, download, find_weights, weights_dir
+from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,17 @@ def default_device() -> torch.device:
 def available_models() -> list[ModelInfo]:
     """Every registered model with whether it can be loaded here and why not.
 
-    Never downloads, never probes the network and never raises for an unavailable
-    model: it looks in the weights folder and the download caches, and assumes the
-    network is reachable unless ``HF_HUB_OFFLINE`` is set.
+    Never downloads and never raises for an unavailable model: it looks in the weights
+    folder and the download caches, and for models not on disk asks once whether their
+    download hosts answer (all hosts at once, at most ``VITVIZ_PROBE_SECONDS``, the
+    answer remembered; nothing is probed with ``HF_HUB_OFFLINE=1``).
     """
     out = []
+    try:  # start every needed probe together, so the listing waits for them once
+        reach.reachable(h for name in model_names() if find_weights(get_spec(name)) is None
+                        for h in download_hosts(get_spec(name)))
+    except Exception:  # noqa: BLE001 - the rows below report any problem
+        pass
     for name in model_names():
         spec = get_spec(name)
         try:
@@ -195,13 +203,36 @@ def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedM
                        kernels=kernels)
 
 
-def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
+def _failure_key(spec: ModelSpec) -> tuple:
+    """What a remembered failure depends on: the model and the settings that decide where weights come from."""
+    return (spec.name, settings.offline(), str(weights_dir() or ""), settings.raw("VITVIZ_DOWNLOADS"),
+            settings.public())
+
+
+def _weights(spec: ModelSpec) -> WeightFile:
+    """The weight file of ``spec``: on disk, or downloaded now; a failure is remembered.
+
+    Raises:
+        ModelUnavailable: naming the model, why, and where to put the file; answered from
+            :data:`vitviz.models.reach.FAILURES` for ``VITVIZ_FAILURE_TTL`` seconds after a
+            failure (a file placed meanwhile is found at once).
+    """
+    hit = find_weights(spec)
+    if hit is not None:
+        return hit
+    key = _failure_key(spec)
+    reach.FAILURES.check(key)
     ok, reason = availability(spec)
     if not ok:
-        raise ModelUnavailable(f"{spec.name} is unavailable: {reason}")
-    hit = find_weights(spec)
-    if hit is None:
-        hit = download(spec)
+        raise reach.FAILURES.remember(key, ModelUnavailable(f"{spec.name} is unavailable: {reason}"))
+    try:
+        return download(spec)
+    except ModelUnavailable as exc:
+        raise reach.FAILURES.remember(key, exc) from None
+
+
+def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
+    hit = _weights(spec)
     with torch.no_grad():
         if spec.family == "mae":
             module, data_config, norm_pix = _build_mae(spec, hit)
@@ -250,9 +281,22 @@ def load_model(name: str, device: str | torch.device | None = None, random_init:
     # The weights folder and kernel mode are part of the key: changing either must not
     # serve a model loaded under the other setting.
     key = (spec.name, str(dev), "" if random_init else str(weights_dir() or ""), random_init, mode)
-    if random_init:
-        return CACHE.get_or_compute(key, lambda: _load_random(spec, dev, mode))
-    return CACHE.get_or_compute(key, lambda: _load_uncached(spec, dev, mode))
+    load = (lambda: _load_random(spec, dev, mode)) if random_init else (lambda: _load_uncached(spec, dev, mode))
+    cap = settings.max_large_models()
+    if cap is None or not is_large(spec) or key in CACHE:
+        return CACHE.get_or_compute(key, load)
+    with _LARGE_LOCK:  # one large load at a time, after making room
+        CACHE.evict(lambda k, m: k != key and is_large(m.spec), keep=max(0, cap - 1))
+        return CACHE.get_or_compute(key, load)
+
+
+#: Serialises loads of large models (so two of them never arrive at once).
+_LARGE_LOCK = threading.Lock()
+
+
+def is_large(spec: ModelSpec) -> bool:
+    """A model whose download is over ``settings.LARGE_MODEL_MB`` (MAE-Large and MAE-Huge)."""
+    return spec.download_mb > settings.LARGE_MODEL_MB
 
 
 def load_choice(choice: str | None, device: str | torch.device | None = None) -> LoadedModel:

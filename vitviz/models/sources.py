@@ -7,7 +7,9 @@
    ``pytorch_model.bin``, optionally ``config.json``), or a timm
    ``model.safetensors`` in a folder named after the timm model;
 3. the download caches: torch hub's ``checkpoints/`` and the Hugging Face hub cache;
-4. unless offline (``HF_HUB_OFFLINE=1``), a download at first use into those caches.
+4. a download at first use into those caches, unless offline (``HF_HUB_OFFLINE=1``),
+   refused on a public host (``VITVIZ_DOWNLOADS``), or its host cannot be reached
+   (a short, remembered check: :mod:`vitviz.models.reach`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from .. import settings
 from ..assets import model_file
 from ..errors import ModelUnavailable
+from . import reach
 from .registry import EMBEDDED, HF_VITMAE, MAE_OFFICIAL, TIMM_HF, ModelSpec, WeightSource
 
 #: Environment variable naming the local weights folder (see :mod:`vitviz.settings`).
@@ -131,8 +134,36 @@ def _download_host(spec: ModelSpec) -> str:
     return f"huggingface.co/{src.repo_id}"
 
 
+def _hub_host() -> str:
+    """The Hugging Face hub's host (``HF_ENDPOINT`` is honoured)."""
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    return urlparse(constants.ENDPOINT).netloc or "huggingface.co"
+
+
+def source_host(src: WeightSource) -> str | None:
+    """The host a source downloads from, or None for the embedded file."""
+    if src.kind == MAE_OFFICIAL and src.url:
+        return src.url.split("/")[2]
+    if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+        return _hub_host()
+    return None
+
+
+def download_hosts(spec: ModelSpec) -> list[str]:
+    """The hosts ``spec``'s weights download from, in the order they are tried."""
+    return list(dict.fromkeys(h for s in spec.sources if (h := source_host(s)) is not None))
+
+
 def availability(spec: ModelSpec) -> tuple[bool, str]:
-    """``(can be loaded here, why / where from)`` without touching the network."""
+    """``(can be loaded here, why / where from)``.
+
+    Looks on disk, then asks :func:`vitviz.models.reach.reachable` whether a download
+    host answers (a short check, remembered for ``VITVIZ_PROBE_TTL`` seconds; never
+    with ``HF_HUB_OFFLINE=1``). Never downloads.
+    """
     if any(s.kind == EMBEDDED for s in spec.sources):
         path = model_file(spec.files[0])
         if path.is_file():
@@ -143,13 +174,26 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
         return True, f"weights on disk: {hit.path}"
     if is_offline():
         return False, f"not downloaded; offline (HF_HUB_OFFLINE=1): {where_to_put(spec)}"
+    if not settings.download_allowed(spec.name, spec.download_mb):
+        return False, (f"not downloaded, and this public host downloads only the models in VITVIZ_DOWNLOADS "
+                       f"(a {spec.download_mb} MB download): {where_to_put(spec)}")
+    hosts = download_hosts(spec)
+    answers = reach.reachable(hosts)
+    if not any(answers[h][0] for h in hosts):
+        return False, (f"not downloaded, and {' and '.join(hosts)} cannot be reached from this machine "
+                       f"(offline?): {where_to_put(spec)}")
     return True, f"will download {spec.download_mb} MB at first use from {_download_host(spec)}"
 
 
 def download(spec: ModelSpec) -> WeightFile:
     """Download ``spec``'s weights into the caches, trying its sources in order."""
     errors: list[str] = []
+    hosts = reach.reachable(download_hosts(spec))
     for src in spec.sources:
+        host = source_host(src)
+        if host is not None and not hosts[host][0]:
+            errors.append(f"{src.describe()}: {host} cannot be reached")
+            continue
         try:
             if src.kind == MAE_OFFICIAL and src.url:
                 dst = torch_hub_checkpoints() / src.filenames[0]
