@@ -13,6 +13,8 @@ Rows (median of ``--repeats`` runs, one warm-up first):
 - **probes only, tokens cached**: the ridge fits alone.
 
 Prints a Markdown table; the target is the issue's "within 2 s on this CPU" for the cold row.
+On a shared, oversubscribed CPU numpy's multithreaded OpenBLAS spins: run it both with and
+without ``OPENBLAS_NUM_THREADS=1`` (the probes' small eigendecompositions are the part it hits).
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--model", default="mae-tiny")
     ap.add_argument("--image", type=Path, default=EXAMPLE)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     model = load_model(args.model)
     depth = ftokens.num_blocks(model)
     img = str(args.image)
@@ -72,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     pca = _time(lambda: v.pca_view(img, args.model, depth, False), args.repeats)
     probes = _time(lambda: v.probe_tables(model, img), args.repeats, lambda: v._PROBES.clear())
     table, _ = v.probe_tables(model, img)
-    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, "
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (load average {load:.1f}), "
+          f"torch {torch.__version__}, {torch.get_num_threads()} torch threads, "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '-')}, "
           f"{args.repeats} repeats, {args.model}, {depth + 1} layers, probes on {table.fit_patches} fitting + "
           f"{table.score_patches} scored patches")
     print()
