@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._draw import blocks, colorbar, colormap
+from ._draw import blocks, colorbar, colormap, text
 
 
 def grid_overlay(image: np.ndarray, patch_size: int, color: tuple[int, int, int] = (255, 255, 255), alpha: float = 0.45) -> np.ndarray:
@@ -34,10 +34,13 @@ def error_heatmap(error_map: np.ndarray, mask: np.ndarray, patch_size: int, vmax
         vmax: top of the colour scale.
 
     Returns:
-        ``(gh*p, gw*p + bar_width, 3)`` uint8.
+        ``(gh*p, gw*p + bar_width, 3)`` uint8; with nothing hidden, a panel that says so
+        (there is no error to show, and a 0..1 colour bar would suggest one).
     """
     err = np.asarray(error_map, dtype=np.float32)
     m = np.asarray(mask, dtype=bool)
+    if not m.any():
+        return nothing_hidden_panel((m.shape[0] * patch_size, m.shape[1] * patch_size + bar_width))
     top = float(vmax) if vmax is not None else float(err[m].max()) if m.any() else 1.0
     top = top if top > 0 else 1.0
     cells = colormap(err / top).round().astype(np.uint8)
@@ -45,3 +48,28 @@ def error_heatmap(error_map: np.ndarray, mask: np.ndarray, patch_size: int, vmax
     img = blocks(cells, patch_size)
     bar = colorbar(img.shape[0], 0.0, top, width=bar_width, top=10, bottom=10, fmt="{:.3f}")
     return np.concatenate([img, bar], axis=1)
+
+
+def nothing_hidden_panel(shape: tuple[int, int]) -> np.ndarray:
+    """A light panel saying that nothing is hidden. ``(H, W, 3)`` uint8."""
+    h, w = shape
+    img = np.full((h, w, 3), 236, dtype=np.uint8)
+    size = max(10, min(h, w) // 12)
+    return text(img, [(w / 2, h / 2 - size, "nothing is hidden:"), (w / 2, h / 2 + size, "no error to show")],
+                size, outlined=False, fill=(60, 60, 60))
+
+
+def shade_hidden(image: np.ndarray, mask: np.ndarray, patch_size: int, alpha: float = 0.62) -> np.ndarray:
+    """Darken the hidden patches of an image, so a painted mask shows on the photo itself.
+
+    Args:
+        image: ``(H, W, 3)`` uint8 with ``H = gh * patch_size``, ``W = gw * patch_size``.
+        mask: ``(gh, gw)`` bool, True = hidden.
+
+    Returns:
+        ``(H, W, 3)`` uint8: hidden patches blended towards dark grey.
+    """
+    out = np.array(image, dtype=np.float32, copy=True)
+    m = blocks(np.asarray(mask, dtype=bool), patch_size)[: out.shape[0], : out.shape[1]]
+    out[m] = (1 - alpha) * out[m] + alpha * 40.0
+    return out.round().astype(np.uint8)

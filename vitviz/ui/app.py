@@ -13,6 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import settings
+from . import shared_image
 from . import (attention_tab, beit_tab, compute_tab, features_tab, gradio_fixes, lazy, mae_tab, patches_tab, swin_tab,
                urlstate)
 
@@ -52,7 +53,7 @@ def build_demo() -> gr.Blocks:
     # Files handed to the browser (panels, exports, CSVs) are deleted after VITVIZ_CACHE_SECONDS.
     cache_age = settings.get("VITVIZ_CACHE_SECONDS")
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(INTRO, elem_id="vitviz-intro", elem_classes=["vitviz-secondary"])
         tour_buttons = []
         with gr.Accordion(f"Tour: from pixels to tokens to masked image modeling, in {len(TOUR)} steps", open=False,
                           elem_id="tour", elem_classes=["vitviz-secondary"]):
@@ -62,12 +63,18 @@ def build_demo() -> gr.Blocks:
                     tour_buttons.append((tab_id, gr.Button(f"Open {title}", size="sm", scale=0, min_width=160,
                                                            elem_id=f"tour-{tab_id}")))
         built = {}
+        # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
+        # shows the photo dropped (or the example picked) in any tab once it is selected.
+        hub = shared_image.SharedImage(shared_image.default_image())
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
         openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
             for module in TABS:
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
                     built[module.TAB_ID] = module.build(lazy.TabPage(demo, openers[module.TAB_ID]))
+                image_input = shared_image.input_of(built[module.TAB_ID])
+                if image_input is not None:
+                    hub.subscribe(tab, image_input.image, image_input.examples)
                 tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                            api_visibility="private")
                 tab.select(None, None, openers[module.TAB_ID], js=lazy.open_js(module.TAB_ID, module.LABEL),
@@ -98,10 +105,13 @@ def build_demo() -> gr.Blocks:
                 *((keep,) * 4 if on_beit else controls),
                 *(beit_tab.url_controls(state) if on_beit else (keep,) * 4),
                 *(1 if tab_id == shown else keep for tab_id in openers),
+                # a painted mask (``mask=``) puts the MAE tab in paint mode with that mask
+                *((True, state.mask.tolist()) if state.mask is not None and not on_beit else (keep, keep)),
             )
 
         demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern, beit.model, beit.ratio,
-                                    beit.seed, beit.pattern, *openers.values()], api_visibility="private", queue=False)
+                                    beit.seed, beit.pattern, *openers.values(), mae.paint, mae.mask],
+                  api_visibility="private", queue=False)
         openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"))

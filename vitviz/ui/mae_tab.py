@@ -6,6 +6,7 @@ Wiring only: every number and image comes from :mod:`vitviz.views.mae` and
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..views import mae as mae_view
 from ..views.mae import model_note
 from . import scrub, urlstate
 from .common import as_seed, example_images, memo_view, require_image, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "mae", "MAE"
 TOUR_TITLE = "Masked autoencoder"
@@ -47,8 +49,9 @@ HELP_ENCODER = (
     "so at 75% it processes a quarter of the tokens; a small decoder sees mask tokens at the hidden positions."
 )
 HELP_PAINT = (
-    "**Paint the mask**: tick the box, then click patches of the *Original* panel to hide or show them; "
-    "the reconstruction follows your mask exactly."
+    "**Paint the mask**: click or drag across the *Original* panel to hide patches (starting on a hidden "
+    "patch shows them again); the reconstruction follows your mask exactly, the slider is off while you "
+    "paint, and the page's address keeps the mask so a shared link shows the same picture."
 )
 HELP_VISIBLE = (
     "The raw **reconstruction** redraws the visible patches too. They look worse than the input because the "
@@ -71,12 +74,13 @@ def update_view(image: str | None, model_name: str, mask_ratio: float, seed: flo
     """Everything on screen for the current controls (private endpoint used by the page)."""
     require_image(image)
     s = as_seed(seed)
+    painting = bool(paint and painted is not None)
     model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
-                       np.asarray(painted, dtype=bool) if paint and painted is not None else None)
-    p = mae_view.panels(r)
+                               np.asarray(painted, dtype=bool) if painting else None)
+    p = mae_view.panels(r, painting=painting)
     m = mae_view.metrics(model, r)
     out = [p.original, p.masked, p.reconstruction, p.pasted, p.error, mae_view.metrics_markdown(m),
-           r.mask.tolist()]
+           r.mask.tolist(), urlstate.encode_mask(r.mask) if painting else ""]
     if compare_name and compare_name != NO_COMPARE:
         other, q = mae_view.compare(image, model, r, compare_name)
         pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
@@ -153,23 +157,53 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
         return ""
 
 
+def _stop_mask(model_name: str, ratio: float, seed: float, pattern: str) -> np.ndarray:
+    """The mask of the slider stop on screen (the page may have shown it without a server call)."""
+    model = load_model(model_name)
+    return make_mask(model.module.config.grid, stop_of(ratio), as_seed(seed), pattern).numpy()
+
+
 @user_errors
-def paint_click(evt: gr.SelectData, mask: list | None, image: str | None, model_name: str, ratio: float,
-                seed: float, pattern: str, paint: bool) -> tuple:
-    """Toggle the clicked patch; switch paint mode on.
+def paint_stroke(stroke: str | None, mask: list | None, image: str | None, model_name: str, ratio: float,
+                 seed: float, pattern: str, paint: bool) -> tuple:
+    """One click or drag on the Original panel (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) -> the
+    painted mask; paint mode on.
 
     Outside paint mode the mask on screen is the slider stop's (the page may have shown it
     without a server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask.
     """
     require_image(image)
-    model = load_model(model_name)
+    try:
+        points = json.loads(stroke or "{}").get("points", [])
+    except (ValueError, AttributeError):
+        points = []
+    if not paint or mask is None:
+        mask = _stop_mask(model_name, ratio, seed, pattern)
+    return mae_view.paint_stroke(np.asarray(mask, dtype=bool), points).tolist(), True
+
+
+@user_errors
+def start_paint(paint: bool, mask: list | None, image: str | None, model_name: str, ratio: float, seed: float,
+                pattern: str) -> list | None:
+    """The user ticked "Paint the mask": painting starts from the slider stop on screen."""
+    if not paint or image is None:
+        return mask
+    return _stop_mask(model_name, ratio, seed, pattern).tolist()
+
+
+def paint_controls(paint: bool, mask: list | None) -> tuple:
+    """Slider, seed and pattern while painting: off, and the slider says what is painted."""
+    if paint and mask is not None:
+        return (gr.update(interactive=False, label=mae_view.painted_label(np.asarray(mask, dtype=bool))),
+                gr.update(interactive=False), gr.update(interactive=False))
+    return gr.update(interactive=True, label="Masking ratio"), gr.update(interactive=True), gr.update(interactive=True)
+
+
+def painted_controls(paint: bool, mask: list | None) -> tuple:
+    """:func:`paint_controls` after a new mask, only while painting (otherwise nothing changes)."""
     if not paint:
-        mask = make_mask(model.module.config.grid, stop_of(ratio), as_seed(seed), pattern).numpy()
-    if mask is None:
-        raise gr.Error("Wait for the first reconstruction, then click patches to paint.")
-    x, y = evt.index[0], evt.index[1]
-    new = mae_view.toggle_patch(np.asarray(mask, dtype=bool), x, y, model.module.patch_size)
-    return new.tolist(), True
+        return gr.skip(), gr.skip(), gr.skip()
+    return paint_controls(paint, mask)
 
 
 @user_errors
@@ -178,19 +212,24 @@ def export(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(image)
     s = as_seed(seed)
+    painting = bool(paint and painted is not None)
     model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
-                       np.asarray(painted, dtype=bool) if paint and painted is not None else None)
+                               np.asarray(painted, dtype=bool) if painting else None)
     items = [mae_view.metrics(model, r)]
     q = None
-    if compare_name and compare_name != NO_COMPARE:
-        other, q = mae_view.compare(image, model, r, compare_name)
+    compared = compare_name if compare_name and compare_name != NO_COMPARE else None
+    if compared:
+        other, q = mae_view.compare(image, model, r, compared)
         items.append(mae_view.metrics(other, q))
     folder = Path(tempfile.mkdtemp(prefix="vitviz-export-"))
     png = folder / "vitviz-mae-panels.png"
-    Image.fromarray(mae_view.export_png(r, q, (model_name, compare_name))).save(png)
+    lines = [mae_view.metrics_text(m) for m in items]
+    Image.fromarray(mae_view.export_png(r, q, (model_name, compared or ""), metrics=lines,
+                                        painting=painting)).save(png)
     js = folder / "vitviz-mae-metrics.json"
-    js.write_text(mae_view.export_json(items, {"seed": s, "pattern": "painted" if paint else pattern,
-                                                "mask": r.mask.astype(int).tolist()}))
+    controls = {"model": model_name, "compare": compared, "mask_ratio": None if painting else float(mask_ratio),
+                "seed": s, "pattern": pattern, "painted": painting}
+    js.write_text(mae_view.export_json(mae_view.export_record(Path(str(image)).name, controls, r.mask, items)))
     return str(png), str(js)
 
 
@@ -205,6 +244,9 @@ class MaeTab:
     show: dict  # keyword arguments of the event that renders the current view
     sweep: dict  # keyword arguments of the event that fills every slider stop
     prewarm: dict  # keyword arguments of the event that ships every stop's panels to the page (scrubbing)
+    paint: gr.Checkbox | None = None
+    mask: gr.State | None = None  # the painted mask ((gh, gw) bool as lists)
+    image_input: ImageInput | None = None  # the image box, shared with the other tabs
 
 
 def build(demo: gr.Blocks) -> MaeTab:
@@ -220,61 +262,74 @@ def build(demo: gr.Blocks) -> MaeTab:
     choices = mae_view.model_choices()
     default_model = choices[0][1] if choices else None
     mask_state = gr.State(None)
+    examples_box = None
     with gr.Row():
-        with gr.Column(scale=1, min_width=300):
-            image = gr.Image(value=examples[1] if len(examples) > 1 else None, type="filepath", image_mode=None,
+        with gr.Column(scale=1, min_width=300, elem_id="mae-controls"):
+            image = gr.Image(value=default_image(), type="filepath", image_mode=None,
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
-                             height=260, elem_id="mae-input")
+                             height=220, elem_id="mae-input")
             if examples:
                 with gr.Group(elem_classes=["vitviz-secondary"]):
-                    gr.Examples(examples=examples, inputs=image, label="Example photos")
+                    examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos",
+                                               elem_id="mae-examples")
             model = gr.Dropdown(choices=choices, value=default_model, label="Model", elem_id="mae-model")
             note = gr.Markdown(model_note(default_model), elem_id="mae-model-note", elem_classes=["vitviz-secondary"])
-            ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio")
-            gr.Markdown(HELP_RATIO, elem_classes=["vitviz-help"])
             with gr.Row():
                 seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="mae-seed", min_width=80)
                 pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
             gr.Markdown(HELP_PATTERN, elem_classes=["vitviz-help"])
-            paint = gr.Checkbox(False, label="Paint the mask (click patches of the Original panel)",
+            paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
                                 elem_id="mae-paint", elem_classes=["vitviz-secondary"])
             gr.Markdown(HELP_PAINT, elem_classes=["vitviz-help"])
             compare = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + choices, value=NO_COMPARE,
                                   label="Compare with another model (same image, same mask)", elem_id="mae-compare",
                                   elem_classes=["vitviz-secondary"])
-        with gr.Column(scale=3):
-            kw: dict[str, Any] = dict(type="numpy", format="png", height=PANEL_HEIGHT, interactive=False,
-                                      buttons=["download"])
+        with gr.Column(scale=3, elem_id="mae-main"):
+            # The slider and the three panels a lecturer points at come first: above the fold at 1280x720.
+            ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio")
+            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"])
             with gr.Row(equal_height=True, elem_id="mae-panels"):
-                original = gr.Image(label="Original (click to paint)", elem_id="panel-original", **kw)
+                original = gr.Image(label="Original (click or drag to paint)", elem_id="panel-original", **kw)
                 masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
-                recon = gr.Image(label="Reconstruction", elem_id="panel-reconstruction", **kw)
                 pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
-                error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
             metrics = gr.Markdown(elem_id="mae-metrics")
+            with gr.Row(equal_height=True, elem_id="mae-panels-more"):
+                recon = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
+                error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
+                with gr.Column(min_width=200, elem_classes=["vitviz-help"]):
+                    gr.Markdown(HELP_RATIO + "\n\n" + HELP_VISIBLE)
             with gr.Row(visible=False, equal_height=True) as compare_row:
-                c_recon = gr.Image(label="Comparison: reconstruction", elem_id="panel-compare-reconstruction", **kw)
-                c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted", **kw)
-                c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error", **kw)
+                c_recon = gr.Image(label="Comparison: reconstruction", elem_id="panel-compare-reconstruction",
+                                   height=PANEL_HEIGHT, **kw)
+                c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted", height=PANEL_HEIGHT,
+                                    **kw)
+                c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
+                                   height=PANEL_HEIGHT, **kw)
             c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
-            gr.Markdown(HELP_VISIBLE + "\n\n" + HELP_ENCODER, elem_classes=["vitviz-help"])
+            gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
-            thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90%", columns=4, height=220,
-                                format="png", elem_id="mae-thumbs", allow_preview=True)
-            with gr.Accordion("Sweep data (JSON)", open=False):
+            thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90% (caption: hidden share and MSE)",
+                                columns=4, height="auto", object_fit="contain", format="png", elem_id="mae-thumbs",
+                                allow_preview=True)
+            with gr.Accordion("Sweep data (JSON)", open=False, elem_classes=["vitviz-secondary"]):
                 sweep_json = gr.JSON(elem_id="mae-sweep-json")
-            with gr.Accordion("Export", open=False, elem_id="mae-export-box"):
-                export_btn = gr.Button("Export panels (PNG) and metrics (JSON)", elem_id="mae-export", size="sm")
+            with gr.Accordion("Export what the tab shows", open=False, elem_id="mae-export-box",
+                              elem_classes=["vitviz-secondary"]):
+                export_btn = gr.Button("Export panels and metrics (PNG) and every control (JSON)",
+                                       elem_id="mae-export", size="sm")
                 with gr.Row():
                     png_file = gr.File(label="Panels PNG", elem_id="mae-export-png")
                     json_file = gr.File(label="Metrics JSON", elem_id="mae-export-json")
+    stroke = gr.HTML("", html_template="<span></span>", js_on_load=urlstate.PAINT_JS, elem_id="mae-paint-stroke",
+                     padding=False, container=False)
+    mask_code = gr.Textbox("", visible="hidden", elem_id="mae-mask-code", show_label=False, container=False)
     api_btn = gr.Button(visible=False)
     scrubber = scrub.build()
 
     view_inputs = [image, model, ratio, seed, pattern, paint, mask_state, compare]
-    view_outputs = [original, masked, recon, pasted, error, metrics, mask_state, compare_row, c_recon, c_pasted,
-                    c_error, c_metrics]
+    view_outputs = [original, masked, recon, pasted, error, metrics, mask_state, mask_code, compare_row, c_recon,
+                    c_pasted, c_error, c_metrics]
     sweep_inputs = [image, model, seed, pattern]
     sweep_outputs = [chart, thumbs, sweep_json]
     quick = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
@@ -292,17 +347,26 @@ def build(demo: gr.Blocks) -> MaeTab:
     # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
     resync = scrub.wire(scrubber, ratio, [image, model, seed, pattern, paint, compare],
                         [masked, recon, pasted, error], metrics, [image.change, model.change, seed.change, pattern.change])
-    gr.on([image.change, model.change, scrubber.request.change, seed.change, pattern.change, compare.change,
-           paint.change], update_view, view_inputs, view_outputs, **quick).then(
+    gr.on([image.change, model.change, scrubber.request.change, seed.change, pattern.change, compare.change],
+          update_view, view_inputs, view_outputs, **quick).then(
         None, resync, [masked, recon, pasted, error, metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on([image.change, model.change, seed.change, pattern.change], run_sweep, sweep_inputs, sweep_outputs,
           api_visibility="private", trigger_mode="always_last", show_progress="full").then(**prewarm)
-    model.change(model_note, model, note, api_visibility="private", queue=False)
-    original.select(paint_click, [mask_state, image, model, ratio, seed, pattern, paint], [mask_state, paint],
-                    api_visibility="private").then(
-        update_view, view_inputs, view_outputs, **quick)
+    # The note never waits on a model: it is registry text, answered at once for the last pick.
+    model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
+    # Painting: a click or drag on the Original panel (urlstate.PAINT_JS) sends its points; ticking the box
+    # starts from the slider stop on screen. While painting, slider, seed and pattern are off and the slider
+    # says how much is painted; the URL carries the mask (mask_code, urlstate.MASK_JS).
+    stroke.change(paint_stroke, [stroke, mask_state, image, model, ratio, seed, pattern, paint], [mask_state, paint],
+                  api_visibility="private").then(update_view, view_inputs, view_outputs, **quick)
+    paint.input(start_paint, [paint, mask_state, image, model, ratio, seed, pattern], mask_state,
+                api_visibility="private").then(update_view, view_inputs, view_outputs, **quick)
+    paint.change(paint_controls, [paint, mask_state], [ratio, seed, pattern], api_visibility="private", queue=False)
+    mask_state.change(painted_controls, [paint, mask_state], [ratio, seed, pattern], api_visibility="private",
+                      queue=False)
+    mask_code.change(None, [mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
     api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
                   api_name="reconstruct")
@@ -312,4 +376,4 @@ def build(demo: gr.Blocks) -> MaeTab:
                             show_progress="minimal"),
                   sweep=dict(fn=run_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
                              show_progress="full"),
-                  prewarm=prewarm)
+                  prewarm=prewarm, paint=paint, mask=mask_state, image_input=ImageInput(image, examples_box))

@@ -17,8 +17,11 @@ from ..core.patches import pixel_to_patch
 from ..mae.reconstruct import Reconstruction, reconstruct
 from ..mae.sweep import Sweep, reconstruct_cached
 from ..models.loading import LoadedModel, available_models, load_model
-from ..render._draw import label_row
-from ..render.mae import error_heatmap, grid_overlay
+import re
+import textwrap
+
+from ..render._draw import label_row, text
+from ..render.mae import error_heatmap, grid_overlay, shade_hidden
 
 THUMB_RATIOS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
 
@@ -34,10 +37,15 @@ class Panels:
     error: np.ndarray
 
 
-def panels(r: Reconstruction, error_vmax: float | None = None) -> Panels:
-    """Original with its patch grid, masked input, reconstruction, pasted, error heatmap."""
+def panels(r: Reconstruction, error_vmax: float | None = None, painting: bool = False) -> Panels:
+    """Original with its patch grid, masked input, reconstruction, pasted, error heatmap.
+
+    While the user paints the mask (``painting``), the original shows the hidden patches
+    darkened: the panel that is clicked shows what the clicks did.
+    """
+    original = shade_hidden(r.original, r.mask, r.patch_size) if painting else r.original
     return Panels(
-        original=grid_overlay(r.original, r.patch_size),
+        original=grid_overlay(original, r.patch_size),
         masked=grid_overlay(r.masked, r.patch_size, alpha=0.25),
         reconstruction=r.reconstruction,
         pasted=r.pasted,
@@ -63,7 +71,10 @@ def metrics(model: LoadedModel, r: Reconstruction) -> dict:
 def metrics_markdown(m: dict) -> str:
     """The metrics as one or two lines of Markdown."""
     hidden = m["hidden_patches"]
-    psnr = "—" if hidden == 0 else f"{m['psnr_db']:.1f} dB"
+    if hidden == 0:
+        return (f"**{m['model']}** · **nothing is hidden**: the encoder sees all {m['num_patches']} tokens, so "
+                "there is nothing to rebuild and no error to measure. Move the slider to hide patches.")
+    psnr = f"{m['psnr_db']:.1f} dB"
     text = (
         f"**{m['model']}** · hidden-patch **MSE {m['masked_mse']:.4f}** · **PSNR {psnr}** (RGB in [0, 1]) · "
         f"model loss {m['model_loss']:.3f} (its training space) · "
@@ -79,25 +90,67 @@ def metrics_markdown(m: dict) -> str:
     return text
 
 
-def export_png(r: Reconstruction, compare: Reconstruction | None = None, names: tuple[str, str] = ("", "")) -> np.ndarray:
-    """All panels (and a comparison row) as one labelled image. ``uint8``."""
-    p = panels(r)
-    rows = [label_row([("original", p.original), (f"masked {r.mask_ratio:.0%}", p.masked),
-                       (f"{names[0]} reconstruction", p.reconstruction), ("+ visible", p.pasted),
-                       ("hidden-patch error", p.error[:, : r.original.shape[1]])])]
+def metrics_text(m: dict) -> str:
+    """The metrics line as plain text (the Markdown without its emphasis)."""
+    return re.sub(r"\*+", "", metrics_markdown(m)).replace("\n\n", " ")
+
+
+def export_png(r: Reconstruction, compare: Reconstruction | None = None, names: tuple[str, str] = ("", ""),
+               metrics: list[str] = (), painting: bool = False) -> np.ndarray:
+    """What the tab shows, as one image: the panels (and a comparison row) with the error colour bar,
+    then the metrics lines under them. ``uint8``.
+
+    Args:
+        metrics: plain-text lines (:func:`metrics_text`) written under the panels.
+    """
+    def row(x: Reconstruction, name: str, vmax: float | None, paint: bool) -> np.ndarray:
+        p = panels(x, error_vmax=vmax, painting=paint)
+        masked = f"masked: {int(x.mask.sum())} of {x.mask.size} hidden ({x.mask_ratio:.0%})"
+        return label_row([("original", p.original), (masked, p.masked),
+                          (f"{name} reconstruction".strip(), p.reconstruction), ("reconstruction + visible", p.pasted),
+                          ("error of hidden patches (MSE)", p.error)])
+
+    rows = [row(r, names[0], None, painting)]
     if compare is not None:
-        q = panels(compare)
-        rows.append(label_row([("original", q.original), (f"masked {compare.mask_ratio:.0%}", q.masked),
-                               (f"{names[1]} reconstruction", q.reconstruction), ("+ visible", q.pasted),
-                               ("hidden-patch error", q.error[:, : compare.original.shape[1]])]))
-    width = max(row.shape[1] for row in rows)
-    padded = [np.pad(row, ((0, 8), (0, width - row.shape[1]), (0, 0)), constant_values=255) for row in rows]
+        vmax = float(r.error_map[r.mask].max()) if r.mask.any() else None
+        rows.append(row(compare, names[1], vmax, painting))
+    width = max(x.shape[1] for x in rows)
+    if metrics:
+        size, line = 14, 20
+        chars = max(40, width // 8)
+        lines = [w for m in metrics for w in textwrap.wrap(m, chars)]
+        band = np.full((line * len(lines) + 10, width, 3), 255, dtype=np.uint8)
+        band = text(band, [(4, 4 + i * line, t) for i, t in enumerate(lines)], size, anchor="la", outlined=False,
+                    fill=(20, 20, 20))
+        rows.append(band)
+    padded = [np.pad(x, ((0, 8), (0, width - x.shape[1]), (0, 0)), constant_values=255) for x in rows]
     return np.concatenate(padded, axis=0)
 
 
-def export_json(items: list[dict], extra: dict) -> str:
-    """Metrics of one or two models plus the request, as JSON text."""
-    return json.dumps({**extra, "results": items}, indent=2, default=float)
+def mask_rows(mask: np.ndarray) -> list[str]:
+    """A mask as one string of 0/1 per patch row (1 = hidden): readable in a JSON file."""
+    return ["".join("1" if v else "0" for v in row) for row in np.asarray(mask, dtype=bool)]
+
+
+def export_record(image_name: str, controls: dict, mask: np.ndarray, items: list[dict]) -> dict:
+    """What the export JSON holds: the image, every control, the mask and the metrics of each model.
+
+    Args:
+        image_name: the file name the user gave (no server folder).
+        controls: model, compare, mask_ratio, seed, pattern, painted.
+        mask: ``(gh, gw)`` bool, True = hidden.
+        items: :func:`metrics` of the model (and of the comparison model).
+    """
+    m = np.asarray(mask, dtype=bool)
+    return {"image": image_name, "controls": controls,
+            "mask": {"grid": list(m.shape), "hidden": int(m.sum()), "legend": "one string per patch row, 1 = hidden",
+                     "rows": mask_rows(m)},
+            "results": items}
+
+
+def export_json(record: dict) -> str:
+    """An export record as indented JSON text (the mask rows stay one line each)."""
+    return json.dumps(record, indent=2, default=float)
 
 
 def sweep_data(model: LoadedModel, s: Sweep) -> dict:
@@ -132,6 +185,47 @@ def toggle_patch(mask: np.ndarray, x: float, y: float, patch_size: int) -> np.nd
     if m.all():
         m[i, j] = False  # keep at least one patch visible
     return m
+
+
+def paint_stroke(mask: np.ndarray, points: list) -> np.ndarray:
+    """Apply one stroke of the brush (a click or a drag) to a painted mask.
+
+    Args:
+        mask: ``(gh, gw)`` bool, True = hidden.
+        points: ``(x, y)`` fractions of the panel (0..1, x right, y down), in the order the
+            pointer passed them; malformed points are ignored.
+
+    Returns:
+        A new ``(gh, gw)`` bool: every patch the stroke crossed is hidden when the first one
+        was visible, shown when it was hidden. One patch always stays visible.
+    """
+    m = np.array(mask, dtype=bool, copy=True)
+    cells: list[tuple[int, int]] = []
+    for p in points or ():
+        try:
+            x, y = p
+            if not (0.0 <= float(x) <= 1.0 and 0.0 <= float(y) <= 1.0):
+                continue
+            cell = pixel_to_patch(x, y, m.shape, 1.0)
+        except (TypeError, ValueError):
+            continue
+        if cell not in cells:
+            cells.append(cell)
+    if not cells:
+        return m
+    hide = not m[cells[0]]
+    for cell in cells:
+        m[cell] = hide
+    if m.all():
+        m[cells[-1]] = False  # keep at least one patch visible
+    return m
+
+
+def painted_label(mask: np.ndarray) -> str:
+    """The slider's label while the mask is painted: how much is hidden, and how to get the slider back."""
+    m = np.asarray(mask, dtype=bool)
+    return (f"Masking ratio: off while painting ({int(m.sum())} of {m.size} patches hidden, {m.mean():.0%}); "
+            "untick “Paint the mask” to use the slider")
 
 
 def model_choices() -> list[tuple[str, str]]:
