@@ -5,7 +5,8 @@ Usage::
     python tools/screenshots.py [--out assets/screenshots]
 
 Starts ``app.py`` on a free loopback port, uploads an example photo, waits for the
-panels, and saves one PNG per tab. Stops the app afterwards.
+panels, and saves one PNG per tab of :data:`vitviz.ui.app.TABS` (``<tab id>.png``) and
+one of the presenter layout. Stops the app afterwards.
 """
 
 from __future__ import annotations
@@ -31,11 +32,35 @@ async () => {
 """
 
 
+#: Gradio marks components that wait for a result with these classes.
+BUSY_JS = "() => document.querySelectorAll('.pending, .generating, .eta-bar').length === 0"
+
+
+def settle(page, quiet_ms: int = 2000, timeout_ms: int = 300_000) -> None:  # noqa: ANN001
+    """Wait until no component has been waiting for a result for ``quiet_ms`` (the event chains ran)."""
+    page.wait_for_timeout(500)
+    waited = 0
+    while waited < timeout_ms:
+        page.wait_for_function(BUSY_JS, timeout=timeout_ms)
+        page.wait_for_timeout(quiet_ms)
+        waited += quiet_ms
+        if page.evaluate(BUSY_JS):
+            return
+
+
 def full_page(page, path: Path) -> None:  # noqa: ANN001
     """A full-page screenshot with every image loaded."""
     page.evaluate(LOAD_ALL_IMAGES_JS)
     page.wait_for_timeout(300)
     page.screenshot(path=str(path), full_page=True)
+
+
+#: What shows that a tab has drawn its first view (default: a visible image or chart).
+READY = {"patches": "#patches-overlay img", "attention": "#attn-query-overlay img",
+         "swin": ".js-plotly-plot >> visible=true", "compute": ".js-plotly-plot >> visible=true"}
+DEFAULT_READY = "img:visible, .js-plotly-plot:visible"
+#: Clicks that fill a tab's on-demand views before its screenshot: (button, what appears).
+ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,14 +83,21 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
             page.wait_for_timeout(1500)
             full_page(page, args.out / "mae.png")
-            for name, ready in (("Patches", "#patches-overlay img"),
-                                ("Attention", "#attn-query-overlay img"),
-                                ("Swin", ".js-plotly-plot >> visible=true"),
-                                ("Compute", ".js-plotly-plot >> visible=true")):
-                page.get_by_role("tab", name=name).click()
-                page.locator(ready).first.wait_for(timeout=180_000)
-                page.wait_for_timeout(4000)
-                full_page(page, args.out / f"{name.lower()}.png")
+            from vitviz.ui.app import TABS
+
+            for tab in TABS:
+                if tab.TAB_ID == "mae":
+                    continue
+                page.get_by_role("tab", name=tab.LABEL).click()
+                page.wait_for_timeout(500)
+                page.locator(READY.get(tab.TAB_ID, DEFAULT_READY)).first.wait_for(timeout=180_000)
+                settle(page)
+                if tab.TAB_ID in ACTIONS:
+                    button, shown = ACTIONS[tab.TAB_ID]
+                    page.locator(button).click()
+                    page.locator(shown).first.wait_for(timeout=180_000)
+                    settle(page)
+                full_page(page, args.out / f"{tab.TAB_ID}.png")
             presenter = browser.new_page(viewport={"width": 1600, "height": 1000})
             presenter.goto(url + "?presenter=1&ratio=0.75")
             presenter.wait_for_function("document.querySelector('#mae-metrics') && "
