@@ -60,7 +60,7 @@ def test_flops_csv(tmp_path):
     assert run("flops", "--out", str(out)).returncode == 0
     rows = list(csv.DictReader(out.open()))
     assert [int(r["tokens"]) for r in rows] == [196, 784, 3136, 12544]
-    assert [float(r["products_speedup"]) for r in rows] == [4.0, 16.0, 64.0, 256.0]
+    assert [float(r["products_flop_ratio"]) for r in rows] == [4.0, 16.0, 64.0, 256.0]
     for table in ("attention", "models", "patch-size", "mae"):
         p = run("flops", "--table", table)
         assert p.returncode == 0 and p.stdout.count("\n") > 3, table

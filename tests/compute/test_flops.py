@@ -74,7 +74,7 @@ def image() -> torch.Tensor:
 def test_classic_table_exact() -> None:
     rows = compute_tables.classic_table(dim=96, window=7)
     assert [r["tokens"] for r in rows] == [196, 784, 3136, 12544]
-    assert [r["products_speedup"] for r in rows] == [Fraction(4), Fraction(16), Fraction(64), Fraction(256)]
+    assert [r["products_flop_ratio"] for r in rows] == [Fraction(4), Fraction(16), Fraction(64), Fraction(256)]
     for r in rows:
         n = r["tokens"]
         # QK^T and AV, each N*N*C multiply-adds over all heads, 2 FLOPs per multiply-add.

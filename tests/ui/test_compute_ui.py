@@ -22,10 +22,10 @@ def test_attention_flops_handler() -> None:
     assert isinstance(fig, go.Figure)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
-    for speedup in ("**4x**", "**16x**", "**64x**", "**256x**"):
-        assert speedup in table
+    for ratio in ("**4x**", "**16x**", "**64x**", "**256x**"):
+        assert ratio in table
     rows = read_csv(path)
-    assert {"tokens", "global_products_flops", "windowed_products_flops", "products_speedup"} <= set(rows[0])
+    assert {"tokens", "global_products_flops", "windowed_products_flops", "products_flop_ratio"} <= set(rows[0])
     with pytest.raises(gr.Error, match="window"):
         compute_tab.attention_flops(96, 0)
 

@@ -102,7 +102,8 @@ def windowed_attention_flops(grid: Grid, dim: int, window: int) -> int:
     the count. Grids that are not whole windows are padded as timm pads them, and the
     padding tokens are counted because timm computes them.
 
-    Speed-up of the products alone: ``4 N^2 C / (4 N M^2 C) = N / M^2``; with ``M = 7``,
+    FLOP ratio of the products alone: ``4 N^2 C / (4 N M^2 C) = N / M^2`` when ``M``
+    divides the grid (:func:`whole_windows`); with ``M = 7``,
     ``N = 196, 784, 3136, 12544`` gives exactly 4, 16, 64 and 256 (:func:`classic_table`).
     """
     n_win, area = window_count(grid, window)
@@ -166,9 +167,35 @@ def vit_block_flops(tokens: int, dim: int, mlp_ratio: float = 4.0) -> int:
     return attention_layer_flops((tokens, 1), dim).total + mlp_flops(tokens, dim, hidden)
 
 
-def speedup(global_flops: int, windowed_flops: int) -> Fraction:
-    """Exact ratio ``global / windowed`` (a ``Fraction``; ``float()`` it for plots)."""
+def flop_ratio(global_flops: int, windowed_flops: int) -> Fraction:
+    """Exact FLOP ratio ``global / windowed`` (a ``Fraction``; ``float()`` it for plots).
+
+    A ratio of counted FLOPs, not a wall-time speed-up (see :mod:`vitviz.compute.measure`).
+    """
     return Fraction(global_flops, windowed_flops)
+
+
+def whole_windows(grid: Grid, window: int) -> bool:
+    """Whether ``M x M`` windows tile the grid exactly: ``M`` divides both sides.
+
+    Only then is the FLOP ratio of the products exactly ``N / M^2`` (and ``N >= M^2``).
+    Otherwise timm clamps the window to a smaller grid and pads the grid at the
+    bottom/right to whole windows, and the padding tokens are computed too
+    (:func:`windowed_attention_flops`).
+    """
+    h, w = _grid(grid)
+    return window >= 1 and h % window == 0 and w % window == 0
+
+
+def quadratic_crossover_tokens(dim: int, mlp_ratio: float = 4.0) -> int:
+    """Sequence length at which a ViT block's attention products equal the rest of the block.
+
+    Derivation: the products cost ``4 N^2 D`` and the linear parts ``8 N D^2 + 4 N D H``
+    (:func:`vit_block_flops`); they are equal at ``N = 2 D + H``, i.e. ``6 D`` at MLP
+    ratio 4 (4608 tokens for ViT-B, ``D = 768``). Below it the quadratic term is the
+    smaller part.
+    """
+    return 2 * dim + int(dim * mlp_ratio)
 
 
 # --------------------------------------------------------------------------------------

@@ -20,28 +20,34 @@ TOUR_TEXT = ("Global attention costs grow with the square of the token count, wi
 INTRO = (
     "Self-attention compares every token with every other, so its cost grows with the *square* of the "
     "token count; Swin restricts attention to 7x7 windows, which makes it grow *linearly*. The charts count "
-    "FLOPs in closed form (one multiply-add = 2 FLOPs; only matrix products are counted, as PyTorch's "
-    "FlopCounterMode does) and, at the bottom, measure the real thing on this machine."
+    "FLOPs in closed form (one multiply-add = 2 FLOPs, so a paper's multiply-add figure is half of ours; "
+    "only matrix products are counted, as PyTorch's FlopCounterMode does) and, at the bottom, measure the "
+    "real thing on this machine. *(Swin §3.2, eqs. 1–2)*"
 )
 EXPLAIN_ATTENTION = (
     "**What it shows:** the FLOPs of one attention layer as the image grows, for global attention "
     "(every token sees every token, `4·N²·C` for the products QKᵀ and AV) and for windowed attention "
-    "(each token sees its M×M window, `4·N·M²·C`); the green curve is their ratio, exactly `N / M²`."
+    "(each token sees its M×M window, `4·N·M²·C`). The green curve is the **FLOP ratio, QKᵀ+AV** "
+    "(global / windowed): `N / M²` when M divides the grid's side, otherwise the padded grid's count, as timm "
+    "computes it. The table adds the **FLOP ratio, attention layer**, projections included. These are "
+    "ratios of FLOPs, not speed-ups: section 5 measures time. *(Swin §3.2, eqs. 1–2)*"
 )
 EXPLAIN_MODELS = (
     "**What it shows:** the whole forward pass of ViT-B/16 and Swin-T (projections, MLP, patch embedding "
-    "and patch merging counted) as the input resolution grows: the ViT's attention products overtake "
-    "everything else, Swin's stay a small share."
+    "and patch merging counted) as the input resolution grows: at large token counts the ViT's attention "
+    "products overtake everything else, while Swin's stay a small share. *(ViT §3.1; Swin §3.1, table 1)*"
 )
 EXPLAIN_PATCH = (
     "**What it shows:** for one ViT width at one resolution, how the patch size sets the sequence length "
     "(`(R/p)² + 1` tokens) and with it the FLOPs; halving the patch quadruples the tokens and multiplies "
-    "the attention products by 16."
+    "the attention products by 16. *(ViT §3.1)*"
 )
 EXPLAIN_MAE = (
     "**What it shows:** an MAE's FLOPs per image against the masking ratio: the encoder runs only on the "
-    "visible patches, so its cost falls almost in proportion, while the light decoder always processes "
-    "every patch."
+    "visible patches, so its cost falls almost in proportion. The decoder is light *per token* (narrow and "
+    "shallow) but processes every token, visible ones and mask tokens, so its cost does not fall, and at "
+    "75% it can cost more than the encoder (computed below). It is used only in pre-training and thrown "
+    "away afterwards. *(MAE §3, table 1c)*"
 )
 EXPLAIN_MEASURED = (
     "**What it shows:** wall time and peak memory of one attention call (products and softmax, C=96, "
@@ -102,6 +108,7 @@ def build(demo: gr.Blocks) -> None:
 
     gr.Markdown("### 2. Whole models: ViT-B/16 vs Swin-T")
     gr.Markdown(EXPLAIN_MODELS)
+    gr.Markdown(cv.models_markdown(), elem_id="models-flops-summary")
     max_res = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
     fig2, csv2 = model_flops(1344)
     plot2 = gr.Plot(value=fig2, label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")

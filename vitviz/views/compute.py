@@ -11,10 +11,12 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from ..compute.formulas import encoder_flops_ratio, mae_configs, mae_visible_tokens
+from ..compute.formulas import SWIN_T, ViTConfig, encoder_flops_ratio, mae_configs, mae_visible_tokens, \
+    quadratic_crossover_tokens, swin_flops, vit_flops
+from ..compute.formulas import mae_flops as mae_flops_parts
 from ..compute.measure import TimingSweep, measure_attention_scaling, timing_rows
 from ..compute.tables import attention_scaling_rows, classic_table, mae_ratio_rows, model_scaling_rows, \
-    patch_size_rows
+    patch_size_rows, quadratic_crossover
 from ..plots.compute import attention_flops_figure, mae_flops_figure, model_flops_figure, patch_size_figure, \
     timing_figure
 
@@ -39,19 +41,56 @@ def write_csv(rows: Sequence[dict], stem: str) -> str:
     return str(Path(tmp.name))
 
 
+#: Column labels of the classic table (FLOP ratios, never "speed-ups": section 5 measures time).
+PRODUCTS_RATIO_LABEL = "FLOP ratio, QKᵀ+AV"
+LAYER_RATIO_LABEL = "FLOP ratio, attention layer"
+
+
 def classic_markdown(dim: int, window: int) -> str:
-    """The classic table as Markdown (exact speed-ups of the attention products)."""
+    """The classic table as Markdown: the two FLOP ratios (global / windowed) and ``N/M²``.
+
+    Every number comes from :func:`vitviz.compute.tables.classic_table`; rows where
+    ``M`` does not divide the grid say how timm pads (or clamps) the windows, and a
+    note under the table gives the first such case in words.
+    """
+    rows = classic_table(dim, window)
     lines = [
-        f"| tokens N | global QKᵀ+AV (GFLOPs) | windowed {window}×{window} (GFLOPs) | speed-up, products | "
-        "speed-up, whole layer |",
-        "|---:|---:|---:|---:|---:|",
+        f"| tokens N | global QKᵀ+AV (GFLOPs) | windowed {window}×{window} (GFLOPs) | **{PRODUCTS_RATIO_LABEL}** | "
+        f"N/M² | {LAYER_RATIO_LABEL} |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in classic_table(dim, window):
+    for r in rows:
+        how = ""
+        if r["clamped"]:
+            how = f" (window clamped to {r['window_used']}×{r['window_used']})"
+        elif r["padded"]:
+            how = f" (padded to {r['padded_side']}×{r['padded_side']})"
         lines.append(
-            f"| {r['tokens']:,} | {r['global_products_flops'] / 1e9:.4g} | {r['windowed_products_flops'] / 1e9:.4g} | "
-            f"**{_fraction_text(r['products_speedup'])}x** | {r['layer_speedup']:.2f}x |"
+            f"| {r['tokens']:,}{how} | {r['global_products_flops'] / 1e9:.4g} | "
+            f"{r['windowed_products_flops'] / 1e9:.4g} | **{_fraction_text(r['products_flop_ratio'])}x** | "
+            f"{_fraction_text(r['n_over_m2'])} | {r['layer_flop_ratio']:.3g}x |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + window_note(rows, dim, window)
+
+
+def window_note(rows: Sequence[dict], dim: int, window: int) -> str:
+    """One sentence on when the ratio is exactly ``N/M²``, with the first padded row's numbers."""
+    m2 = window * window
+    text = (f"The QKᵀ+AV ratio is exactly N/M² only when M = {window} divides the grid's side; the attention "
+            f"layer's ratio (projections included) is (2C+N)/(2C+M²) = (2·{dim}+N)/(2·{dim}+{m2}) then. "
+            "Neither is a wall-time speed-up (section 5 measures that).")
+    odd = next((r for r in rows if not r["exact_n_over_m2"]), None)
+    if odd is None:
+        return text
+    s = odd["grid"]
+    if odd["clamped"]:
+        how = f"the window is clamped to the {s}×{s} grid (one window)"
+    else:
+        p = odd["padded_side"]
+        how = f"timm pads the {s}×{s} grid to {p}×{p}, whole {window}×{window} windows, and computes the padding"
+    return (f"{text} Here M = {window} does not divide {s}: {how}, so the ratio is "
+            f"**{float(odd['products_flop_ratio']):.3g}x**, not N/M² = {float(odd['n_over_m2']):.3g}. "
+            "*(Swin §3.2, eqs. 1–2)*")
 
 
 def _fraction_text(f: Fraction) -> str:
@@ -88,6 +127,24 @@ def model_flops(max_resolution: object) -> tuple[go.Figure, str]:
     return model_flops_figure(rows), write_csv(rows, "model_flops")
 
 
+def models_markdown() -> str:
+    """Computed facts under the whole-model chart: the quadratic term's share at 224 px, where it
+    takes over, and the counts as multiply-adds for comparison with papers."""
+    base = ViTConfig()
+    cross = quadratic_crossover(base)
+    n6 = quadratic_crossover_tokens(base.embed_dim, base.mlp_ratio)
+    vit, swin = vit_flops(base)["total"], swin_flops(SWIN_T)["total"]
+    where = (f"in the whole model they pass half of all FLOPs at **{cross['resolution']} px** "
+             f"({cross['tokens']:,} tokens)" if cross["resolution"] else "they stay under half of all FLOPs here")
+    return (
+        f"At {base.img_size} px the attention products QKᵀ+AV are only **{cross['share_at_base']:.1%}** of "
+        f"ViT-B/16's FLOPs: projections and MLP dominate. In one block they equal the rest at "
+        f"N = 2D + H = **{n6:,} tokens** (width D = {base.embed_dim}, MLP width H = 4D); {where}. Papers quote *multiply-adds*: "
+        f"ViT-B/16 here is {vit / 1e9:.1f} GFLOPs = {vit / 2e9:.1f} G multiply-adds, Swin-T {swin / 1e9:.1f} GFLOPs = "
+        f"{swin / 2e9:.2f} G multiply-adds (Swin's table 1 lists 4.5G). *(ViT §3.1; Swin §3.2 eq. 1, table 1)*"
+    )
+
+
 def patch_size_flops(resolution: object, base: str) -> tuple[go.Figure, str]:
     """(resolution px, ViT name) -> figure, CSV path."""
     r = as_int(resolution, "the resolution", 32, 2048)
@@ -103,9 +160,15 @@ def mae_flops(name: str) -> tuple[go.Figure, str, str]:
     cfg = configs[name]
     rows = mae_ratio_rows(cfg)
     k = mae_visible_tokens(cfg, 0.75)
+    f = mae_flops_parts(cfg, 0.75)
+    full = mae_flops_parts(cfg, 0.0)["total"]
     summary = (
         f"At 75% masking the encoder sees **{k} of {cfg.num_patches} patches**: "
-        f"**{encoder_flops_ratio(cfg, 0.75):.1f}x fewer encoder FLOPs** than without masking."
+        f"**{encoder_flops_ratio(cfg, 0.75):.1f}x fewer encoder FLOPs** than without masking. The decoder, "
+        f"light per token but run on all {cfg.num_patches + 1} tokens, costs **{f['decoder'] / 1e9:.3g} GFLOPs** "
+        f"against the encoder's {f['encoder'] / 1e9:.3g}; encoder and decoder together need "
+        f"{full / f['total']:.2f}x fewer FLOPs than with nothing masked. (The paper, for ViT-L: 3.3x fewer "
+        "training FLOPs, 2.8x less wall-clock time.) *(MAE §3, tables 1c and 2)*"
     )
     return mae_flops_figure(rows, name), summary, write_csv(rows, "mae_flops")
 
