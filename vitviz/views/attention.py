@@ -37,6 +37,23 @@ HELP_RANDOM = (
 )
 
 
+#: What reads the class token, per family: the classifier reads it only in a plain ViT.
+READOUT = {
+    "vit": ("**Read-out:** vit-base classifies from the class token's last-layer output alone, so its "
+            "class-token maps show what feeds the decision. *(ViT §3.1, eq. 4)*"),
+    "deit": ("**Read-out:** a classifier head on the class token and one on the distillation token; at test "
+             "time their outputs are averaged. The two tokens end up very similar in the last layer (cosine "
+             "0.93 in the paper), so their maps may look alike. *(DeiT §4; deit models.py)*"),
+    "mae": ("**Read-out:** none here. MAE's class token is an auxiliary dummy that the pixel loss never reads; "
+            "the official code fine-tunes with the average of the patch tokens (the class token works about "
+            "as well). *(MAE app. A.1; mae models_vit.py)*"),
+    "dino": ("**Read-out:** dino-small has no classifier head; DINO trains its projection head on the class "
+             "token, whose last-layer heads give the paper's object maps. The paper's figures use ViT-S/8 at "
+             "480 px (60×60 patches); this is ViT-S/16 at 224 px (14×14), so its maps are coarser. "
+             "*(DINO fig. 1, 3; dino visualize_attention.py)*"),
+}
+
+
 def model_choices(families: tuple[str, ...] = FAMILIES,
                   random_families: tuple[str, ...] = RANDOM_FAMILIES) -> list[tuple[str, str]]:
     """(label, value) pairs: available models, random-weight architectures, then unavailable ones.
@@ -67,8 +84,10 @@ def model_note(choice: str | None) -> str:
     for info in available_models():
         if info.name == name:
             text = f"{info.description}  \n*{info.architecture}* · licence of the weights: {info.licence}"
+            readout = READOUT.get(info.family, "")
             if random_init:
-                return HELP_RANDOM + "  \n" + f"*{info.architecture}*"
+                return HELP_RANDOM + "  \n" + f"*{info.architecture}*" + (f"  \n{readout}" if readout else "")
+            text += f"  \n{readout}" if readout else ""
             if not info.available:
                 text += f"  \n⛔ unavailable — {info.reason}"
             return text
