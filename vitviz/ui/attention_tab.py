@@ -28,27 +28,34 @@ TOUR_TEXT = ("Every token looks at every other token in every layer; click a pat
 INTRO = (
     "Every token of a Vision Transformer mixes in the other tokens with weights that sum to 1: its **attention**. "
     "**Click a patch** of the image to see where it looks in the chosen layer — averaged over heads on the left, "
-    "each head on the right — or pick the **class token**, which the classifier reads. Step through layers "
-    "with the buttons or the **←/→** keys (also **[** and **]**)."
+    "each head on the right — or pick the **class token** (what reads it depends on the model: see the "
+    "note under the model). Step through layers with the buttons or the **←/→** keys (also **[** and **]**). "
+    "*(ViT §3.1)*"
 )
 HELP_CLS = (
-    "**Class token, last layer, per head.** The classifier reads only this token, so these maps show what feeds "
-    "the decision. In self-supervised **DINO** the heads segment objects without ever seeing a label: tick the "
-    f"box to keep, for each head, the patches that hold {MASS:.0%} of its attention (the DINO paper's view). "
-    "**DeiT** has a second, *distillation* token trained to match a CNN teacher: its maps are shown beside it."
+    "**Class token, last layer, per head.** In vit-base the classifier reads only this token; DeiT's classifier "
+    "also reads its *distillation* token (trained to match a CNN teacher, maps shown beside it); MAE and DINO "
+    "have no classifier here. In self-supervised **DINO** the heads segment objects without ever seeing a "
+    f"label: tick the box to keep, for each head, the patches that hold {MASS:.0%} of its attention (the DINO "
+    "paper's view). *(DINO figs. 3–4; DeiT §4)*"
 )
 HELP_ROLLOUT = (
-    "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through *all* layers: each layer's heads "
-    "are fused (mean, max or min), the weakest entries of each row can be discarded, the identity is added "
-    "for the residual connection and rows are renormalised to sum 1; the layers' matrices are multiplied. The "
-    "map is the class token's row over the patches, summing to 1. Discarding never drops a token's attention "
-    "to itself, so every row stays well defined."
+    "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through *all* layers. The paper averages "
+    "each layer's heads, adds the identity for the residual connection (A = 0.5·W + 0.5·I) and multiplies the "
+    "layers' matrices; *max*/*min* fusion and the discard ratio (the weakest entries of each row zeroed, never "
+    "a token's attention to itself) come from later practice (jacobgil/vit-explain), not the paper. The map is "
+    "the class token's row over the patches: its share of the prefix tokens is dropped and the rest "
+    "renormalised to sum 1. Rollout is a heuristic: it treats attention as linear mixing of tokens and ignores "
+    "the MLPs and the value vectors. *(Abnar & Zuidema §3; vit-explain vit_rollout.py)*"
 )
 HELP_DISTANCE = (
     "**Mean attention distance** (the ViT paper's figure 7): for each head, how far in pixels a patch looks on "
-    "average, weighting the distance to every other patch by its attention. Early layers of trained ViTs mix "
-    "local heads (short distances, like convolutions) and global ones; deeper layers are global. The dashed "
-    "line is a head that looks everywhere equally — where a random-weight model sits."
+    "average, weighting the distance to every other patch by its attention. The paper's figure is a supervised "
+    "ViT-L/16 over 128 images: its early layers mix local heads (short distances, like convolutions) and "
+    "global ones, and its deeper layers are mostly global. Masked-image-modeling models such as MAE — this "
+    "tab's default — keep local heads in deep layers too (Xie et al., 2023). The dashed line is a head that "
+    "looks everywhere equally — where a random-weight model sits. *(ViT fig. 7, app. D.7; Xie et al. 2023, "
+    "fig. 1)*"
 )
 
 
