@@ -128,7 +128,7 @@ def load_image(source: ImageInput) -> Image.Image:
     Raises:
         ImageError: unreadable, corrupt, too large or otherwise unusable input.
     """
-    MAX_BYTES, MAX_PIXELS = settings.max_upload_bytes(), settings.max_pixels()
+    MAX_PIXELS = settings.max_pixels()
     if isinstance(source, Image.Image):
         w, h = source.size
         if w * h > MAX_PIXELS or w < 1 or h < 1:
@@ -139,15 +139,35 @@ def load_image(source: ImageInput) -> Image.Image:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _to_rgb(_open(bytes(source)))
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        try:
-            size = path.stat().st_size
-        except OSError:
-            raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
-        if size > MAX_BYTES:
-            raise ImageError(f"the file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
-        return _to_rgb(_open(path.read_bytes()))
+        return _to_rgb(_open(_read_file(source)))
     raise ImageError(f"cannot read an image from a {type(source).__name__}")
+
+
+def _read_file(source: str | os.PathLike) -> bytes:
+    """The bytes of an image file, after checking it exists and is within ``VITVIZ_MAX_UPLOAD``."""
+    path, max_bytes = Path(source), settings.max_upload_bytes()
+    try:
+        size = path.stat().st_size
+    except OSError:
+        raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
+    if size > max_bytes:
+        raise ImageError(f"the file is {size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB")
+    return path.read_bytes()
+
+
+def check_image_file(source: str | os.PathLike) -> tuple[int, int]:
+    """Check, from its header and without decoding, that a file is an image :func:`load_image` reads.
+
+    Same checks and messages as :func:`load_image` (size, format, pixel count, aspect
+    ratio); the app runs it before Gradio decodes an upload.
+
+    Returns:
+        ``(width, height)``.
+
+    Raises:
+        ImageError: a missing, too large, non-image or oversized file.
+    """
+    return _open(_read_file(source)).size
 
 
 def _from_array(arr: np.ndarray) -> Image.Image:

@@ -14,8 +14,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, features_tab, gradio_fixes, lazy, mae_tab, patches_tab, swin_tab,
-               urlstate)
+from . import (attention_tab, beit_tab, compute_tab, features_tab, files, gradio_fixes, http, lazy, limits, mae_tab,
+               patches_tab, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -50,6 +50,11 @@ def build_demo() -> gr.Blocks:
     if problems:
         raise ValueError("invalid settings: " + "; ".join(problems))
     gradio_fixes.install()
+    _log_to_stderr()
+    # One intra-op thread count for every computation, set once (results never depend on who set it).
+    import torch
+
+    torch.set_num_threads(settings.threads())
     # Files handed to the browser (panels, exports, CSVs) are deleted after VITVIZ_CACHE_SECONDS.
     cache_age = settings.get("VITVIZ_CACHE_SECONDS")
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
@@ -113,14 +118,33 @@ def build_demo() -> gr.Blocks:
                                     beit.seed, beit.pattern, *openers.values(), mae.paint, mae.mask],
                   api_visibility="private", queue=False)
         openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
+    # api_open=False: queued endpoints cannot be called around the queue (and its limits).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
-               max_size=settings.get("VITVIZ_MAX_QUEUE"))
+               max_size=settings.get("VITVIZ_MAX_QUEUE"), api_open=False)
+    demo.state_session_capacity = settings.get("VITVIZ_MAX_SESSIONS")
+    demo.temp_file_sets.append(files.WRITTEN)  # every file vitviz writes goes to Gradio's cleaner
+    limits.apply(demo)
     return demo
+
+
+def _log_to_stderr() -> None:
+    """Send vitviz's log (one line per user error, tracebacks only for unexpected ones) to stderr."""
+    import logging
+
+    logger = logging.getLogger("vitviz")
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 def launch_options() -> dict:
     """Keyword arguments of ``demo.launch`` for a public host: page head/CSS, limits, no share link."""
     import os
+
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
 
     return dict(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
@@ -129,4 +153,6 @@ def launch_options() -> dict:
         share=False,
         js=urlstate.page_js(TAB_LABELS),
         css=urlstate.CSS,
+        # Outermost first: refusals before any work; the page and its configuration (text) gzip-compressed.
+        app_kwargs={"middleware": [Middleware(http.Hardening), Middleware(GZipMiddleware, minimum_size=2048)]},
     )

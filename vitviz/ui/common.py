@@ -17,35 +17,107 @@ from ..cache import LRU
 from ..errors import ImageError, ModelUnavailable
 from ..views.common import as_seed, require_image
 
-__all__ = ["as_seed", "example_images", "memo_view", "require_image", "user_errors"]
+__all__ = ["as_seed", "example_images", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
+           "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
 
 
+#: Longest message shown to a person (a 30 MB model name once came back as a 30 MB error).
+MESSAGE_CHARS = 400
+#: Longest user text quoted in the log.
+LOG_CHARS = 200
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (with an ellipsis)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def user_message(exc: BaseException) -> str | None:
+    """The sentence a person reads for a library error; None for an unexpected error."""
+    if isinstance(exc, gr.Error):
+        return str(exc.message)
+    if isinstance(exc, ImageError):
+        return f"Image problem: {exc}"
+    if isinstance(exc, ModelUnavailable):
+        return f"Model unavailable: {exc}"
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return None
+
+
+def report(where: str, exc: BaseException) -> str:
+    """Log ``exc`` and return what the person reads.
+
+    A user error (bad input, unavailable model) is one log line with the message cut to
+    :data:`LOG_CHARS`; an unexpected error is logged with its traceback for the operator
+    and reported generically.
+    """
+    message = user_message(exc)
+    if message is None:
+        log.error("unexpected error in %s", where, exc_info=exc)
+        return "Something went wrong while computing this view; please try another input."
+    log.info("user error in %s: %s", where, clip(message, LOG_CHARS).replace("\n", " "))
+    return clip(message, MESSAGE_CHARS)
+
+
 def user_errors(fn: F) -> F:
     """Map library errors to ``gr.Error`` so the user reads a sentence, not a traceback.
 
-    Unexpected exceptions are logged and reported generically; the server stays up.
+    The log gets one line per user error (no traceback); unexpected exceptions are
+    logged with their traceback and reported generically; the server stays up.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ImageError as exc:
-            raise gr.Error(f"Image problem: {exc}") from None
-        except ModelUnavailable as exc:
-            raise gr.Error(f"Model unavailable: {exc}") from None
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        except Exception:  # noqa: BLE001 - keep the server up, log for the operator
-            log.exception("unexpected error in %s", fn.__name__)
-            raise gr.Error("Something went wrong while computing this view; please try another input.") from None
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a message
+            raise gr.Error(report(fn.__name__, exc), print_exception=False) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def shown_once(cleared: Callable[[str], Any]) -> Callable[[F], F]:
+    """For the listener that reports a trigger's problems on the page: a user error becomes
+    one warning toast and ``cleared(message)`` as the outputs (panels emptied, the message
+    where the numbers were), never Gradio's "Error" badges above stale results."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a message
+                message = report(fn.__name__, exc)
+                gr.Warning(message)
+                return cleared(message)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def quiet_errors(fallback: Callable[[], Any]) -> Callable[[F], F]:
+    """For a listener that shares its trigger with one that reports: on an error, log it and
+    return ``fallback()`` without a toast, so a person sees each problem once."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the reporting listener shows user errors
+                if user_message(exc) is None:
+                    report(fn.__name__, exc)
+                return fallback()
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def _arg_key(value: Any) -> Any:

@@ -27,6 +27,7 @@ from PIL import Image
 
 from .. import settings
 from ..cache import LRU
+from . import files, http, inputs, limits, sessions
 
 _INSTALLED = False
 
@@ -72,7 +73,7 @@ def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "ima
     known = _MEMO.get(key) if key is not None else None
     if known is not None and os.path.exists(known):
         _touch(Path(known))
-        return known
+        return files.record(known)
     data = encode(img, format)
     folder = Path(cache_dir) / pu.hash_bytes(data)
     folder.mkdir(exist_ok=True, parents=True)
@@ -81,7 +82,7 @@ def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "ima
         _touch(final)
         if key is not None:
             _MEMO.put(key, str(final))
-        return str(final)
+        return files.record(final)
     fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -92,7 +93,7 @@ def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "ima
         raise
     if key is not None:
         _MEMO.put(key, str(final))
-    return str(final)
+    return files.record(final)
 
 
 def install() -> None:
@@ -106,4 +107,8 @@ def install() -> None:
     # Gradio opens every uploaded image with PIL before vitviz sees it; make PIL's own
     # decompression-bomb check use vitviz's pixel limit (it raises above twice the value).
     Image.MAX_IMAGE_PIXELS = settings.max_pixels()
+    inputs.install()
+    sessions.install()
+    limits.install()
+    http.install()
     _INSTALLED = True

@@ -1,0 +1,150 @@
+"""Fair queueing (issue 16): per-client caps, unknown fn_index, stable endpoint names, session bound."""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+gr = pytest.importorskip("gradio")
+
+from vitviz.ui import limits, sessions  # noqa: E402
+
+
+def _request(peer: str, xff: str | None = None) -> SimpleNamespace:
+    headers = {"x-forwarded-for": xff} if xff is not None else {}
+    return SimpleNamespace(client=SimpleNamespace(host=peer), headers=headers)
+
+
+def test_client_address_trusts_only_the_proxy_hops():
+    assert limits.client_address(_request("10.0.0.1", "1.2.3.4"), 0) == "10.0.0.1"
+    # A client can forge the left part; the last hop is the one the proxy added.
+    assert limits.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 1) == "1.2.3.4"
+    assert limits.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 2) == "6.6.6.6"
+    assert limits.client_address(_request("10.0.0.1", "not-an-ip"), 1) == "10.0.0.1"
+    assert limits.client_address(_request("10.0.0.1"), 1) == "10.0.0.1"
+    # The machine's own user (loopback) has only the per-session cap.
+    assert limits.exempt("127.0.0.1") and limits.exempt("::1") and not limits.exempt("10.0.0.1")
+    assert not limits.exempt("unknown")
+
+
+def _slow(x: float) -> float:
+    time.sleep(0.2)
+    return x
+
+
+def _fast(x: float) -> float:
+    return x + 1
+
+
+def run_sweep(x: float) -> float:  # sorted into the heavy group by its name
+    time.sleep(0.2)
+    return x
+
+
+@pytest.fixture()
+def scratch_app(monkeypatch, free_port_value):
+    """A model-free app with vitviz's limits: caps 4 per session, 6 per address, 2 heavy."""
+    monkeypatch.setenv("VITVIZ_SESSION_QUEUE", "4")
+    monkeypatch.setenv("VITVIZ_CLIENT_QUEUE", "6")
+    monkeypatch.setenv("VITVIZ_CLIENT_HEAVY", "2")
+    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
+    with gr.Blocks() as demo:
+        n, out = gr.Number(), gr.Number()
+        button = gr.Button()
+        button.click(_fast, n, out, api_visibility="private")  # takes the name "_fast" first
+        button.click(_slow, n, out, api_name="slow")
+        button.click(_fast, n, out, api_name="_fast")
+        button.click(run_sweep, n, out, api_name="sweep")
+    demo.queue(max_size=64, api_open=False)
+    limits.apply(demo)
+    demo.launch(server_name="127.0.0.1", server_port=free_port_value, prevent_thread_lock=True, quiet=True)
+    try:
+        yield demo, f"http://127.0.0.1:{free_port_value}/"
+    finally:
+        demo.close()
+
+
+@pytest.fixture()
+def free_port_value() -> int:
+    from tools.appserver import free_port
+
+    return free_port()
+
+
+def test_a_flooding_client_cannot_starve_another(scratch_app):
+    from gradio_client import Client
+
+    demo, url = scratch_app
+    refused, served, stop = [], [], threading.Event()
+
+    def flood() -> None:
+        client = Client(url, verbose=False, headers={"X-Forwarded-For": "10.9.9.9"})
+        while not stop.is_set():
+            try:
+                client.predict(1, api_name="/sweep")
+                served.append(1)
+            except Exception as exc:  # noqa: BLE001 - counted
+                refused.append(str(exc))
+
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(16)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    other = Client(url, verbose=False, headers={"X-Forwarded-For": "10.1.1.1"})
+    results = [other.predict(i, api_name="/slow") for i in range(6)]
+    results += [other.predict(i, api_name="/sweep") for i in range(2)]
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert results == [0, 1, 2, 3, 4, 5, 0, 1]  # every call of the other client was served
+    assert refused, "the flooding address was never refused"
+    assert served, "the flooding address got nothing at all"
+
+
+def test_unknown_function_index_is_a_400(scratch_app):
+    _, url = scratch_app
+    r = httpx.post(url + "gradio_api/queue/join",
+                   json={"data": [1], "fn_index": 10_000, "session_hash": "s1", "event_data": None, "trigger_id": None})
+    assert r.status_code == 400 and "no endpoint" in r.json()["detail"]
+
+
+def test_queued_functions_do_not_skip_the_queue(scratch_app):
+    _, url = scratch_app
+    r = httpx.post(url + "gradio_api/run/slow", json={"data": [1]})
+    assert r.status_code == 404
+
+
+def test_private_events_never_take_a_public_name(scratch_app):
+    demo, _ = scratch_app
+    names = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
+    assert names == {"slow", "_fast", "sweep"}
+    private = [fn.api_name for fn in demo.fns.values() if fn.api_visibility != "public"]
+    assert private and all(n.startswith(limits.PRIVATE_PREFIX) for n in private)
+    groups = {fn.api_name: fn.concurrency_id for fn in demo.fns.values()}
+    assert groups["sweep"] == limits.HEAVY and groups["slow"] == limits.VIEW
+
+
+def test_sessions_are_small_and_bounded():
+    from gradio.state_holder import SessionState, StateHolder
+
+    sessions.install()
+    with gr.Blocks() as demo:
+        big = "x" * 500_000  # a large default value, like a figure with hover text
+        gr.Textbox(big)
+        state = gr.State([0])
+    demo.state_session_capacity = 50
+    holder = StateHolder()
+    holder.set_blocks(demo)
+    tracemalloc.start()
+    for i in range(200):
+        holder[f"session-{i}"][state._id] = [i]
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(holder.session_data) <= 50
+    assert current / 50 < 100_000, "each kept session should hold far less than the page configuration"
+    assert holder["session-199"][state._id] == [199]

@@ -1,0 +1,119 @@
+"""Plain messages for inputs that would fail inside Gradio's own preprocessing.
+
+Gradio converts each input before a handler runs. A number sent as a string, a NaN
+seed, a non-image file or a header-only "image bomb" failed *there*, so the client
+got ``error: null`` (a bare "Error" on the page) and the log a traceback. After
+:func:`install`:
+
+* numbers and sliders take finite numbers only ("seed: expected a number, got
+  'abc'"); a whole-number box (``precision=0``) passes a fractional value through
+  unrounded, so the handler's own check names it ("the seed must be a whole number,
+  got 1.5") instead of Gradio silently rounding it;
+* an image given as a file path is not opened by Gradio at all: vitviz's reader
+  checks it (the same message as the CLI, once, from the handler that reports);
+  images Gradio must decode (``type="numpy"``/``"pil"``) are checked first with the
+  same reader;
+* choices (dropdowns, radios) echo at most a short prefix of a wrong value (a 30 MB
+  model name returned a 30 MB error);
+* anything else that fails in preprocessing becomes one sentence naming the control.
+
+Every message is a ``gr.Error`` with ``print_exception=False``: no traceback in the log.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from typing import Any
+
+log = logging.getLogger("vitviz.ui")
+
+#: Longest echo of a user value in a message.
+ECHO_CHARS = 60
+#: Longest message text.
+MESSAGE_CHARS = 400
+
+
+def short(value: Any, limit: int = ECHO_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= 4 * limit else repr(value[: 4 * limit])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _label(block: Any) -> str:
+    return str(getattr(block, "label", None) or getattr(block, "elem_id", None) or type(block).__name__.lower())
+
+
+def _error(message: str) -> Exception:
+    """The ``gr.Error`` for a bad input, logged as one line (the message holds at most a short echo)."""
+    import gradio as gr
+
+    message = message[:MESSAGE_CHARS]
+    log.info("user error in an input: %s", message.replace("\n", " "))
+    return gr.Error(message, print_exception=False)
+
+
+def _number(block: Any, payload: Any, original: Any) -> Any:
+    if payload is None:
+        return original(block, payload)
+    if isinstance(payload, bool) or not isinstance(payload, (int, float)):
+        raise _error(f"{_label(block)}: expected a number, got {short(payload)}")
+    if not math.isfinite(payload):
+        raise _error(f"{_label(block)}: expected a finite number, got {payload}")
+    if getattr(block, "precision", None) == 0 and payload != int(payload):
+        return float(payload)  # the handler's check says "whole numbers only"
+    return original(block, payload)
+
+
+def _choice(block: Any, payload: Any, original: Any) -> Any:
+    if isinstance(payload, str) and len(payload) > 200:
+        raise _error(f"{_label(block)}: {short(payload)} is not one of the choices")
+    return original(block, payload)
+
+
+def _image(block: Any, payload: Any, original: Any) -> Any:
+    path = getattr(payload, "path", None)
+    if path is None or getattr(payload, "url", None) and str(payload.url).startswith("data:"):
+        return original(block, payload)
+    if getattr(block, "type", None) == "filepath" and getattr(block, "image_mode", None) is None:
+        return str(path)  # vitviz's reader checks the file in the handler
+    from ..core.images import check_image_file
+    from ..errors import ImageError
+
+    try:
+        check_image_file(path)
+    except ImageError as exc:
+        raise _error(f"Image problem: {exc}") from None
+    return original(block, payload)
+
+
+CHECKS = {"Number": _number, "Slider": _number, "Dropdown": _choice, "Radio": _choice, "Image": _image}
+
+_INSTALLED = False
+
+
+def install() -> None:
+    """Wrap the ``preprocess`` of Gradio's input components (idempotent)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    import gradio as gr
+
+    for name, check in CHECKS.items():
+        cls = getattr(gr, name)
+        original = cls.preprocess
+
+        @functools.wraps(original)
+        def preprocess(self: Any, payload: Any, _original: Any = original, _check: Any = check) -> Any:
+            try:
+                return _check(self, payload, _original)
+            except gr.Error as exc:
+                if getattr(exc, "print_exception", True) is False:
+                    raise
+                raise _error(str(exc.message)) from None
+            except Exception as exc:  # noqa: BLE001 - any conversion failure becomes a sentence
+                raise _error(f"{_label(self)}: this value cannot be used ({type(exc).__name__})") from None
+
+        cls.preprocess = preprocess
+    _INSTALLED = True

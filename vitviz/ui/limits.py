@@ -1,0 +1,197 @@
+"""Fair queueing for a shared server: per-client caps, concurrency groups, stable endpoint names.
+
+Gradio's queue (6.31) checks one global ``max_size`` across every client and endpoint,
+and gives every event function its own concurrency group. On a public host one
+visitor could therefore fill the whole queue (a script resubmitting uncached sweeps
+made another user's calls fail with "Queue is full"), and up to 40 computations
+could run at once on two cores. This module:
+
+* caps what one client may have **queued or running**: per browser session
+  (``VITVIZ_SESSION_QUEUE``), per client address (``VITVIZ_CLIENT_QUEUE``) and, for the
+  expensive group, per address (``VITVIZ_CLIENT_HEAVY``). A request over a cap is
+  refused with HTTP 503 and a sentence, after a one-second pause so a flooding script
+  cannot spin. The session id is chosen by the client, so the address cap is the one
+  that holds; behind a reverse proxy (a Space) the address is the last
+  ``VITVIZ_TRUSTED_PROXIES`` hop of ``X-Forwarded-For``. Loopback addresses (the
+  machine's own user) have only the session cap;
+* refuses an unknown ``fn_index`` with HTTP 400 (it was a 500);
+* puts every queued event in one of two concurrency groups: ``view`` (fast views,
+  ``VITVIZ_CONCURRENCY`` at once) and ``heavy`` (sweeps, measurements, exports,
+  comparisons: ``VITVIZ_HEAVY_CONCURRENCY``), the one place that sorts endpoints;
+* renames private events so they never take a public endpoint's name (a private
+  ``swin_attention`` chained before the public one pushed it to ``/swin_attention_5``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .. import settings
+
+#: Concurrency group of fast views.
+VIEW = "vitviz-view"
+#: Concurrency group of expensive work.
+HEAVY = "vitviz-heavy"
+
+#: Event functions (by Python name) that belong to the expensive group.
+HEAVY_FUNCTIONS = frozenset({
+    "run_sweep", "page_sweep", "prewarm_panels", "export", "measure_attention", "compare", "run_compare",
+    "layer_probes",
+})
+
+#: Prefix of the API names of private events.
+PRIVATE_PREFIX = "_private_"
+
+BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
+                "(this server is shared with other visitors).")
+#: Seconds a refused request waits before its answer (slows a flooding client down).
+REFUSAL_PAUSE_S = 1.0
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """Caps on queued + running events.
+
+    Attributes:
+        per_session: per browser session (Gradio session hash).
+        per_address: per client address.
+        heavy_per_address: per client address, in the :data:`HEAVY` group.
+        trusted_proxies: ``X-Forwarded-For`` hops to trust (0: the socket peer).
+    """
+
+    per_session: int
+    per_address: int
+    heavy_per_address: int
+    trusted_proxies: int
+
+    @classmethod
+    def from_settings(cls) -> ClientLimits:
+        """The caps configured by ``VITVIZ_SESSION_QUEUE``, ``VITVIZ_CLIENT_QUEUE``, ... ."""
+        return cls(settings.get("VITVIZ_SESSION_QUEUE"), settings.get("VITVIZ_CLIENT_QUEUE"),
+                   settings.get("VITVIZ_CLIENT_HEAVY"), settings.trusted_proxies())
+
+
+def client_address(request: Any, trusted_proxies: int) -> str:
+    """The client's address: the socket peer, or the ``trusted_proxies``-th ``X-Forwarded-For`` hop from the right.
+
+    A client can put anything at the left of ``X-Forwarded-For``; only the hops added
+    by trusted proxies (at the right) are believed. Malformed values fall back to the peer.
+    """
+    peer = str(getattr(getattr(request, "client", None), "host", None) or "unknown")
+    if trusted_proxies <= 0 or request is None:
+        return peer
+    hops = [h.strip() for h in str(request.headers.get("x-forwarded-for", "")).split(",") if h.strip()]
+    if len(hops) < trusted_proxies:
+        return peer
+    try:
+        return str(ipaddress.ip_address(hops[-trusted_proxies]))
+    except ValueError:
+        return peer
+
+
+def exempt(address: str) -> bool:
+    """True for a loopback address: the machine's own user (and tests) are not capped per address.
+
+    Behind a reverse proxy on the same machine every visitor would look like loopback:
+    set ``VITVIZ_TRUSTED_PROXIES`` so the proxy's ``X-Forwarded-For`` names them.
+    """
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int]:
+    """``(same session, same address, same address in the heavy group)`` over queued and running events."""
+    waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
+    running = [e for job in queue.active_jobs if job for e in job]
+    same_session = same_address = heavy = 0
+    for event in waiting + running:
+        if session is not None and event.session_hash == session:
+            same_session += 1
+        if getattr(event, "vitviz_address", None) == address:
+            same_address += 1
+            heavy += event.concurrency_id == HEAVY
+    return same_session, same_address, heavy
+
+
+_INSTALLED = False
+
+
+def install() -> None:
+    """Wrap ``gradio.queueing.Queue.push`` with the caps (idempotent; apps without caps are untouched)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from gradio import queueing
+
+    original = queueing.Queue.push
+    lock = asyncio.Lock()
+
+    async def push(self: Any, body: Any, request: Any, username: str | None) -> tuple:
+        limits: ClientLimits | None = getattr(self.blocks, "vitviz_limits", None)
+        if limits is None:
+            return await original(self, body, request, username)
+        if body.fn_index is None or body.fn_index not in self.blocks.fns:
+            return False, "There is no endpoint with this function index.", "error"
+        address = client_address(request, limits.trusted_proxies)
+        heavy = self.blocks.fns[body.fn_index].concurrency_id == HEAVY
+        async with lock:  # the count and the append happen together
+            same_session, same_address, same_heavy = _count(self, body.session_hash, address)
+            capped = not exempt(address)
+            if (same_session < limits.per_session
+                    and not (capped and same_address >= limits.per_address)
+                    and not (capped and heavy and same_heavy >= limits.heavy_per_address)):
+                ok, event_id, state = await original(self, body, request, username)
+                event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
+                if event is not None:
+                    event.vitviz_address = address
+                return ok, event_id, state
+        await asyncio.sleep(REFUSAL_PAUSE_S)
+        return False, BUSY_MESSAGE, "queue_full"
+
+    queueing.Queue.push = push
+    _INSTALLED = True
+
+
+def _base_name(name: str) -> str:
+    return re.sub(r"_\d+$", "", name)
+
+
+def apply(demo: Any) -> None:
+    """Sort the built app's events into groups, rename private events, attach the caps.
+
+    Call after every event is registered and after ``demo.queue(...)``.
+    """
+    install()
+    view_limit = settings.get("VITVIZ_CONCURRENCY")
+    heavy_limit = settings.get("VITVIZ_HEAVY_CONCURRENCY")
+    public_names: set[str] = set()
+    for fn in demo.fns.values():
+        name = getattr(fn.fn, "__name__", "")
+        if fn.queue is not False and fn.fn is not None:
+            heavy = name in HEAVY_FUNCTIONS
+            fn.concurrency_id = HEAVY if heavy else VIEW
+            fn.concurrency_limit = heavy_limit if heavy else view_limit
+        if fn.api_visibility == "public" and isinstance(fn.api_name, str):
+            public_names.add(fn.api_name)
+    taken = set(public_names)
+    for i, fn in sorted(demo.fns.items()):
+        if fn.api_visibility != "public" and isinstance(fn.api_name, str) and not fn.api_name.startswith(
+                PRIVATE_PREFIX):
+            fn.api_name = f"{PRIVATE_PREFIX}{i}_{fn.api_name}"
+            taken.add(fn.api_name)
+    # A public endpoint pushed to "name_N" by a private event registered first gets "name" back.
+    for fn in demo.fns.values():
+        if fn.api_visibility == "public" and isinstance(fn.api_name, str):
+            base = _base_name(fn.api_name)
+            if base != fn.api_name and base not in taken:
+                taken.discard(fn.api_name)
+                fn.api_name = base
+                taken.add(base)
+    demo.vitviz_limits = ClientLimits.from_settings()
+    demo.config = demo.get_config_file()  # the page learns the final names
