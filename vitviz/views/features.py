@@ -68,9 +68,9 @@ HELP_PROBES = (
     "**Probes by depth, no labels needed.** For every layer a linear ridge regression (closed form, strength "
     "chosen by cross-validation leaving one fitting image out) reads each patch token and predicts things the "
     "image itself tells us: the patch's **row and column** (position), its **mean colour** and its **edge "
-    "energy** (texture). The probes are fitted on other photos and scored, as R², on this one: 1 = read "
-    "perfectly, 0 = no better than the average. Dotted grey: the same probes with each image's targets "
-    "shuffled between its patches (the control)."
+    "energy** (texture). The probes are fitted on the other example photos and scored, as R², on this one: "
+    "1 = read perfectly, 0 = no better than the fitting photos' average. Dotted grey: the same probes with "
+    "the targets shuffled across all patches of all photos (the control: about 0)."
 )
 HELP_POOLING = (
     "**Class token or average pooling?** A classifier summarises the image in one vector: the class token, or "
