@@ -38,7 +38,8 @@ from .patches import patch_center, pixel_to_patch
 
 Pair = tuple[int, int]
 
-#: Value timm adds to blocked logits (``exp(-100)`` is 0 in float32 after softmax).
+#: Value timm adds to blocked logits: ``exp(-100)`` ≈ 3.7e-44 (a float32 subnormal), so a blocked
+#: key's softmax weight is effectively zero, not exactly zero.
 MASK_VALUE = -100.0
 #: Letters for the nine regions of a shifted layout, in timm's order.
 REGION_LETTERS = "ABCDEFGHI"

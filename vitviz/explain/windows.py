@@ -177,3 +177,30 @@ def window_attention(model: LoadedModel, image: ImageInput, stage: int, block: i
     cap = capture_window_attention(model.module, model_input(view, model.data_config, model.device), stage, block,
                                    token)
     return WindowAttentionCapture(**{**cap.__dict__, "random_init": bool(model.random_init)})
+
+
+def relative_position_bias(model: LoadedModel, stage: int, block: int) -> np.ndarray:
+    """Swin's learned relative position bias table of one block, per head (Swin eq. 4).
+
+    timm's ``WindowAttention.relative_position_bias_table`` holds ``(2Mh-1)(2Mw-1)`` rows,
+    one per relative offset, indexed ``(dy + Mh - 1) * (2Mw - 1) + (dx + Mw - 1)`` with
+    ``dy, dx`` = query minus key (``relative_position_index``); the bias added to the
+    logit of a query/key pair in a window is the row of their offset.
+
+    Args:
+        model: a loaded Swin (``swin-tiny``); ``model.random_init`` says whether the table is learned.
+        stage: 1-based stage; ``block``: 0-based block in the stage.
+
+    Returns:
+        ``(heads, 2Mh-1, 2Mw-1)`` float32; ``[h, dy + Mh - 1, dx + Mw - 1]``.
+    """
+    layers = model.module.layers
+    if not 1 <= stage <= len(layers):
+        raise ValueError(f"stage must be 1..{len(layers)}, got {stage}")
+    blocks = layers[stage - 1].blocks
+    if not 0 <= block < len(blocks):
+        raise ValueError(f"block must be 0..{len(blocks) - 1} in stage {stage}, got {block}")
+    attn = blocks[block].attn
+    mh, mw = (int(v) for v in attn.window_size)
+    table = attn.relative_position_bias_table.detach().float().cpu().numpy()  # (A', heads)
+    return table.T.reshape(-1, 2 * mh - 1, 2 * mw - 1).astype(np.float32)

@@ -84,3 +84,20 @@ def window_attention_figure(weights: np.ndarray, blocked: np.ndarray, title: str
         fig.update_yaxes(scaleanchor=f"x{i if i > 1 else ''}", row=(i - 1) // cols + 1, col=(i - 1) % cols + 1)
     return layout(fig, title or "attention weights of the query over its window (softmax, per head)",
                    height=max(330, 190 * nrows + 110))
+
+
+def bias_table_figure(table: np.ndarray, head: int, title: str = "") -> go.Figure:
+    """One head's relative position bias as a heatmap over the offsets (dy, dx).
+
+    Args:
+        table: ``(2Mh-1, 2Mw-1)`` bias of one head, ``[dy + Mh - 1, dx + Mw - 1]``.
+        head: the head's index, for the title.
+    """
+    mh, mw = (table.shape[0] + 1) // 2, (table.shape[1] + 1) // 2
+    fig = go.Figure(go.Heatmap(
+        z=table, x=list(range(-(mw - 1), mw)), y=list(range(-(mh - 1), mh)), colorscale="RdBu_r", zmid=0.0,
+        hovertemplate="query − key: dy %{y}, dx %{x}<br>bias %{z:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="dx = query column − key column", dtick=1)
+    fig.update_yaxes(title_text="dy = query row − key row", dtick=1, autorange="reversed", scaleanchor="x")
+    return layout(fig, title or f"relative position bias, head {head}", height=420)

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 from ..core.images import view_or_synthetic
 from ..core.windows import (REGION_LETTERS, StageGeometry, blocked_pairs, stage_geometry, token_at_pixel,
                             token_center_pixel, token_window, window_regions, window_token_positions)
-from ..explain.windows import swin_model, window_attention
-from ..plots.windows import attention_mask_figure, window_attention_figure
+from ..explain.windows import relative_position_bias, swin_model, window_attention
+from ..plots.windows import attention_mask_figure, bias_table_figure, window_attention_figure
 from ..render.windows import attention_overlay, partition_overlay, rolled_overlay, stage_partitions, \
     window_attention_tiles
 
@@ -201,7 +201,7 @@ def attention_view(image: Any, stage: Any, block: Any, x: Any, y: Any) -> tuple[
     text = (
         f"Stage {g.stage}, block {b} ({kind}), {cap.weights.shape[0]} heads of {weights_note(cap.random_init)}: "
         f"token {cap.token} is query {cap.query_index} of window {cap.window_index}; {int(cap.blocked.sum())} of "
-        f"{cap.blocked.size} keys are masked (weight 0)."
+        f"{cap.blocked.size} keys are masked (weight effectively 0)."
     )
     return tiles, attention_overlay(arr, cap, VIEW), fig, text
 
@@ -221,3 +221,41 @@ def block_value(stage: Any, block: Any) -> int:
     _, g = geometry(stage)
     prev = int(block) if block is not None else 1
     return min(prev % 2, g.depth - 1)
+
+
+def bias_view(stage: Any, block: Any, head: Any) -> tuple[go.Figure, str]:
+    """(stage, block, head) -> heatmap of that head's relative position bias table, and a description."""
+    _, g = geometry(stage)
+    try:
+        b, h = int(block), int(head)
+    except (TypeError, ValueError):
+        raise ValueError(f"block and head must be whole numbers, got {block!r}, {head!r}") from None
+    g.block_shift(b)  # validates the block
+    if not 0 <= h < g.num_heads:
+        raise ValueError(f"head must be 0..{g.num_heads - 1} in stage {g.stage}, got {head!r}")
+    model = swin_model()
+    table = relative_position_bias(model, g.stage, b)[h]
+    mh, mw = g.window
+    fig = bias_table_figure(table, h, f"stage {g.stage}, block {b}, head {h}: relative position bias")
+    source = ("⚠️ `swin-tiny` has **random weights** here (its pretrained file is not on this machine): these "
+              "are the table's random initial values, not learned ones" if model.random_init
+              else weights_note(False))
+    text = (
+        f"{table.size} numbers ({2 * mh - 1}×{2 * mw - 1} offsets) for head {h} of {g.num_heads}; {source}. The bias of a query/key pair depends only on their offset, so one "
+        f"table serves all {mh * mw}×{mh * mw} pairs of every window; it ranges from {float(table.min()):.2f} "
+        f"to {float(table.max()):.2f} here."
+    )
+    return fig, text
+
+
+def merging_markdown(size: int = INPUT) -> str:
+    """Patch merging stage by stage, with the token grids and widths computed for Swin-T."""
+    geoms = stage_geometry(size)
+    steps = " → ".join(f"{g.grid[0]}×{g.grid[1]}×{g.dim}" for g in geoms)
+    return (
+        "**Patch merging** between stages: each 2×2 group of neighbouring tokens is concatenated (4C numbers) "
+        "and mapped by one linear layer to 2C, so the tokens fall 4× and the channels double, like a CNN's "
+        f"pyramid. Swin-T at {size} px (tokens × tokens × channels): {steps}. The window stays "
+        f"{geoms[0].window[0]}×{geoms[0].window[1]} tokens, so it covers 4× more of the image at each stage. "
+        "*(Swin §3.1, fig. 3)*"
+    )
