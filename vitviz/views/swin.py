@@ -224,24 +224,24 @@ def block_value(stage: Any, block: Any) -> int:
 
 
 def bias_view(stage: Any, block: Any, head: Any) -> tuple[go.Figure, str]:
-    """(stage, block, head) -> heatmap of that head's relative position bias table, and a description."""
+    """(stage, block, head counted from 1) -> heatmap of that head's relative position bias table, and a text."""
     _, g = geometry(stage)
     try:
-        b, h = int(block), int(head)
+        b, h = int(block), int(head) - 1
     except (TypeError, ValueError):
         raise ValueError(f"block and head must be whole numbers, got {block!r}, {head!r}") from None
     g.block_shift(b)  # validates the block
     if not 0 <= h < g.num_heads:
-        raise ValueError(f"head must be 0..{g.num_heads - 1} in stage {g.stage}, got {head!r}")
+        raise ValueError(f"head must be 1..{g.num_heads} in stage {g.stage}, got {head!r}")
     model = swin_model()
     table = relative_position_bias(model, g.stage, b)[h]
     mh, mw = g.window
-    fig = bias_table_figure(table, h, f"stage {g.stage}, block {b}, head {h}: relative position bias")
+    fig = bias_table_figure(table, h + 1, f"stage {g.stage}, block {b}, head {h + 1}: relative position bias")
     source = ("⚠️ `swin-tiny` has **random weights** here (its pretrained file is not on this machine): these "
               "are the table's random initial values, not learned ones" if model.random_init
               else weights_note(False))
     text = (
-        f"{table.size} numbers ({2 * mh - 1}×{2 * mw - 1} offsets) for head {h} of {g.num_heads}; {source}. The bias of a query/key pair depends only on their offset, so one "
+        f"{table.size} numbers ({2 * mh - 1}×{2 * mw - 1} offsets) for head {h + 1} of {g.num_heads}; {source}. The bias of a query/key pair depends only on their offset, so one "
         f"table serves all {mh * mw}×{mh * mw} pairs of every window; it ranges from {float(table.min()):.2f} "
         f"to {float(table.max()):.2f} here."
     )
