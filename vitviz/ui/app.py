@@ -77,9 +77,9 @@ def build_demo() -> gr.Blocks:
             for module in TABS:
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
                     built[module.TAB_ID] = module.build(lazy.TabPage(demo, openers[module.TAB_ID]))
-                image_input = shared_image.input_of(built[module.TAB_ID])
-                if image_input is not None:
-                    hub.subscribe(tab, image_input.image, image_input.examples)
+                    image_input = shared_image.input_of(built[module.TAB_ID])
+                    if image_input is not None:  # inside the tab: its state must not become a tab of its own
+                        hub.subscribe(tab, image_input.image, image_input.examples)
                 tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                            api_visibility="private")
                 tab.select(None, None, openers[module.TAB_ID], js=lazy.open_js(module.TAB_ID, module.LABEL),

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
+from . import files
 from .common import user_errors
 
 TAB_ID, LABEL = "compute", "Compute"
@@ -58,35 +59,41 @@ EXPLAIN_MEASURED = (
 )
 
 
+def _served(out: tuple) -> tuple:
+    """The view's outputs with each CSV written to Gradio's cleaned cache (its path, for the download button)."""
+    return tuple(files.write_text(x.text, x.name) if isinstance(x, cv.CsvDownload) else x for x in out)
+
+
 @user_errors
 def attention_flops(dim: float, window: float) -> tuple[go.Figure, str, str]:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
-    return cv.attention_flops(dim, window)
+    return _served(cv.attention_flops(dim, window))
 
 
 @user_errors
 def model_flops(max_resolution: float) -> tuple[go.Figure, str]:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
-    return cv.model_flops(max_resolution)
+    return _served(cv.model_flops(max_resolution))
 
 
 @user_errors
 def patch_size_flops(resolution: float, base: str) -> tuple[go.Figure, str]:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
-    return cv.patch_size_flops(resolution, base)
+    return _served(cv.patch_size_flops(resolution, base))
 
 
 @user_errors
 def mae_flops_chart(name: str) -> tuple[go.Figure, str, str]:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
-    return cv.mae_flops(name)
+    return _served(cv.mae_flops(name))
 
 
 @user_errors
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
                       progress: gr.Progress = gr.Progress()) -> tuple[go.Figure, str, str]:
     """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
-    return cv.measure(max_tokens, time_budget_s, memory_budget_mb, progress=lambda f, msg: progress(f, desc=msg))
+    return _served(cv.measure(max_tokens, time_budget_s, memory_budget_mb,
+                              progress=lambda f, msg: progress(f, desc=msg)))
 
 
 def build(demo: gr.Blocks) -> None:

@@ -1,16 +1,19 @@
-"""What the Compute tab shows: FLOPs charts and tables from closed forms, CSV files of
-their rows, and a measurement of attention on this machine."""
+"""What the Compute tab shows: FLOPs charts and tables from closed forms, CSV downloads of
+their rows (text: the UI serves them from Gradio's cleaned cache), and a measurement of
+attention on this machine, bounded by the settings (``VITVIZ_MEASURE_*``, tighter on a
+public host)."""
 
 from __future__ import annotations
 
 import csv
-import tempfile
+import io
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import plotly.graph_objects as go
 
+from .. import settings
 from ..compute.formulas import SWIN_T, ViTConfig, encoder_flops_ratio, mae_configs, mae_visible_tokens, \
     quadratic_crossover_tokens, swin_flops, vit_flops
 from ..compute.formulas import mae_flops as mae_flops_parts
@@ -27,23 +30,31 @@ def _cell(v: object) -> object:
     return v
 
 
-def write_csv(rows: Sequence[dict], stem: str) -> str:
-    """Write rows to a new temporary CSV file and return its path (one file per request)."""
+@dataclass(frozen=True)
+class CsvDownload:
+    """A CSV file to offer for download: its file name and its text (the UI decides where it is served from)."""
+
+    name: str
+    text: str
+
+
+def csv_download(rows: Sequence[dict], stem: str) -> CsvDownload:
+    """The rows as CSV text named ``vitviz_<stem>.csv`` (nothing is written to disk here)."""
     if not rows:
         raise ValueError("there is no data to download yet")
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"vitviz_{stem}_", delete=False,
-                                      newline="", encoding="utf-8")
-    with tmp as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: _cell(v) for k, v in r.items()})
-    return str(Path(tmp.name))
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: _cell(v) for k, v in r.items()})
+    return CsvDownload(f"vitviz_{stem}.csv", out.getvalue())
 
 
 #: Column labels of the classic table (FLOP ratios, never "speed-ups": section 5 measures time).
 PRODUCTS_RATIO_LABEL = "FLOP ratio, QKᵀ+AV"
 LAYER_RATIO_LABEL = "FLOP ratio, attention layer"
+
+
 
 
 def classic_markdown(dim: int, window: int) -> str:
@@ -108,23 +119,23 @@ def as_int(value: object, name: str, lo: int, hi: int) -> int:
     return int(f)
 
 
-def attention_flops(dim: object, window: object) -> tuple[go.Figure, str, str]:
-    """(width C, window M) -> figure, classic table (Markdown), CSV path."""
+def attention_flops(dim: object, window: object) -> tuple[go.Figure, str, CsvDownload]:
+    """(width C, window M) -> figure, classic table (Markdown), CSV."""
     c = as_int(dim, "the width C", 1, 8192)
     m = as_int(window, "the window M", 1, 64)
     rows = attention_scaling_rows(c, m)
     fig = attention_flops_figure(rows, classic_table(c, m), m)
-    return fig, classic_markdown(c, m), write_csv(rows, "attention_flops")
+    return fig, classic_markdown(c, m), csv_download(rows, "attention_flops")
 
 
-def model_flops(max_resolution: object) -> tuple[go.Figure, str]:
-    """Largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
+def model_flops(max_resolution: object) -> tuple[go.Figure, CsvDownload]:
+    """Largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV."""
     top = as_int(max_resolution, "the largest resolution", 224, 2240)
     res = [r for r in (224, 320, 448, 640, 896, 1120, 1344, 1792, 2240) if r <= top]
     if res[-1] != top:
         res.append(top)
     rows = model_scaling_rows(res)
-    return model_flops_figure(rows), write_csv(rows, "model_flops")
+    return model_flops_figure(rows), csv_download(rows, "model_flops")
 
 
 def models_markdown() -> str:
@@ -145,15 +156,15 @@ def models_markdown() -> str:
     )
 
 
-def patch_size_flops(resolution: object, base: str) -> tuple[go.Figure, str]:
-    """(resolution px, ViT name) -> figure, CSV path."""
+def patch_size_flops(resolution: object, base: str) -> tuple[go.Figure, CsvDownload]:
+    """(resolution px, ViT name) -> figure, CSV."""
     r = as_int(resolution, "the resolution", 32, 2048)
     rows = patch_size_rows(r, base)
-    return patch_size_figure(rows, r, base), write_csv(rows, "patch_size_flops")
+    return patch_size_figure(rows, r, base), csv_download(rows, "patch_size_flops")
 
 
-def mae_flops(name: str) -> tuple[go.Figure, str, str]:
-    """MAE name -> figure, a one-line summary at 75%, CSV path."""
+def mae_flops(name: str) -> tuple[go.Figure, str, CsvDownload]:
+    """MAE name -> figure, a one-line summary at 75%, CSV."""
     configs = mae_configs()
     if name not in configs:
         raise ValueError(f"unknown MAE {name!r}; choose one of {', '.join(configs)}")
@@ -170,12 +181,17 @@ def mae_flops(name: str) -> tuple[go.Figure, str, str]:
         f"{full / f['total']:.2f}x fewer FLOPs than with nothing masked. (The paper, for ViT-L: 3.3x fewer "
         "training FLOPs, 2.8x less wall-clock time.) *(MAE §3, tables 1c and 2)*"
     )
-    return mae_flops_figure(rows, name), summary, write_csv(rows, "mae_flops")
+    return mae_flops_figure(rows, name), summary, csv_download(rows, "mae_flops")
 
 
 def measure(max_tokens: object, time_budget_s: object, memory_budget_mb: object,
-            progress: Callable[[float, str], None] | None = None) -> tuple[go.Figure, str, str]:
-    """Budgets -> measured figure, summary, CSV path."""
+            progress: Callable[[float, str], None] | None = None) -> tuple[go.Figure, str, CsvDownload]:
+    """Budgets -> measured figure, summary, CSV.
+
+    The budgets are capped by ``settings.measure_limits()`` (tokens, seconds, MiB: 3136,
+    10 s and 256 MiB on a public host), so one visitor cannot hold every core and gigabytes
+    for a minute; the summary says when a cap applied.
+    """
     n_max = as_int(max_tokens, "the token budget", 49, 50176)
     budget = float(time_budget_s)  # type: ignore[arg-type]
     if not 1 <= budget <= 120:
@@ -183,9 +199,21 @@ def measure(max_tokens: object, time_budget_s: object, memory_budget_mb: object,
     mem = int(float(memory_budget_mb) * 2**20)  # type: ignore[arg-type]
     if not 16 * 2**20 <= mem <= 64 * 2**30:
         raise ValueError(f"the memory budget must be between 16 MiB and 64 GiB, got {memory_budget_mb!r} MiB")
+    cap_tokens, cap_seconds, cap_mb = settings.measure_limits()
+    capped = []
+    if n_max > cap_tokens:
+        n_max, capped = cap_tokens, capped + [f"{cap_tokens} tokens"]
+    if budget > cap_seconds:
+        budget, capped = float(cap_seconds), capped + [f"{cap_seconds} s"]
+    if mem > cap_mb * 2**20:
+        mem, capped = cap_mb * 2**20, capped + [f"{cap_mb} MiB"]
     sweep = measure_attention_scaling(max_tokens=n_max, time_budget_s=budget, memory_budget_bytes=mem,
                                       progress=progress)
-    return timing_figure(sweep, mem), measured_markdown(sweep), write_csv(timing_rows(sweep), "attention_timing")
+    text = measured_markdown(sweep)
+    if capped:
+        text += (f"\n\nThis server caps one measurement at {', '.join(capped)} (it is shared; "
+                 "`VITVIZ_MEASURE_*` settings).")
+    return timing_figure(sweep, mem), text, csv_download(timing_rows(sweep), "attention_timing")
 
 
 def measured_markdown(sweep: TimingSweep) -> str:
