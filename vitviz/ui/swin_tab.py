@@ -15,7 +15,7 @@ from ..core.windows import stage_geometry
 from ..explain.windows import has_pretrained
 from ..views import swin as sv
 from ..views.swin import INPUT, block_choices, stage_choices
-from .common import example_images, user_errors
+from .common import example_images, memo_view, user_errors
 
 TAB_ID, LABEL = "swin", "Swin"
 TOUR_TITLE = "Swin"
@@ -29,26 +29,33 @@ INTRO = (
     "window grid by 3 tokens so information crosses window borders. Instead of handling the partial windows "
     "a shift creates at the borders, it **rolls** the map (a cyclic shift) so the windows line up again, "
     "and a **mask** stops tokens that were rolled together from different places from attending to each "
-    "other. **Click a token** on any of the three views to follow it."
+    "other. **Click a token** on any of the three views to follow it. *(Swin §3.2, figs. 2 and 4)*"
 )
 EXPLAIN_VIEWS = (
     "**Left:** the regular windows of block 0. **Middle:** the shifted windows of block 1, drawn on the "
     "image — the windows at the edges are pieces of one window (same colour), glued together by the roll. "
     "**Right:** what block 1 actually computes: the image rolled up and left by 3 tokens, cut into regular "
     "windows; yellow seams split it into the regions A–I, and only tokens of the same region may attend to "
-    "each other."
+    "each other. *(Swin §3.2, fig. 4)*"
 )
 EXPLAIN_MASK = (
     "**What it shows:** for the clicked token's window in the shifted block, which query/key pairs are "
-    "blocked (dark): timm adds −100 to those logits, so their softmax weight is 0. The orange row is the "
-    "clicked token."
+    "blocked (dark): timm adds −100 to those logits, so their softmax weight is effectively zero (about "
+    "e⁻¹⁰⁰ ≈ 4·10⁻⁴⁴ of an allowed key's, not exactly 0). The orange row is the clicked token. "
+    "*(Swin §3.2; Swin-Transformer swin_transformer.py)*"
 )
 EXPLAIN_ATTENTION = (
     "**What it shows:** the softmax weights of the clicked token over the keys of its window in the chosen "
     "block of `swin-tiny`: its pretrained weights when they are on this machine, random weights otherwise (then "
     "the pattern is the geometry, not learned content; the text below says which). Tiles show the window as the "
     "block sees it (rolled); hatched keys are masked out. The image on the right shows where those keys are in "
-    "the picture (mean over heads)."
+    "the picture (mean over heads). *(Swin §3.2)*"
+)
+EXPLAIN_BIAS = (
+    "**Relative position bias:** Swin adds no absolute position embedding to its tokens (by default). Instead "
+    "each head of each block learns a (2M−1)×(2M−1) table — one number per offset between a query and a key in "
+    "a window — and adds it to their attention logit before the softmax. Pick a head to see its table. "
+    "*(Swin §3.2 eq. 4, table 4; swin_transformer.py)*"
 )
 
 
@@ -80,6 +87,21 @@ def pick_on_image(stage: float, evt: gr.SelectData) -> tuple[int, int]:
 def pick_on_rolled(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
+
+
+@user_errors
+@memo_view(32)
+def swin_bias(stage: float, block: float, head: float) -> tuple[go.Figure, str]:
+    """(stage, block, head from 1) -> that head's relative position bias table and a text (private event)."""
+    return sv.bias_view(stage, block, head)
+
+
+@user_errors
+def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a gr.update
+    """New stage -> the head slider's range (heads double with the channels)."""
+    _, g = sv.geometry(stage)
+    h = max(1, min(int(head or 1), g.num_heads))
+    return gr.update(maximum=g.num_heads, value=h)
 
 
 @user_errors
@@ -147,6 +169,14 @@ def build(demo: gr.Blocks) -> None:
                                format="png", interactive=False, elem_id="swin-overlay")
     heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
+    gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
+    gr.Markdown(EXPLAIN_BIAS)
+    head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
+                     elem_id="swin-bias-head")
+    bias_text = gr.Markdown(elem_id="swin-bias-info")
+    bias_plot = gr.Plot(label="relative position bias of one head", elem_id="swin-bias")
+    gr.Markdown(sv.merging_markdown(INPUT), elem_id="swin-merging")
+
     view_in = [image, stage, x, y]
     view_out = [regular, shifted, rolled, mask_plot, stages, info]
     attn_in = [image, stage, block, x, y]
@@ -164,3 +194,9 @@ def build(demo: gr.Blocks) -> None:
             swin_attention, attn_in, attn_out, api_visibility="private")
     gr.on([x.submit, y.submit], swin_windows, view_in, view_out, api_visibility="private")
     block.input(swin_attention, attn_in, attn_out, api_visibility="private", trigger_mode="always_last")
+    bias_in, bias_out = [stage, block, head], [bias_plot, bias_text]
+    gr.on([head.release, block.input], swin_bias, bias_in, bias_out, api_visibility="private",
+          trigger_mode="always_last")
+    stage.change(on_stage_heads, [stage, head], [head], api_visibility="private").then(
+        swin_bias, bias_in, bias_out, api_visibility="private")
+    demo.load(swin_bias, bias_in, bias_out, api_visibility="private")
