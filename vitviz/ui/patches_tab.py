@@ -32,8 +32,10 @@ INTRO = (
     "A Vision Transformer reads an image as a **sequence**: it cuts the picture into P×P patches, "
     "flattens each one into P·P·3 numbers, multiplies it by one learned matrix **E** to get a token, puts "
     "a **[CLS]** token in front and adds a **position embedding** to every token, since attention by "
-    "itself cannot tell where a token came from. Take each step apart below. **Click a patch** on the grid, "
-    "the token strip or the map of maps to follow it everywhere."
+    "itself cannot tell where a token came from (ViT and MAE add an absolute one; Swin, by default, adds none "
+    "and puts a learned *relative position bias* inside each window's attention instead — see the Swin tab). "
+    "Take each step apart below. **Click a patch** on the grid, the token strip or the map of maps to follow "
+    "it everywhere. *(ViT §3.1, eq. 1; Swin §3.2, eq. 4)*"
 )
 POLICY = (
     "**Crop/resize policy:** the resolution is rounded to the nearest multiple of the patch size; the "
@@ -43,23 +45,24 @@ POLICY = (
 EXPLAIN_STRIP = (
     "**The token strip** is what the transformer actually receives: [CLS] first, then the patches in "
     "raster order (row by row, left to right), wrapped into lines here only to fit the page. Nothing in the "
-    "sequence itself says which patch was above which: that is the position embedding's job."
+    "sequence itself says which patch was above which: that is the position embedding's job. *(ViT §3.1)*"
 )
 EXPLAIN_POS = (
     "**Position embeddings:** each tile of the big picture is one patch's position embedding compared "
     "(cosine similarity) with every other patch's, drawn at that patch's place — the ViT paper's figure 7. "
-    "Click a tile to select its patch."
+    "Click a tile to select its patch. *(ViT fig. 7, centre)*"
 )
 EXPLAIN_RES = (
     "**Another resolution:** a ViT trained at one grid can run at another if its position embeddings are "
     "resampled to the new grid. timm does it bicubically (`timm.layers.resample_abs_pos_embed`); MAE's "
-    "fixed sin-cos embeddings can instead be recomputed for the new grid."
+    "fixed sin-cos embeddings can instead be recomputed for the new grid. *(ViT §3.2; mae util/pos_embed.py)*"
 )
 EXPLAIN_SHUFFLE = (
     "**Shuffle the patches:** the patch tokens are permuted *without* their positions. Self-attention, "
     "LayerNorm and the MLP treat tokens as a set, so without position embeddings each patch's output is the "
     "same wherever it sits (the encoder is *permutation-equivariant*). Adding the position embeddings — which "
-    "stay in place while the contents move — breaks this: the same patch now gets a different output."
+    "stay in place while the contents move — breaks this: the same patch now gets a different output. "
+    "*(ViT §3.1)*"
 )
 
 
