@@ -109,11 +109,12 @@ def test_random_deit_shows_both_tokens_and_labels(photo_path):
     from vitviz.ui import attention_tab as t
     from vitviz.views import attention as av
 
-    note, part, mae_box, layer, query, depth = t.on_model("deit-small-distilled:random", 20, "decoder")
-    assert "Random weights" in note and depth == 12 and layer["maximum"] == 12 and layer["value"] == 12
+    part, mae_box, layer, query, depth = t.on_model("deit-small-distilled:random", 20, "decoder")
+    assert "Random weights" in t.model_note("deit-small-distilled:random")
+    assert depth == 12 and layer["maximum"] == 12 and layer["value"] == 12
     assert part["visible"] is False and part["value"] == "encoder"
     assert "dist" in [v for _, v in query["choices"]]
-    assert t.on_model("vit-base:random", 3, "encoder", "dist")[4]["value"] == "cls"
+    assert t.on_model("vit-base:random", 3, "encoder", "dist")[3]["value"] == "cls"
     out = t.update_all(str(photo_path), "deit-small-distilled:random", "encoder", 0.0, 0, 12, "dist", 0, 0, True,
                        "mean", 0.2)
     cls_img = out[3]

@@ -19,6 +19,7 @@ from ..views import attention as av
 from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_choices, model_note
 from . import urlstate
 from .common import example_images, memo_view, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "attention", "Attention"
 TOUR_TITLE = "Attention"
@@ -99,12 +100,15 @@ def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed
 
 @user_errors
 def on_model(choice: str, layer: float, part: str, query: str | None = None) -> tuple:
-    """New model -> note, controls that apply to it (part, mask, layer range, query choices).
+    """New model -> the controls that apply to it (part, mask, layer range, query choices).
+
+    The model note is not among the outputs: it has its own listener (:func:`model_note`, registry
+    text that never fails), so a model that cannot load leaves no stale "Error" above the note.
 
     A distillation-token query falls back to the class token on a model without one.
     """
     c = av.model_controls(choice, layer, part, query)
-    return (c["note"], gr.update(visible=c["is_mae"], value=c["part"]), gr.update(visible=c["is_mae"]),
+    return (gr.update(visible=c["is_mae"], value=c["part"]), gr.update(visible=c["is_mae"]),
             gr.update(maximum=c["depth"], value=c["layer"]), gr.update(choices=c["query_choices"], value=c["query"]),
             c["depth"])
 
@@ -163,7 +167,7 @@ if (!window.__vitvizAttnKeys) {
 """
 
 
-def build(demo: gr.Blocks) -> None:
+def build(demo: gr.Blocks) -> ImageInput:
     """Create the Attention tab's components inside the caller's ``gr.Tab`` context.
 
     Args:
@@ -177,11 +181,11 @@ def build(demo: gr.Blocks) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
-            image = gr.Image(value=examples[0] if examples else None, type="filepath", image_mode=None,
+            image = gr.Image(value=default_image(), type="filepath", image_mode=None,
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
                              height=240, elem_id="attn-input")
-            if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+            examples_box = (gr.Examples(examples=examples, inputs=image, label="Example photos",
+                                        elem_id="attn-examples") if examples else None)
             model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="attn-model")
             note = gr.Markdown(model_note(default), elem_id="attn-model-note")
             with gr.Group(visible=True) as mae_box:
@@ -251,9 +255,10 @@ def build(demo: gr.Blocks) -> None:
     api_btn.click(rollout, r_in, r_out, api_name="rollout")
     api_btn.click(attention_distance, src, [dist_plot], api_name="attention_distance")
 
-    demo.load(on_load, [model, layer, part, query], [note, part, mae_box, layer, query, depth],
+    demo.load(on_load, [model, layer, part, query], [part, mae_box, layer, query, depth],
               api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")
-    model.change(on_model, [model, layer, part, query], [note, part, mae_box, layer, query, depth], **quick).then(
+    model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
+    model.change(on_model, [model, layer, part, query], [part, mae_box, layer, query, depth], **quick).then(
         update_all, all_in, all_out, **quick)
     part.input(on_part, [model, part, layer], [layer, depth], **quick).then(update_all, all_in, all_out, **quick)
     for control in (image, seed):
@@ -270,4 +275,5 @@ def build(demo: gr.Blocks) -> None:
         attention_query, q_in, q_out, **quick)
     mass.change(class_only, src + [mass], [cls_heads, cls_info], **quick)
     gr.on([fusion.change, discard.change], rollout, r_in, r_out, **quick)
+    return ImageInput(image, examples_box)
 

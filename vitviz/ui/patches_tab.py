@@ -18,6 +18,7 @@ from ..render.tokens import MosaicLayout, OverlayLayout, StripLayout, patch_grid
 from ..views import patches as pv
 from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readouts
 from .common import as_seed, example_images, memo_view, require_image, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "patches", "Patches"
 TOUR_TITLE = "Patches"
@@ -158,7 +159,7 @@ def rowcol_to_point(model_key: str, row: float, col: float) -> tuple:
 # ----------------------------------------------------------------------------- layout
 
 
-def build(demo: gr.Blocks) -> None:
+def build(demo: gr.Blocks) -> ImageInput:
     """Create the Patches tab's components inside the caller's ``gr.Tab`` context.
 
     Args:
@@ -176,12 +177,11 @@ def build(demo: gr.Blocks) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
-            image = gr.Image(value=examples[1] if len(examples) > 1 else (examples[0] if examples else None),
-                             type="filepath",
+            image = gr.Image(value=default_image(), type="filepath",
                              sources=["upload", "webcam", "clipboard"], label="Your image", height=240,
                              elem_id="patches-input")
-            if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+            examples_box = (gr.Examples(examples=examples, inputs=image, label="Example photos",
+                                        elem_id="patches-examples") if examples else None)
             patch = gr.Radio(list(PATCH_SIZES), value=DEFAULT_PATCH, label="Patch size P (px)",
                              elem_id="patches-size")
             res = gr.Slider(RES_MIN, RES_MAX, value=DEFAULT_RESOLUTION, step=8, label="Input resolution (px)",
@@ -285,3 +285,4 @@ def build(demo: gr.Blocks) -> None:
         update_shuffle, shuffle_in, shuffle_out, **quick)
     api_btn.click(patch_grid, [image, patch, res], [overlay, readout, numbers], api_name="patch_grid")
     api_btn.click(pos_similarity, [model, row, col], [sim_map, mosaic], api_name="pos_similarity")
+    return ImageInput(image, examples_box)

@@ -85,7 +85,8 @@ class SharedImage:
         self.tabs: list[str] = []
 
     def subscribe(self, tab: gr.Tab, image: gr.Image, examples: gr.Examples | None = None) -> None:
-        """Link a tab's image box to the shared image (call inside the ``gr.Blocks`` context).
+        """Link a tab's image box to the shared image (call inside that tab's ``gr.Tab`` context: the
+        tab's own state created here would otherwise sit among the tabs and be drawn as one).
 
         Args:
             tab: the tab whose selection pulls the shared image.

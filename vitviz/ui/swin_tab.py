@@ -16,6 +16,7 @@ from ..explain.windows import has_pretrained
 from ..views import swin as sv
 from ..views.swin import INPUT, block_choices, stage_choices
 from .common import example_images, memo_view, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "swin", "Swin"
 TOUR_TITLE = "Swin"
@@ -78,6 +79,14 @@ def swin_attention(image: str | None, stage: float, block: float, x: float, y: f
 
 
 @user_errors
+@memo_view()
+def first_attention(image: str | None, stage: float, block: float, x: float, y: float
+                    ) -> tuple[list, np.ndarray, go.Figure, str]:
+    """The attention of the default token when the tab is first shown (kept for the next visitor)."""
+    return sv.attention_view(image, stage, block, x, y)
+
+
+@user_errors
 def pick_on_image(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
@@ -111,20 +120,20 @@ def on_stage(stage: float, block: float | None) -> Any:  # noqa: ANN401 - a gr.u
     return gr.update(choices=block_choices(g), value=sv.block_value(stage, block))
 
 
-def build(demo: gr.Blocks) -> None:
+def build(demo: gr.Blocks) -> ImageInput:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     geoms = stage_geometry(INPUT)
     examples = example_images()
-    # Initial views of the synthetic picture, computed once per app build (numpy only, no model).
-    init = swin_windows(None, 1, *DEFAULT_POINT)
+    # Initial views of the app's image, computed once per app build (numpy only, no model).
+    init = swin_windows(default_image(), 1, *DEFAULT_POINT)
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(value=None, type="filepath", sources=["upload", "clipboard", "webcam"],
+            image = gr.Image(value=default_image(), type="filepath", sources=["upload", "clipboard", "webcam"],
                              label="Your image (optional: a synthetic picture is used when empty)", height=240,
                              elem_id="swin-input")
-            if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+            examples_box = (gr.Examples(examples=examples, inputs=image, label="Example photos",
+                                        elem_id="swin-examples") if examples else None)
             stage = gr.Radio(stage_choices(geoms), value=1, label="Stage (patch 4, window 7 at 224 px)",
                              elem_id="swin-stage")
             with gr.Row():
@@ -200,3 +209,6 @@ def build(demo: gr.Blocks) -> None:
     stage.change(on_stage_heads, [stage, head], [head], api_visibility="private").then(
         swin_bias, bias_in, bias_out, api_visibility="private")
     demo.load(swin_bias, bias_in, bias_out, api_visibility="private")
+    # When the tab is first shown, the default token's attention is drawn at once (no empty placeholders).
+    demo.load(first_attention, attn_in, attn_out, api_visibility="private")
+    return ImageInput(image, examples_box)
