@@ -47,7 +47,7 @@ PANELS = ("panel-masked", "panel-reconstruction", "panel-pasted", "panel-error")
 
 #: Moves the slider and resolves with the milliseconds until every ratio-dependent panel is new and decoded.
 MOVE_JS = """
-async ([value, hidden, panels]) => {
+async ([value, expect, panels]) => {
   const srcs = () => panels.map(id => { const i = document.querySelector('#' + id + ' img'); return i ? i.src : null; });
   const before = srcs();
   const input = document.querySelector('#mae-ratio input[type=range]');
@@ -57,7 +57,7 @@ async ([value, hidden, panels]) => {
   input.dispatchEvent(new Event('change', {bubbles: true}));
   const done = () => {
     const metrics = document.querySelector('#mae-metrics');
-    if (!metrics || !metrics.innerText.includes('(' + hidden + ' hidden)')) return false;
+    if (!metrics || !metrics.innerText.includes(expect)) return false;
     return panels.every((id, k) => {
       const i = document.querySelector('#' + id + ' img');
       return i && i.src !== before[k] && i.complete && i.naturalWidth > 0;
@@ -77,6 +77,12 @@ SCRUB_READY = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready
 
 #: Makes the page forget its stops and never reload them: every move goes to the server again.
 SCRUB_OFF = "() => { const S = window.__vitvizScrub; S.forget(); S.load = () => {}; }"
+
+
+def _expect(ratio: float) -> str:
+    """Text the metrics line shows at a stop: its hidden-patch count (or that nothing is hidden)."""
+    hidden = _hidden(ratio)
+    return f"({hidden} hidden)" if hidden else "nothing is hidden"
 
 
 def _hidden(ratio: float, num_patches: int = 196) -> int:
@@ -121,7 +127,7 @@ class _Slider:
                 ratio = stops[(7 * self.step + 3) % len(stops)]
                 self.step += 1
             self.current = ratio
-            out.append(self.page.evaluate(MOVE_JS, [str(ratio), _hidden(ratio), list(PANELS)]))
+            out.append(self.page.evaluate(MOVE_JS, [str(ratio), _expect(ratio), list(PANELS)]))
         return out
 
 
@@ -144,7 +150,7 @@ def drag_requests(page) -> tuple[int, int]:  # noqa: ANN001
     for ratio in stops + stops[::-1]:
         if abs(ratio - current) < 1e-9:
             continue
-        page.evaluate(MOVE_JS, [str(ratio), _hidden(ratio), list(PANELS)])
+        page.evaluate(MOVE_JS, [str(ratio), _expect(ratio), list(PANELS)])
         current = ratio
         made += 1
     page.remove_listener("request", count)
