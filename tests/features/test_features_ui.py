@@ -102,23 +102,25 @@ def test_browser_slider_and_click_change_the_maps(features_app, tmp_path):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(features_app)
+            page.goto(features_app + "?layer=6")  # the URL names the layer
             page.wait_for_function("document.querySelector('#feat-sim-info') && "
-                                   "document.querySelector('#feat-sim-info').innerText.includes('row 7, col 7')",
+                                   "document.querySelector('#feat-sim-info').innerText.includes('row 7, col 7') && "
+                                   "document.querySelector('#feat-pca-info').innerText.includes('block 6')",
                                    timeout=180_000)
             pca_before, left_before = _src(page, "feat-pca"), _src(page, "feat-sim-same")
             right_before = _src(page, "feat-sim-other")
-            # move the layer slider with the keyboard: 8 -> 5
+            # move the layer slider with the keyboard: 6 -> 3; the maps and the URL follow
             handle = page.locator("#feat-layer input[type=range]")
             handle.focus()
             for _ in range(3):
                 page.keyboard.press("ArrowLeft")
-            page.wait_for_function("document.querySelector('#feat-pca-info').innerText.includes('block 5')",
+            page.wait_for_function("document.querySelector('#feat-pca-info').innerText.includes('block 3')",
                                    timeout=120_000)
             page.wait_for_function("(b) => document.querySelector('#feat-pca img').src !== b", arg=pca_before,
                                    timeout=60_000)
-            page.wait_for_function("document.querySelector('#feat-sim-info').innerText.includes('block 5')",
+            page.wait_for_function("document.querySelector('#feat-sim-info').innerText.includes('block 3')",
                                    timeout=60_000)
+            page.wait_for_function("window.location.search.includes('layer=3')", timeout=30_000)
             left_mid = _src(page, "feat-sim-same")
             assert left_mid != left_before
             # click patch (row 11, col 2) of the left similarity map (scrolled into the viewport first)
