@@ -198,7 +198,10 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             name="mae-tiny",
             family="mae",
-            architecture="MAE ViT-Tiny/16 (192 wide, 8 blocks; decoder 192 wide, 4 blocks)",
+            architecture=(f"MAE with a ViT-Tiny-width encoder, patch {MAE_TINY_CONFIG.patch_size} "
+                          f"({MAE_TINY_CONFIG.embed_dim} wide, {MAE_TINY_CONFIG.num_heads} heads, "
+                          f"{MAE_TINY_CONFIG.depth} blocks; ViT-Ti has 12); decoder "
+                          f"{MAE_TINY_CONFIG.decoder_embed_dim} wide, {MAE_TINY_CONFIG.decoder_depth} blocks"),
             source="embedded: assets/models/mae-tiny.safetensors (trained by this project)",
             licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
             input_size=224,
