@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from ..views import features as v
 from . import urlstate
 from .common import example_images, memo_view, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "features", "Features"
 TOUR_TITLE = "Features"
@@ -98,25 +99,31 @@ def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float) 
     return v.pick_patch(image, model, layer, evt.index[0], evt.index[1])
 
 
-def build(demo: gr.Blocks) -> None:
+def build(demo: gr.Blocks) -> ImageInput:
     """Create the Features tab's components inside the caller's ``gr.Tab`` context.
 
     Args:
         demo: the enclosing app; its page load fills the views for the first example.
+
+    Returns:
+        The tab's image box and examples, which the app links to the shared image.
     """
     examples = example_images()
     choices = v.model_choices()
     values = [c for _, c in choices]
     default = v.DEFAULT_MODEL if v.DEFAULT_MODEL in values else (values[0] if values else None)
     others = v.example_choices()
+    first = default_image()
+    second = next((path for _, path in others if path != first), None)
+    examples_box = None
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(value=examples[0] if examples else None, type="filepath", image_mode=None,
+            image = gr.Image(value=first, type="filepath", image_mode=None,
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
                              height=220, elem_id="feat-input")
             if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+                examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos")
             model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="feat-model")
             note = gr.Markdown(v.model_note(default), elem_id="feat-model-note")
         with gr.Column(scale=3):
@@ -133,7 +140,7 @@ def build(demo: gr.Blocks) -> None:
             gr.Markdown("### Patch correspondence")
             gr.Markdown(v.HELP_SIMILARITY)
             with gr.Row(equal_height=True):
-                other = gr.Dropdown(choices=others, value=others[1][1] if len(others) > 1 else None,
+                other = gr.Dropdown(choices=others, value=second,
                                     label="Second image", elem_id="feat-other", scale=3)
                 row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="feat-row", min_width=70,
                                 scale=1)
@@ -190,3 +197,4 @@ def build(demo: gr.Blocks) -> None:
     gr.on([row.submit, col.submit], patch_similarity, sim_in, sim_out, **quick)
     left.select(pick_patch, [image, model, layer], [row, col], api_visibility="private").then(
         patch_similarity, sim_in, sim_out, **quick)
+    return ImageInput(image, examples_box)
