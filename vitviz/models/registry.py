@@ -228,7 +228,8 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             name="beit-tiny",
             family="beit",
-            architecture="BEiT ViT-Tiny/16 (192 wide, 8 blocks, 3 heads), mask token, linear head over "
+            architecture="BEiT with a ViT-Tiny-width encoder (192 wide, 3 heads, 8 blocks; ViT-Ti has 12), patch "
+                         "16, mask token, linear head over "
                          "vq-tiny's 512 codes",
             source="embedded: assets/models/beit-tiny.safetensors (trained by this project)",
             licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
