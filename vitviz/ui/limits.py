@@ -40,7 +40,7 @@ HEAVY = "vitviz-heavy"
 #: Event functions (by Python name) that belong to the expensive group.
 HEAVY_FUNCTIONS = frozenset({
     "run_sweep", "page_sweep", "prewarm_panels", "export", "measure_attention", "compare", "run_compare",
-    "layer_probes",
+    "layer_probes", "scrub_payload",
 })
 
 #: Prefix of the API names of private events.

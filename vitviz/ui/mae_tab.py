@@ -6,8 +6,8 @@ Wiring only: every number and image comes from :mod:`vitviz.views.mae` and
 
 from __future__ import annotations
 
+import io
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,8 @@ from ..models.registry import MAE_TINY_CONFIG
 from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import scrub, urlstate
-from .common import as_seed, example_images, memo_view, require_image, user_errors
+from . import files, scrub, urlstate
+from .common import as_seed, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "mae", "MAE"
@@ -118,7 +118,14 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
     return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))
 
 
-@user_errors
+def _view_cleared(message: str) -> tuple:
+    """The view's outputs after a problem: no panels, the message where the numbers were, no comparison
+    (the painted mask and the URL's mask code are kept)."""
+    return (None, None, None, None, None, f"⚠️ {message}", gr.update(), gr.update(), gr.update(visible=False),
+            None, None, None, "")
+
+
+@shown_once(_view_cleared)
 def update_view(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
                 paint: bool, painted: list | None, compare_name: str) -> tuple:
     """Everything on screen for the current controls (private endpoint used by the page)."""
@@ -145,6 +152,17 @@ def update_view(image: str | None, model_name: str, mask_ratio: float, seed: flo
 def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
               progress: gr.Progress = gr.Progress()) -> tuple:
     """Endpoint ``sweep``: every slider stop in batched passes -> chart, thumbnails, chart data."""
+    return _sweep(image, model_name, seed, pattern, progress)
+
+
+@quiet_errors(lambda: (None, [], None))
+def page_sweep(image: str | None, model_name: str, seed: float, pattern: str,
+               progress: gr.Progress = gr.Progress()) -> tuple:
+    """The page's sweep (beside the view): a problem is shown once, by the view, not a second time."""
+    return _sweep(image, model_name, seed, pattern, progress)
+
+
+def _sweep(image: str | None, model_name: str, seed: float, pattern: str, progress: gr.Progress) -> tuple:
     require_image(image)
     model = load_model(model_name)
     progress(0.0, desc="Reconstructing every slider stop")
@@ -271,16 +289,16 @@ def export(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     if compared:
         other, q = mae_view.compare(image, model, r, compared)
         items.append(mae_view.metrics(other, q))
-    folder = Path(tempfile.mkdtemp(prefix="vitviz-export-"))
-    png = folder / "vitviz-mae-panels.png"
     lines = [mae_view.metrics_text(m) for m in items]
+    buffer = io.BytesIO()
     Image.fromarray(mae_view.export_png(r, q, (model_name, compared or ""), metrics=lines,
-                                        painting=painting)).save(png)
-    js = folder / "vitviz-mae-metrics.json"
+                                        painting=painting)).save(buffer, format="png")
     controls = {"model": model_name, "compare": compared, "mask_ratio": None if painting else float(mask_ratio),
                 "seed": s, "pattern": pattern, "painted": painting}
-    js.write_text(mae_view.export_json(mae_view.export_record(Path(str(image)).name, controls, r.mask, items)))
-    return str(png), str(js)
+    record = mae_view.export_json(mae_view.export_record(Path(str(image)).name, controls, r.mask, items))
+    # Both files go to Gradio's cleaned cache (deleted after VITVIZ_CACHE_SECONDS), never the temp folder.
+    return (files.write_bytes(buffer.getvalue(), "vitviz-mae-panels.png"),
+            files.write_text(record, "vitviz-mae-metrics.json"))
 
 
 @dataclass
@@ -325,7 +343,7 @@ def build(demo: gr.Blocks) -> MaeTab:
             model = gr.Dropdown(choices=choices, value=default_model, label="Model", elem_id="mae-model")
             note = gr.Markdown(model_note(default_model), elem_id="mae-model-note", elem_classes=["vitviz-secondary"])
             with gr.Row():
-                seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="mae-seed", min_width=80)
+                seed = gr.Number(value=0, precision=0, step=1, label="Seed", elem_id="mae-seed", min_width=80)
                 pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
             gr.Markdown(HELP_PATTERN, elem_classes=["vitviz-help"])
             paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
@@ -403,7 +421,7 @@ def build(demo: gr.Blocks) -> MaeTab:
         None, resync, [masked, recon, pasted, error, metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
-    gr.on([image.change, model.change, seed.change, pattern.change], run_sweep, sweep_inputs, sweep_outputs,
+    gr.on([image.change, model.change, seed.change, pattern.change], page_sweep, sweep_inputs, sweep_outputs,
           api_visibility="private", trigger_mode="always_last", show_progress="full").then(**prewarm)
     # The note never waits on a model: it is registry text, answered at once for the last pick.
     model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
@@ -425,6 +443,6 @@ def build(demo: gr.Blocks) -> MaeTab:
     return MaeTab(model, ratio, seed, pattern,
                   show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
                             show_progress="minimal"),
-                  sweep=dict(fn=run_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
+                  sweep=dict(fn=page_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
                              show_progress="full"),
                   prewarm=prewarm, paint=paint, mask=mask_state, image_input=ImageInput(image, examples_box))

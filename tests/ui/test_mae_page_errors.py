@@ -1,0 +1,78 @@
+"""The MAE tab's page listeners report each problem once, in words (issue 15 items 5-7).
+
+A non-image upload, a removed image, a negative or fractional seed: the view shows one
+warning toast and the message where the numbers were, with the panels cleared (no
+"Error" badges above stale numbers, no broken panels); the sweep beside it stays silent.
+The message for a non-image file is the CLI's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from vitviz.ui import mae_tab
+
+ROOT = Path(__file__).resolve().parents[2]
+PHOTO = str(ROOT / "assets" / "examples" / "chelsea.jpg")
+
+
+@pytest.fixture()
+def toasts(monkeypatch) -> list[str]:
+    shown: list[str] = []
+    monkeypatch.setattr(gr, "Warning", lambda message, *a, **k: shown.append(message))
+    return shown
+
+
+def _view(image, seed=0):  # noqa: ANN001
+    return mae_tab.update_view(image, "mae-tiny", 0.75, seed, "random", False, None, mae_tab.NO_COMPARE)
+
+
+@pytest.mark.parametrize("case", ["not an image", "no image", "negative seed", "fractional seed"])
+def test_one_message_per_problem_and_no_stale_panels(tmp_path, toasts, case):
+    image, seed, expected = PHOTO, 0, ""
+    if case == "not an image":
+        image = str(tmp_path / "notes.png")
+        Path(image).write_text("text renamed .png")
+        expected = "not an image in a format vitviz can read"
+    elif case == "no image":
+        image, expected = None, "Drop an image first"
+    elif case == "negative seed":
+        seed, expected = -3, "whole number"
+    else:
+        seed, expected = 1.5, "whole number"
+    out = _view(image, seed)  # never raises: no "Error" badges on the panels
+    assert out[:5] == (None,) * 5  # the old panels do not stay
+    assert expected in out[5] and not out[5].startswith("Error")
+    assert len(toasts) == 1 and expected in toasts[0]
+    sweep = mae_tab.page_sweep(image, "mae-tiny", seed, "random", progress=lambda *a, **k: None)
+    assert sweep == (None, [], None) and len(toasts) == 1  # the sweep beside it stays silent
+
+
+def test_the_page_says_what_the_cli_says(tmp_path, toasts, capsys):
+    from vitviz.cli import main
+
+    bad = tmp_path / "notes.png"
+    bad.write_text("text renamed .png")
+    assert main(["reconstruct", str(bad), "--out", str(tmp_path / "out")]) == 1
+    cli = capsys.readouterr().err.strip().removeprefix("error: ")
+    _view(str(bad))
+    assert cli and cli in toasts[0]
+
+
+def test_a_whole_number_box_passes_fractions_to_the_handler_unrounded():
+    from vitviz.ui import inputs
+
+    inputs.install()
+    seed = gr.Number(value=0, precision=0, label="Seed")
+    assert seed.preprocess(1.5) == 1.5  # Gradio alone rounded it to 2 and used seed 2
+    assert seed.preprocess(2) == 2
+    with pytest.raises(gr.Error, match="expected a number"):
+        seed.preprocess("1")
+
+
+def test_a_good_view_still_works(toasts):
+    out = _view(PHOTO)
+    assert out[0] is not None and "MSE" in out[5] and toasts == []
