@@ -199,3 +199,13 @@ def test_the_rate_limiter_refills_per_address():
     assert limiter.allow("2.2.2.2", 60, now=0.0)  # another address has its own bucket
     assert limiter.allow("1.1.1.1", 60, now=1.5)  # one request a second comes back
     assert not limiter.allow("1.1.1.1", 60, now=1.6)
+
+
+def test_readme_documents_every_serving_setting():
+    from vitviz import settings
+
+    serving = [name for name, s in settings.SETTINGS.items()
+               if any(word in name for word in ("PUBLIC", "DOWNLOADS", "LARGE", "QUEUE", "CLIENT", "PROXIES",
+                                                "SESSIONS", "PROBE", "FAILURE", "THREADS", "MEASURE", "CONCURRENCY"))]
+    assert len(serving) >= 18
+    assert [name for name in serving if f"| `{name}` |" not in README] == []
