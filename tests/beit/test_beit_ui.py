@@ -93,19 +93,24 @@ def test_browser_upload_tokens_prediction_and_codebook_click(beit_url, photo_pat
             page.locator("#beit-input input[type=file]").set_input_files(str(photo_path))
             page.wait_for_function(
                 "() => document.querySelector('#beit-token-text')?.innerText.includes('dB PSNR')", timeout=120_000)
-            page.wait_for_selector("#beit-token-map .js-plotly-plot", timeout=60_000)
+            page.wait_for_selector("#beit-token-map img", timeout=60_000)
             page.wait_for_function(
                 "() => document.querySelector('#beit-predict-text')?.innerText.includes('top-1')", timeout=180_000)
             for panel in ("#beit-masked", "#beit-predicted", "#beit-correct", "#beit-confidence",
                           "#beit-compare-mae"):
                 page.wait_for_selector(f"{panel} img", timeout=60_000)
             assert "mae-tiny" in page.locator("#beit-compare-text").inner_text()
-            box = page.locator("#beit-codebook img").first.bounding_box()
-            page.mouse.click(box["x"] + 5, box["y"] + 5)  # the first tile: the most used code
+            # the first tile: the most used code (locator clicks scroll the mosaic into view first)
+            page.locator("#beit-codebook img").first.click(position={"x": 5, "y": 5})
             page.wait_for_function(
                 "() => /Code \\d+/.test(document.querySelector('#beit-highlight-text')?.innerText || '')",
                 timeout=60_000)
             page.wait_for_selector("#beit-highlight img", timeout=60_000)
+            # a click on the token map selects that patch's code, which occurs in the image at least once
+            page.locator("#beit-token-map img").first.click(position={"x": 10, "y": 10})
+            page.wait_for_function(
+                "() => /occurs \\*?\\*?\\d+×/.test(document.querySelector('#beit-highlight-text')?.innerText || '')",
+                timeout=60_000)
             page.screenshot(path=str(tmp_path / "beit.png"), full_page=True)
         finally:
             browser.close()

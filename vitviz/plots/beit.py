@@ -9,14 +9,14 @@ from ..render.beit import code_palette
 from ._style import layout
 
 
-def token_map_figure(ids: np.ndarray, codebook_size: int, title: str = "token map",
+def token_map_figure(ids: np.ndarray, codebook_size: int, title: str = "",
                      highlight: int | None = None) -> go.Figure:
     """The ``(gh, gw)`` token ids as coloured cells; hovering a cell names its code and its count.
 
     Args:
         ids: ``(gh, gw)`` int code ids.
         codebook_size: number of codes (fixes the colours, the same as the rendered token map).
-        title: figure title.
+        title: figure title (none by default: the panel's label names it).
         highlight: a code whose cells get an outline.
 
     Returns:
@@ -39,6 +39,6 @@ def token_map_figure(ids: np.ndarray, codebook_size: int, title: str = "token ma
                                  marker=dict(symbol="square-open", size=24, color="#ff8c00", line=dict(width=3))))
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, scaleanchor="x")
-    layout(fig, title, height=460)
-    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+    layout(fig, title, height=300)
+    fig.update_layout(margin=dict(l=4, r=4, t=4 if not title else 30, b=4))
     return fig

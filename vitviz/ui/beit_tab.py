@@ -34,9 +34,9 @@ INTRO = (
     "not a regression on pixels."
 )
 HELP_TOKENS = (
-    "**1. Tokens of your image.** Each patch is coloured by its code (hover for the id and how often it "
-    "occurs here). The right panel is the image rebuilt from its 196 tokens alone: what the tokenizer keeps "
-    "and what it loses."
+    "**1. Tokens of your image.** Each patch is coloured by its code, with the id written in it; click a patch "
+    "to highlight every patch with the same code (or hover the map below). The right panel is the image "
+    "rebuilt from its 196 tokens alone: what the tokenizer keeps and what it loses."
 )
 HELP_CODEBOOK = "**2. The codebook.**"
 HELP_PREDICT = (
@@ -75,15 +75,26 @@ def update_codebook(selected: int | None) -> tuple:
     return mosaic, layout, text
 
 
-@user_errors
-def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> tuple:
-    """A click on the codebook selects a code: mosaic outline, highlight in the image, token map outline."""
-    code = bv.code_at(layout, float(evt.index[0]), float(evt.index[1]))
+def _select_code(code: int | None, image: str | None) -> tuple:
+    """Outputs of selecting a code: the state, the mosaic with it outlined, its highlight, a sentence, the figure."""
     if code is None:
         return (gr.update(),) * 5
     mosaic, _, _ = bv.codebook_view(code)
     hl, text = bv.highlight_view(require_image(image), code)
     return code, mosaic, hl, text, bv.token_view(image, highlight=code).figure
+
+
+@user_errors
+def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> tuple:
+    """A click on the codebook selects a code: mosaic outline, highlight in the image, token map outline."""
+    return _select_code(bv.code_at(layout, float(evt.index[0]), float(evt.index[1])), image)
+
+
+@user_errors
+def click_token(evt: gr.SelectData, image: str | None) -> tuple:
+    """A click on the token map selects the code of that patch (same outputs as a codebook click)."""
+    require_image(image)
+    return _select_code(bv.code_at_token_map(image, float(evt.index[0]), float(evt.index[1])), image)
 
 
 @user_errors
@@ -167,12 +178,13 @@ def build(demo: gr.Blocks) -> BEiTTab:
             with gr.Row(equal_height=True):
                 original = gr.Image(label="the model's view, 14×14 patches", elem_id="beit-original",
                                     height=PANEL_HEIGHT, **img_kw)
-                token_plot = gr.Plot(label="token map (hover a patch)", elem_id="beit-token-map")
+                token_img = gr.Image(label="token map: each patch's code (click one)", elem_id="beit-token-map",
+                                     height=PANEL_HEIGHT, **img_kw)
                 decoded = gr.Image(label="decoded from its own tokens", elem_id="beit-decoded",
                                    height=PANEL_HEIGHT, **img_kw)
             token_text = gr.Markdown(elem_id="beit-token-text")
-            with gr.Accordion("Token ids (image and JSON)", open=False):
-                token_img = gr.Image(label="token map with ids", elem_id="beit-token-image", **img_kw)
+            with gr.Accordion("Token map to hover, and the ids as JSON", open=False):
+                token_plot = gr.Plot(label="token map (hover a patch: its code and count)", elem_id="beit-token-plot")
                 ids_json = gr.JSON(elem_id="beit-ids")
 
     gr.Markdown(HELP_CODEBOOK, elem_classes=["vitviz-help"])
@@ -235,6 +247,8 @@ def build(demo: gr.Blocks) -> BEiTTab:
     pattern.change(**write_url)
     codebook.select(click_code, [layout, image], [selected, codebook, highlight, highlight_text, token_plot],
                     api_visibility="private")
+    token_img.select(click_token, image, [selected, codebook, highlight, highlight_text, token_plot],
+                     api_visibility="private")
     masked.select(paint_click, current_mask, [painted, pattern], api_visibility="private").then(**show)
     api_btn.click(tokenize_endpoint, image, [token_img, ids_json, decoded, gr.Number(visible=False)],
                   api_name="tokenize")

@@ -112,7 +112,7 @@ def token_view(image: ImageInput, highlight: int | None = None) -> TokenView:
     return TokenView(
         original=grid_overlay(t.original, t.patch_size),
         token_map=token_map(t.ids, TOKEN_MAP_SIZE, t.codebook_size),
-        figure=token_map_figure(t.ids, t.codebook_size, "token map (hover a patch)", highlight),
+        figure=token_map_figure(t.ids, t.codebook_size, highlight=highlight),
         decoded=t.decoded,
         ids=t.ids.tolist(),
         psnr=t.psnr,
@@ -140,6 +140,13 @@ def codebook_view(selected: int | None = None) -> tuple[np.ndarray, CodebookLayo
 def code_at(layout: CodebookLayout | None, x: float, y: float) -> int | None:
     """The code under a click on the mosaic (None for a gap)."""
     return None if layout is None else layout.code_at(x, y)
+
+
+def code_at_token_map(image: ImageInput, x: float, y: float) -> int:
+    """The code of the patch under a click at ``(x, y)`` of the rendered token map."""
+    t = tokenize(load_model(TOKENIZER), image)
+    r, c = pixel_to_patch(x, y, t.ids.shape, TOKEN_MAP_SIZE)
+    return int(t.ids[r, c])
 
 
 def highlight_view(image: ImageInput, code: int | None) -> tuple[np.ndarray | None, str]:
