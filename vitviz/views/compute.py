@@ -150,7 +150,8 @@ def models_markdown() -> str:
     return (
         f"At {base.img_size} px the attention products QKᵀ+AV are only **{cross['share_at_base']:.1%}** of "
         f"ViT-B/16's FLOPs: projections and MLP dominate. In one block they equal the rest at "
-        f"N = 2D + H = **{n6:,} tokens** (width D = {base.embed_dim}, MLP width H = 4D); {where}. Papers quote *multiply-adds*: "
+        f"N = 2D + H = **{n6:,} tokens** (width D = {base.embed_dim}, MLP width H = 4D); {where}. "
+        "Papers quote *multiply-adds*: "
         f"ViT-B/16 here is {vit / 1e9:.1f} GFLOPs = {vit / 2e9:.1f} G multiply-adds, Swin-T {swin / 1e9:.1f} GFLOPs = "
         f"{swin / 2e9:.2f} G multiply-adds (Swin's table 1 lists 4.5G). *(ViT §3.1; Swin §3.2 eq. 1, table 1)*"
     )

@@ -241,7 +241,8 @@ def bias_view(stage: Any, block: Any, head: Any) -> tuple[go.Figure, str]:
               "are the table's random initial values, not learned ones" if model.random_init
               else weights_note(False))
     text = (
-        f"{table.size} numbers ({2 * mh - 1}×{2 * mw - 1} offsets) for head {h + 1} of {g.num_heads}; {source}. The bias of a query/key pair depends only on their offset, so one "
+        f"{table.size} numbers ({2 * mh - 1}×{2 * mw - 1} offsets) for head {h + 1} of {g.num_heads}; {source}. "
+        "The bias of a query/key pair depends only on their offset, so one "
         f"table serves all {mh * mw}×{mh * mw} pairs of every window; it ranges from {float(table.min()):.2f} "
         f"to {float(table.max()):.2f} here."
     )
