@@ -157,7 +157,8 @@ def build(demo: gr.Blocks) -> ImageInput:
                     mask_plot = gr.Plot(init[3], label="attention mask of the clicked window", elem_id="swin-mask")
                 with gr.Column(scale=1):
                     gr.Markdown("**Window partition of every stage** (regular blocks): the token grid halves "
-                                "and the window stays 7x7 tokens, so a window covers 4x more of the image. *(Swin §3.1)*")
+                                "and the window stays 7x7 tokens, so a window covers 4x more of the image. "
+                                "*(Swin §3.1)*")
                     stages = gr.Gallery(init[4], label="windows per stage", show_label=False, columns=2, height=480,
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
