@@ -108,7 +108,8 @@ def token_view(image: ImageInput, highlight: int | None = None) -> TokenView:
     top = int(t.counts.argmax())
     text = (f"**Round trip:** {t.psnr:.2f} dB PSNR (MSE {t.mse:.4f}) between the image and the image decoded from "
             f"its {t.ids.size} tokens alone. This image uses **{distinct}** of the {t.codebook_size} codes; the "
-            f"most frequent here is code {top} ({int(t.counts[top])}×). Hover a cell of the map for its code.")
+            f"most frequent here is code {top} ({int(t.counts[top])}×). Click a patch of the token map to "
+            "highlight its code everywhere.")
     return TokenView(
         original=grid_overlay(t.original, t.patch_size),
         token_map=token_map(t.ids, TOKEN_MAP_SIZE, t.codebook_size),
