@@ -58,7 +58,7 @@ def full_page(page, path: Path) -> None:  # noqa: ANN001
 #: What shows that a tab has drawn its first view (default: a visible image or chart).
 READY = {"patches": "#patches-overlay img", "attention": "#attn-query-overlay img",
          "swin": ".js-plotly-plot >> visible=true", "compute": ".js-plotly-plot >> visible=true",
-         "features": "#feat-probes .js-plotly-plot"}
+         "features": "#feat-probes .js-plotly-plot", "beit": "#beit-compare-mae img"}
 DEFAULT_READY = "img:visible, .js-plotly-plot:visible"
 #: Clicks that fill a tab's on-demand views before its screenshot: (button, what appears).
 ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
