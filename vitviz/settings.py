@@ -177,8 +177,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CLIENT_HEAVY", "3", _int(1, 100_000),
             "Expensive requests one client address may have queued or running."),
     Setting("VITVIZ_CLIENT_REQUESTS", "240", _int(1, 10**6),
-            "Uploads and page-configuration requests one client address may make per minute (bursts of a "
-            "quarter of that); more wait a second and get HTTP 429."),
+            "Uploads and page-configuration requests one client address may make per minute (bursts of an "
+            "eighth of that); more wait a second and get HTTP 429."),
     Setting("VITVIZ_TRUSTED_PROXIES", "auto", _auto_int(0, 16),
             "Reverse proxies in front of the app whose X-Forwarded-For is trusted to name the client; "
             "auto: 1 on a Hugging Face Space, else 0 (the socket peer is the client)."),

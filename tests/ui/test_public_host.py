@@ -195,7 +195,7 @@ def test_the_rate_limiter_refills_per_address():
 
     limiter = RateLimiter()
     granted = [limiter.allow("1.1.1.1", 60, now=0.0) for _ in range(20)]
-    assert granted[:15] == [True] * 15 and not any(granted[15:])  # a burst of max(10, 60/4) = 15
+    assert granted[:10] == [True] * 10 and not any(granted[10:])  # a burst of max(10, 60/8) = 10
     assert limiter.allow("2.2.2.2", 60, now=0.0)  # another address has its own bucket
     assert limiter.allow("1.1.1.1", 60, now=1.5)  # one request a second comes back
     assert not limiter.allow("1.1.1.1", 60, now=1.6)

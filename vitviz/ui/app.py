@@ -154,5 +154,6 @@ def launch_options() -> dict:
         js=urlstate.page_js(TAB_LABELS),
         css=urlstate.CSS,
         # Outermost first: refusals before any work; the page and its configuration (text) gzip-compressed.
-        app_kwargs={"middleware": [Middleware(http.Hardening), Middleware(GZipMiddleware, minimum_size=2048)]},
+        app_kwargs={"middleware": [Middleware(http.Hardening),
+                                   Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)]},
     )
