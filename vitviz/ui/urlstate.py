@@ -130,7 +130,7 @@ MASK_JS = """
 
 #: Paint brush of the MAE tab (``js_on_load`` of a hidden ``gr.HTML``): a click or a drag on the
 #: Original panel sends the points it crossed, as fractions of the image, in the component's value
-#: (``{"points": [[x, y], ...]}``) and triggers its ``change``; the server maps them to patches.
+#: (``{"points": [[x, y], ...], "t": time}``), which fires its ``change``; the server maps them to patches.
 PAINT_JS = r"""
 const attach = () => {
   const panel = document.getElementById('panel-original');
@@ -156,7 +156,7 @@ const attach = () => {
     document.body.appendChild(d); trail.push(d);
   };
   panel.addEventListener('pointerdown', (e) => {
-    if (e.button !== 0 || e.target.closest('button, a')) return;  // the panel's own download button
+    if (e.button !== 0 || e.target.closest('.icon-button-wrapper, a')) return;  // the panel's own download button
     const p = where(e); if (!p) return;
     points = [p]; dot(e); e.preventDefault();
     try { panel.setPointerCapture(e.pointerId); } catch (err) {}
@@ -170,8 +170,7 @@ const attach = () => {
     const pts = points.slice(0, 4000); points = null;
     const old = trail; trail = [];
     setTimeout(() => old.forEach(d => d.remove()), 700);
-    props.value = JSON.stringify({points: pts, t: Date.now()});
-    trigger('change');
+    props.value = JSON.stringify({points: pts, t: Date.now()});  // a new value fires the component's change
   };
   panel.addEventListener('pointerup', finish);
   panel.addEventListener('pointercancel', finish);
