@@ -280,7 +280,8 @@ CSS = """
 #panel-original img { cursor: crosshair; touch-action: none; user-select: none; -webkit-user-drag: none; }
 .vitviz-paint-dot { position: fixed; width: 10px; height: 10px; margin: -5px 0 0 -5px; border-radius: 50%;
   background: rgba(228, 87, 46, 0.8); pointer-events: none; z-index: 1000; }
-#mae-examples .gallery-item img, #mae-examples img { max-height: 56px; }
+[id$='-examples'] .container.gallery { width: 58px !important; height: 58px !important; }
+[id$='-examples'] .container.gallery img { width: 100%; height: 100%; object-fit: cover; }
 #mae-thumbs img { object-fit: contain !important; }
 .vitviz-presenter .vitviz-help, .vitviz-presenter .vitviz-secondary, .vitviz-presenter #mae-controls,
 .vitviz-presenter #mae-panels-more, .vitviz-presenter footer { display: none !important; }
