@@ -6,7 +6,9 @@ Usage::
 
 Starts ``app.py`` on a free loopback port, uploads an example photo, waits for the
 panels, and saves one PNG per tab of :data:`vitviz.ui.app.TABS` (``<tab id>.png``) and
-one of the presenter layout. Stops the app afterwards.
+one of the presenter layout; first, the MAE tab's first screen (no scrolling) at 1280x720
+and 1920x1080, normal and presenter (``mae-WxH.png``, ``presenter-WxH.png``; only those with
+``--first-screens-only``). Stops the app afterwards.
 """
 
 from __future__ import annotations
@@ -64,10 +66,35 @@ DEFAULT_READY = "img:visible, .js-plotly-plot:visible"
 ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
 
 
+#: Projector sizes: the first screen of the MAE tab is taken at each, normal and presenter (issue 15).
+VIEWPORTS: tuple[tuple[int, int], ...] = ((1280, 720), (1920, 1080))
+METRICS_READY = ("document.querySelector('#mae-metrics') && "
+                 "document.querySelector('#mae-metrics').innerText.includes('of 196')")
+
+
+def first_screens(browser, url: str, out: Path) -> list[Path]:  # noqa: ANN001
+    """What a class sees without scrolling: ``mae-WxH.png`` and ``presenter-WxH.png`` per viewport."""
+    written = []
+    for w, h in VIEWPORTS:
+        for name, query in (("mae", "?ratio=0.75"), ("presenter", "?presenter=1&ratio=0.75")):
+            page = browser.new_page(viewport={"width": w, "height": h})
+            page.goto(url + query)
+            page.wait_for_function(METRICS_READY, timeout=180_000)
+            settle(page)
+            page.evaluate(LOAD_ALL_IMAGES_JS)
+            path = out / f"{name}-{w}x{h}.png"
+            page.screenshot(path=str(path))
+            written.append(path)
+            page.close()
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
     ap.add_argument("--image", type=Path, default=ROOT / "assets" / "examples" / "chelsea.jpg")
+    ap.add_argument("--first-screens-only", action="store_true",
+                    help="only the MAE tab's first screen at 1280x720 and 1920x1080, normal and presenter")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -75,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            first_screens(browser, url, args.out)
+            if args.first_screens_only:
+                browser.close()
+                print(f"screenshots in {args.out}")
+                return 0
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(url)
             page.locator("#mae-input input[type=file]").set_input_files(str(args.image))
