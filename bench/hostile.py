@@ -4,8 +4,8 @@ Usage (started by load.py, one process per kind; every request goes to the loopb
 
     python bench/hostile.py URL --seconds 30 --flood-threads 72 [--kind flood|fresh|unavailable]
 
-* **flood**: ``--flood-threads`` threads of one client (one address, one session per
-  thread) resubmitting uncached sweeps (a new seed every call) as fast as answers come;
+* **flood**: ``--flood-threads`` threads sharing one client (one address, one session)
+  resubmitting uncached sweeps (a new seed every call) as fast as answers come;
 * **fresh sessions**: one client opening a new session for every request (a cheap
   ``patch_grid`` call through the raw queue API, so the session id is new each time);
 * **unavailable**: one client asking for ``mae-large`` (not on disk; the server is offline).
@@ -103,8 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                         reasons.append(f"{type(exc).__name__}: {exc}"[:160])
         return None
 
+    shared: list[Client | None] = []
+    shared_lock = threading.Lock()
+
     def flood(k: int) -> None:
-        client = connect(FLOOD_ADDRESS)
+        with shared_lock:  # one client (one session) for every thread, as a script would do
+            if not shared:
+                shared.append(connect(FLOOD_ADDRESS))
+        client = shared[0]
         photo = handle_file(str(PHOTO))
         rng = random.Random(k)
         while client is not None and time.monotonic() < deadline:
