@@ -178,7 +178,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     values = [v for _, v in choices]
     default = DEFAULT_MODEL if DEFAULT_MODEL in values else (values[0] if values else None)
     depth = gr.State(8)
-    gr.Markdown(INTRO)
+    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image = gr.Image(value=default_image(), type="filepath", image_mode=None,

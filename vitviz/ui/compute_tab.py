@@ -98,7 +98,7 @@ def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb:
 
 def build(demo: gr.Blocks) -> None:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
-    gr.Markdown(INTRO)
+    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
 
     gr.Markdown("### 1. One attention layer, global vs windowed")
     gr.Markdown(EXPLAIN_ATTENTION)

@@ -174,7 +174,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     overlay_layout, strip_layout, mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
     img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
 
-    gr.Markdown(INTRO)
+    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image = gr.Image(value=default_image(), type="filepath",

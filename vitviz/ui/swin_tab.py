@@ -126,7 +126,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     examples = example_images()
     # Initial views of the app's image, computed once per app build (numpy only, no model).
     init = swin_windows(default_image(), 1, *DEFAULT_POINT)
-    gr.Markdown(INTRO)
+    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image = gr.Image(value=default_image(), type="filepath", sources=["upload", "clipboard", "webcam"],
