@@ -64,27 +64,37 @@ def _call(client, k: int, i: int, photo) -> None:  # noqa: ANN001
         client.predict(photo, 16, 224, api_name="/patch_grid")
 
 
-def run_users(url: str, users: int, seconds: float, max_requests: int) -> dict:
-    """Drive ``users`` well-behaved clients; latencies and errors."""
+def run_users(url: str, users: int, seconds: float, max_requests: int, on_ready=None) -> dict:  # noqa: ANN001
+    """Drive ``users`` well-behaved clients; latencies and errors.
+
+    The users open their pages first (a client each); then ``on_ready()`` runs (the
+    hostile clients start: an attack on visitors already there), then the users work for
+    ``seconds``.
+    """
     from gradio_client import Client, handle_file
 
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
-    deadline = time.monotonic() + seconds
+    ready = threading.Barrier(users + 1)
+    go = threading.Event()
+    deadline = [0.0]
 
     def user(k: int) -> None:
         client = None
-        while client is None and time.monotonic() < deadline:
+        for _ in range(5):
             try:
                 client = Client(url, verbose=False, headers={"X-Forwarded-For": f"10.1.0.{k + 1}"})
+                break
             except Exception as exc:  # noqa: BLE001 - a well-behaved user that cannot connect is an error
                 with lock:
                     errors.append(f"connect: {type(exc).__name__}: {exc}"[:200])
                 time.sleep(1.0)
         photo = handle_file(str(PHOTOS[k % len(PHOTOS)]))
+        ready.wait()
+        go.wait()
         for i in range(max_requests if client is not None else 0):
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline[0]:
                 return
             t0 = time.perf_counter()
             try:
@@ -95,10 +105,15 @@ def run_users(url: str, users: int, seconds: float, max_requests: int) -> dict:
                 with lock:
                     errors.append(f"{type(exc).__name__}: {exc}"[:200])
 
-    t_start = time.monotonic()
     threads = [threading.Thread(target=user, args=(k,), daemon=True) for k in range(users)]
     for t in threads:
         t.start()
+    ready.wait()
+    if on_ready is not None:
+        on_ready()
+    t_start = time.monotonic()
+    deadline[0] = t_start + seconds
+    go.set()
     for t in threads:
         t.join(timeout=seconds + 120)
     wall = time.monotonic() - t_start
@@ -198,12 +213,18 @@ def main(argv: list[str] | None = None) -> int:
         # The hostile clients run at the lowest CPU priority: on this shared 2-core machine their own
         # client work (72 threads) would otherwise compete with the server for the cores, which a remote
         # attacker's would not.
-        hostile = [subprocess.Popen(["nice", "-n", "19", sys.executable, str(Path(__file__).with_name("hostile.py")),
-                                     url, "--seconds", str(args.seconds), "--flood-threads", str(args.flood_threads),
-                                     "--kind", kind], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                   for kind in ("flood", "fresh", "unavailable")]
-        time.sleep(3)  # let the flood fill what it can
-        mixed = run_users(url, args.users, args.seconds, args.max_requests)
+        hostile: list[subprocess.Popen] = []
+
+        def start_hostile() -> None:
+            hostile.extend(subprocess.Popen(["nice", "-n", "19", sys.executable,
+                                             str(Path(__file__).with_name("hostile.py")), url, "--seconds",
+                                             str(args.seconds + 3), "--flood-threads", str(args.flood_threads),
+                                             "--kind", kind], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                            text=True)
+                           for kind in ("flood", "fresh", "unavailable"))
+            time.sleep(3)  # let the flood fill what it can
+
+        mixed = run_users(url, args.users, args.seconds, args.max_requests, on_ready=start_hostile)
         reports = [json.loads(p.communicate(timeout=args.seconds + 300)[0].strip().splitlines()[-1]) for p in hostile]
         peak = _rss_mb(proc.pid, "VmHWM:")
         print(_row(f"same users beside the hostile clients ({args.flood_threads} flood threads)", mixed, peak))
