@@ -105,12 +105,17 @@ def decode_mask(text: str | None) -> np.ndarray | None:
 #: Its arguments are (model, ratio, seed, pattern) of the MAE tab.
 WRITE_JS = """
 (model, ratio, seed, pattern) => {
-  const u = new URL(window.location.href);
-  if (model) u.searchParams.set('model', model);
-  if (ratio !== null && ratio !== undefined) u.searchParams.set('ratio', Number(ratio).toFixed(2));
-  if (seed !== null && seed !== undefined) u.searchParams.set('seed', String(seed));
-  if (pattern) u.searchParams.set('pattern', pattern);
-  window.history.replaceState(null, '', u);
+  // Written once the controls rest for 250 ms, not at every slider stop: each change of the
+  // address makes Chromium fetch the page's icon again, a request to the server per stop.
+  clearTimeout(window.__vitvizUrlTimer);
+  window.__vitvizUrlTimer = setTimeout(() => {
+    const u = new URL(window.location.href);
+    if (model) u.searchParams.set('model', model);
+    if (ratio !== null && ratio !== undefined) u.searchParams.set('ratio', Number(ratio).toFixed(2));
+    if (seed !== null && seed !== undefined) u.searchParams.set('seed', String(seed));
+    if (pattern) u.searchParams.set('pattern', pattern);
+    window.history.replaceState(null, '', u);
+  }, 250);
   return [model, ratio, seed, pattern];
 }
 """
