@@ -52,19 +52,24 @@ def _rss_mb(pid: int, field: str = "VmRSS:") -> float:
     return float("nan")
 
 
-def _call(client, k: int, i: int, photo) -> None:  # noqa: ANN001
-    """One request of well-behaved user ``k``: reconstruct, rollout, patch grid or attention query."""
+def _call(client, k: int, i: int, photo, phase: int) -> None:  # noqa: ANN001
+    """One request of well-behaved user ``k``: reconstruct, rollout or patch grid.
+
+    ``phase`` changes the seeds and settings, so a second run computes as much as the
+    first (nothing it asks was cached by the first).
+    """
     ratio = round(0.05 * ((k + 3 * i) % 20), 2)
     kind = i % 4
     if kind in (0, 2):
-        client.predict(photo, "mae-tiny", ratio, k % 4, "random", api_name="/reconstruct")
+        client.predict(photo, "mae-tiny", ratio, k % 4 + 4 * phase, "random", api_name="/reconstruct")
     elif kind == 1:
-        client.predict(photo, "mae-tiny", "encoder", 0.0, 0, "mean", 0.0, api_name="/rollout")
+        client.predict(photo, "mae-tiny", "encoder", 0.0, 0, "mean", 0.1 * phase, api_name="/rollout")
     else:
-        client.predict(photo, 16, 224, api_name="/patch_grid")
+        client.predict(photo, 16, 224 + 16 * phase, api_name="/patch_grid")
 
 
-def run_users(url: str, users: int, seconds: float, max_requests: int, on_ready=None) -> dict:  # noqa: ANN001
+def run_users(url: str, users: int, seconds: float, max_requests: int, on_ready=None,  # noqa: ANN001
+              phase: int = 0) -> dict:
     """Drive ``users`` well-behaved clients; latencies and errors.
 
     The users open their pages first (a client each); then ``on_ready()`` runs (the
@@ -98,7 +103,7 @@ def run_users(url: str, users: int, seconds: float, max_requests: int, on_ready=
                 return
             t0 = time.perf_counter()
             try:
-                _call(client, k, i, photo)
+                _call(client, k, i, photo, phase)
                 with lock:
                     latencies.append(time.perf_counter() - t0)
             except Exception as exc:  # noqa: BLE001 - counted and reported
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                            for kind in ("flood", "fresh", "unavailable"))
             time.sleep(3)  # let the flood fill what it can
 
-        mixed = run_users(url, args.users, args.seconds, args.max_requests, on_ready=start_hostile)
+        mixed = run_users(url, args.users, args.seconds, args.max_requests, on_ready=start_hostile, phase=1)
         reports = [json.loads(p.communicate(timeout=args.seconds + 300)[0].strip().splitlines()[-1]) for p in hostile]
         peak = _rss_mb(proc.pid, "VmHWM:")
         print(_row(f"same users beside the hostile clients ({args.flood_threads} flood threads)", mixed, peak))
