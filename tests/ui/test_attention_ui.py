@@ -51,7 +51,7 @@ def test_views_on_mae_tiny(photo_path):
     assert overlay.shape == (av.VIEW, av.VIEW, 3) and roll.shape == (av.VIEW, av.VIEW, 3)
     assert "Layer 2 of 8" in info and "row 3, col 4" in info and query == "patch"
     assert "sums to 1.000" in roll_text
-    assert len(fig.data[0].x) == 8 * 3
+    assert sum(len(trace.x) for trace in fig.data if trace.mode == "markers") == 8 * 3  # a dot per head per layer
     assert top5["visible"] is False and "no ImageNet labels" in note
     other, _, info2 = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 10, 1)
     assert not np.array_equal(other, overlay) and "row 10, col 1" in info2
