@@ -41,6 +41,8 @@ from typing import Any
 
 import gradio as gr
 
+from . import files
+
 #: Panel kinds that change with the masking ratio, in output order.
 PANEL_KINDS: tuple[str, ...] = ("masked", "reconstruction", "pasted", "error")
 
@@ -73,6 +75,7 @@ def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / name
     if final.exists() and final.stat().st_size == len(data):
+        os.utime(final)  # young again for Gradio's cleaner
         return final
     fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
     try:
@@ -116,6 +119,7 @@ def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir
     digest.update(json.dumps(entries, sort_keys=True).encode())
     ident = digest.hexdigest()
     pack = _write_atomic(Path(cache_dir) / f"scrub-{ident}", "panels.bin", blob)
+    files.record(pack.resolve())  # deleted by Gradio's cleaner after VITVIZ_CACHE_SECONDS, like every served file
     return json.dumps({
         "id": ident, "image": str(key["image"]), "model": key["model"], "seed": int(key["seed"]),
         "pattern": key["pattern"], "pack": str(pack.resolve()), "stops": entries,
