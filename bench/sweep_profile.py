@@ -10,7 +10,8 @@ under ``torch.profiler`` and splits its CPU time into linear layers (oneDNN-pack
 operation of the model (norms, residual additions, gathers, loss, de-normalisation), and
 the rest (assembling the panels and metrics of each stop, Python). Each share is
 compared with its FLOPs (closed form, :mod:`vitviz.compute.formulas`) at this machine's
-fastest fp32 GEMM rate, measured in the same run (``bench/run.py``'s ``peak_gflops``).
+fastest fp32 GEMM rate, measured in the same run and the same way (the shapes of
+``bench/run.py``'s ``peak_gflops``: a 2048x2048 matmul and a oneDNN-packed linear layer).
 
 Times are CPU seconds of this process (``time.process_time``), which a busy shared
 machine disturbs less than wall time; the default is one thread for the same reason.
@@ -51,10 +52,31 @@ def attention_flops(model, ratios) -> int:  # noqa: ANN001
     return total
 
 
+def peak_gflops(repeats: int = 9) -> float:
+    """Fastest fp32 GEMM rate in CPU time: a 2048x2048 matmul, or a packed 768->3072 linear on 2048 tokens."""
+    from vitviz.models.kernels import PackedLinear, onednn_available
+
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    fns = {"mm": (lambda: a @ b, 2 * 2048**3)}
+    if onednn_available():
+        lin = PackedLinear(torch.nn.Linear(768, 3072).requires_grad_(False))
+        x = torch.randn(2048, 768)
+        fns["packed"] = (lambda: lin(x), 2 * 2048 * 768 * 3072)
+    best = 0.0
+    with torch.inference_mode():
+        for fn, work in fns.values():
+            fn()
+            times = []
+            for _ in range(repeats):
+                t0 = time.process_time()
+                fn()
+                times.append(time.process_time() - t0)
+            best = max(best, work / sorted(times)[repeats // 2] / 1e9)
+    return best
+
+
 def profile(model_name: str, repeats: int) -> dict:
     """CPU milliseconds per sweep by part, FLOPs by part, and the GEMM rate of this machine."""
-    import run  # bench/run.py: the same GEMM peak as its sweep table
-
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -71,7 +93,7 @@ def profile(model_name: str, repeats: int) -> dict:
         predict(model, original, masks, max_batch=10)
 
     once()
-    peak = run.peak_gflops(torch.device("cpu"))
+    peak = peak_gflops()
     times: dict[str, list[float]] = {"sweep": [], "model": []}
     for _ in range(repeats):
         for key, fn in (("sweep", once), ("model", model_only)):
