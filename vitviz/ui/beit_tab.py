@@ -31,20 +31,24 @@ INTRO = (
     "fixed set of **visual tokens** (a codebook: here the 512 codes of *vq-tiny*, trained by vitviz), and a "
     "decoder turns a grid of tokens back into pixels. BEiT then hides about 40% of the patches in **blocks** "
     "and trains a ViT to predict the **token id** of every hidden patch: a classification over the codebook, "
-    "not a regression on pixels."
+    "not a regression on pixels. *(BEiT §2.1–2.2; VQ-VAE, van den Oord et al. 2017)*"
 )
 HELP_TOKENS = (
     "**1. Tokens of your image.** Each patch is coloured by its code, with the id written in it; click a patch "
     "to highlight every patch with the same code (or hover the map below). The right panel is the image "
     "rebuilt from its 196 tokens alone: what the tokenizer keeps and what it loses."
 )
-HELP_CODEBOOK = "**2. The codebook.**"
+HELP_CODEBOOK = "**2. The codebook.** *(VQ-VAE §3.1; BEiT §2.1)*"
 HELP_PREDICT = (
     "**3. Mask and predict.** *block* is BEiT's masking (random rectangles of at least 16 patches until the "
     "ratio is reached); *random* hides single patches; *painted*: click patches of the masked panel to hide "
     "or show them. The model's guesses are decoded to pixels by the tokenizer, with the visible patches pasted."
+    " *(BEiT §2.2, Algorithm 1; code: unilm `beit/masking_generator.py`)*"
 )
-HELP_COMPARE = "**4. Tokens vs pixels, same mask.** beit-tiny's decoded guess beside mae-tiny's reconstruction."
+HELP_COMPARE = (
+    "**4. Tokens vs pixels, same mask.** beit-tiny's decoded guess beside mae-tiny's reconstruction."
+    " *(BEiT §2.2; MAE §3)*"
+)
 
 
 # ----------------------------------------------------------------------------- handlers

@@ -54,7 +54,7 @@ HELP_PCA = (
     "Because the PCA is fitted **jointly**, one colour means one direction of the token space in every image. "
     "Layer 0 is the patch embedding plus the position embedding; each step right is one more block. "
     "**Foreground only** splits each image on the first component (the side that touches the border less is "
-    "the foreground) and refits the colours on the foreground tokens."
+    "the foreground) and refits the colours on the foreground tokens. *(DINOv2, Oquab et al. 2023, fig. 1)*"
 )
 HELP_SIMILARITY = (
     "**Patch correspondence**: click a patch of the left image. Each map shows the **cosine similarity** of that "
@@ -63,6 +63,7 @@ HELP_SIMILARITY = (
     "images is subtracted first: every token of a layer shares a large common direction that would make all "
     "cosines close to 1. Early layers match by colour and "
     "position; in deeper layers of a trained model, by what the patch shows."
+    " *(DINO, Caron et al. 2021; DINOv2, Oquab et al. 2023)*"
 )
 HELP_PROBES = (
     "**Probes by depth, no labels needed.** For every layer a linear ridge regression (closed form, strength "
@@ -71,6 +72,7 @@ HELP_PROBES = (
     "energy** (texture). The probes are fitted on the other example photos and scored, as R², on this one: "
     "1 = read perfectly, 0 = no better than the fitting photos' average. Dotted grey: the same probes with "
     "the targets shuffled across all patches of all photos (the control: about 0)."
+    " *(linear probes: Alain & Bengio 2016)*"
 )
 HELP_POOLING = (
     "**Class token or average pooling?** A classifier summarises the image in one vector: the class token, or "
@@ -78,12 +80,13 @@ HELP_POOLING = (
     "layer. The top-5 lists send **both** through the **same** classifier head: the head was trained on one of "
     "them, so the other reaches it as a vector it never saw — they can disagree even when the cosine is high. "
     "Below: the class token's last-layer attention over the patches beside the uniform weights (1/P each) that "
-    "average pooling gives them."
+    "average pooling gives them. *(ViT appendix D.3, fig. 9; MAE appendix A.1)*"
 )
 HELP_LLRD = (
     "**Layer-wise learning-rate decay** (BEiT, MAE fine-tuning): `{formula}`. The head learns at the full rate "
     "and every layer below at `decay` times the rate of the one above, so the lower layers — whose general "
     "features (position, colour, edges) pretraining already made useful — move less while the top adapts."
+    " *(ELECTRA, Clark et al. 2020; MAE appendix A.1, table 9)*"
 )
 
 
