@@ -105,6 +105,9 @@ def test_browser_upload_tokens_prediction_and_codebook_click(beit_url, photo_pat
             page.wait_for_function(
                 "() => /Code \\d+/.test(document.querySelector('#beit-highlight-text')?.innerText || '')",
                 timeout=60_000)
+            # the highlight image is lazy-loaded: bring it into view before asking for it to be visible
+            page.wait_for_selector("#beit-highlight img", state="attached", timeout=60_000)
+            page.locator("#beit-highlight img").scroll_into_view_if_needed()
             page.wait_for_selector("#beit-highlight img", timeout=60_000)
             # a click on the token map selects that patch's code, which occurs in the image at least once
             page.locator("#beit-token-map img").first.click(position={"x": 10, "y": 10})
