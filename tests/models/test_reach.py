@@ -63,13 +63,11 @@ def test_a_failed_model_is_answered_from_memory_naming_it(monkeypatch, probes):
         vitviz.load_model("mae-large", device="cpu")
     n = len(probes)
     reach.forget_hosts()  # even with the probe answer gone, the failure is remembered
-    t0 = time.perf_counter()
     for _ in range(20):
         with pytest.raises(ModelUnavailable, match="^mae-large"):
             vitviz.load_model("mae-large", device="cpu")
-    per_call = (time.perf_counter() - t0) / 20
+    # answered from memory: no new probe and no download attempt (speed is measured in bench/, not here)
     assert len(probes) == n, "a remembered failure must not probe again"
-    assert per_call < 0.1  # generous: the hub client's retries took 23-51 s per call
     with pytest.raises(ModelUnavailable, match="^mae-huge"):  # each model names itself
         vitviz.load_model("mae-huge", device="cpu")
 
@@ -97,9 +95,8 @@ def test_a_slow_host_is_waited_for_at_most_the_probe_time(monkeypatch):
         return True, ""
 
     monkeypatch.setattr(reach, "PROBE", hanging)
-    t0 = time.perf_counter()
+    # the hanging probe would answer "reachable" after 5 s: "no answer" shows the wait was cut at the probe time
     answer = reach.reachable(["huggingface.co", "dl.fbaipublicfiles.com"])
-    assert time.perf_counter() - t0 < 3  # both probed at once, each bounded (generous)
     assert all(not ok and "no answer" in why for ok, why in answer.values())
 
 
@@ -125,20 +122,18 @@ def test_the_cli_fails_at_once_for_an_unavailable_model(monkeypatch, tmp_path, c
     from vitviz.cli import main
 
     photo = str(__import__("pathlib").Path(__file__).resolve().parents[2] / "assets" / "examples" / "chelsea.jpg")
+    def no_network(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError("no download attempt expected (the hub client's retries took 51 s)")
+
+    # failing at once means never opening a connection: no socket may connect in either case
+    monkeypatch.setattr(socket.socket, "connect", no_network)
     if offline:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-        def no_network(*args, **kwargs):  # noqa: ANN002, ANN003
-            raise AssertionError("no network access expected offline")
-
         monkeypatch.setattr(reach, "PROBE", no_network)
-        monkeypatch.setattr(socket.socket, "connect", no_network)
-    else:  # online, but the hosts do not answer
+    else:  # online, but the hosts do not answer the (stubbed) reachability check
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setattr(reach, "PROBE", lambda host, timeout: (False, "ConnectError"))
-    t0 = time.perf_counter()
     assert main(["reconstruct", photo, "--model", "mae-large", "--out", str(tmp_path / "out.png")]) == 1
-    assert time.perf_counter() - t0 < 10  # generous: the hub client's retries took 51 s
     err = capsys.readouterr().err
     assert "mae-large" in err and "mae_visualize_vit_large.pth" in err and "VITVIZ_WEIGHTS_DIR" in err
     assert ("HF_HUB_OFFLINE" if offline else "cannot be reached") in err

@@ -139,10 +139,9 @@ def test_an_unavailable_model_fails_fast_naming_itself(client):
 
     photo = handle_file(str(PHOTO))
     for name in ("mae-large", "mae-huge", "mae-large"):
-        t0 = time.perf_counter()
-        with pytest.raises(AppError, match=name):
+        # the answer comes from the offline check (it names HF_HUB_OFFLINE), not from a download that gave up
+        with pytest.raises(AppError, match=rf"\b{name} is unavailable.*HF_HUB_OFFLINE"):
             client.predict(photo, name, 0.75, 0, "random", api_name="/reconstruct")
-        assert time.perf_counter() - t0 < 20  # generous: it took 23-51 s of hub retries before
 
 
 def test_user_errors_are_one_log_line_and_nothing_is_left_outside_gradio_cache(tmp_path):
