@@ -241,9 +241,10 @@ def build(demo: gr.Blocks) -> BEiTTab:
 
     demo.load(update_tokens, image, tok_out, api_visibility="private").then(
         update_codebook, selected, [codebook, layout, codebook_text], api_visibility="private").then(**show)
-    image.change(update_tokens, image, tok_out, **quick).then(**show).then(
-        lambda: (None, "Click a code in the codebook to highlight it here."), None, [highlight, highlight_text],
-        api_visibility="private", queue=False)
+    # the old image's highlight is cleared first, so a code clicked while the new panels compute is never wiped
+    image.change(lambda: (None, "Click a code in the codebook to highlight it here."), None,
+                 [highlight, highlight_text], api_visibility="private", queue=False).then(
+        update_tokens, image, tok_out, **quick).then(**show)
     for control in (model, ratio, seed):
         control.change(**show)
         control.change(**write_url)
