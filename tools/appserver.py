@@ -65,3 +65,20 @@ def running_app(log: Path | None = None, timeout: float = 300.0, **env: str) -> 
             proc.kill()
         if log is not None:
             out.close()
+
+
+@contextmanager
+def serving_tab(title: str, build) -> Iterator[str]:  # noqa: ANN001 - build: a tab module's build(demo)
+    """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL."""
+    import gradio as gr
+
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tab(title):
+            build(demo)
+    demo.queue(default_concurrency_limit=2)
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import gradio as gr
 import numpy as np
@@ -12,13 +11,7 @@ from PIL import Image
 
 from vitviz.ui import patches_tab
 
-from tools.appserver import CHROMIUM, LAUNCH_ARGS
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tools.appserver import CHROMIUM, LAUNCH_ARGS, serving_tab
 
 
 def _read(path: str) -> np.ndarray:
@@ -28,16 +21,8 @@ def _read(path: str) -> np.ndarray:
 @pytest.fixture(scope="module")
 def patches_url():
     """A small app holding only the Patches tab, on a free loopback port."""
-    with gr.Blocks(analytics_enabled=False) as demo:
-        with gr.Tab("Patches"):
-            patches_tab.build(demo)
-    demo.queue(default_concurrency_limit=2)
-    port = _free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        demo.close()
+    with serving_tab("Patches", patches_tab.build) as url:
+        yield url
 
 
 def test_handlers_directly(photo_path):
