@@ -73,11 +73,14 @@ def crop_tokens(vq_path: Path, crops: np.ndarray, out: Path, batch: int = 32) ->
     """
     digest = file_digest(vq_path)
     meta = out.with_suffix(".json")
-    if out.exists() and meta.exists() and json.loads(meta.read_text()).get("vq") == digest:
-        return np.load(out)
+    m, s = crops.shape[0], crops.shape[1]
+    shape = [m, 2, s // 16, s // 16]
+    if out.exists() and meta.exists():
+        known = json.loads(meta.read_text())
+        if known.get("vq") == digest and known.get("shape") == shape:
+            return np.load(out)
     vq, _ = load_vq_file(vq_path)
     vq = vq.to(memory_format=torch.channels_last)
-    m, s = crops.shape[0], crops.shape[1]
     ids = np.empty((m, 2, s // 16, s // 16), dtype=np.int16)
     for i in range(0, m, batch):
         x = torch.from_numpy(np.ascontiguousarray(crops[i : i + batch])).permute(0, 3, 1, 2).float() / 255.0
@@ -167,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hours", type=float, default=0.9, help="wall-clock budget of the cosine schedule")
     ap.add_argument("--init-encoder", type=Path, default=None,
                     help="start the encoder from a vitviz MAE file of the same shape (e.g. mae-tiny)")
+    ap.add_argument("--init", type=Path, default=None,
+                    help="start from an exported beit-tiny file (a new schedule; no optimiser state)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--min-lr-frac", type=float, default=0.05)
@@ -215,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         opt.load_state_dict(state["opt"])
         step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
+    elif args.init is not None:
+        start, _ = load_beit_file(args.init)
+        model.load_state_dict(start.state_dict(), strict=True)
+        print(f"weights initialised from {args.init}")
     elif args.init_encoder is not None:
         copied = init_encoder_from_mae(model, args.init_encoder)
         print(f"encoder initialised from {args.init_encoder} ({len(copied)} tensors)")
@@ -258,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 export_beit(model, args.out, {"step": str(step), "images": str(seen), "vq": vq_digest,
                                               "most_frequent_code": str(most_frequent),
                                               "init_encoder": args.init_encoder.name if args.init_encoder else "none",
+                                              "init": args.init.name if args.init else "none",
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
