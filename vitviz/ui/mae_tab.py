@@ -1,13 +1,12 @@
 """The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction.
 
 Wiring only: every number and image comes from :mod:`vitviz.views.mae` and
-:mod:`vitviz.mae`.
+:mod:`vitviz.mae`. The mask painting handlers are in :mod:`vitviz.ui.mae_paint`.
 """
 
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,9 @@ from PIL import Image
 
 from ..cache import LRU
 from ..compute.formulas import mae_flops
-from ..core.masking import MAX_RATIO, NESTED_PATTERNS, PATTERNS, make_mask
+from ..core.masking import MAX_RATIO, NESTED_PATTERNS, PATTERNS
 from ..mae.reconstruct import prepare
-from ..mae.sweep import STOPS, image_key, reconstruct_cached, stop_of, sweep
+from ..mae.sweep import STOPS, image_key, reconstruct_cached, sweep
 from ..models.loading import load_model
 from ..models.mae import MAEConfig
 from ..models.registry import MAE_TINY_CONFIG
@@ -29,6 +28,7 @@ from ..views import mae as mae_view
 from ..views.mae import model_note
 from . import files, scrub, urlstate
 from .common import as_seed, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
+from .mae_paint import HELP_PAINT, paint_controls, paint_stroke, painted_controls, start_paint
 from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "mae", "MAE"
@@ -95,11 +95,6 @@ def encoder_help(config: MAEConfig = MAE_TINY_CONFIG, name: str = "mae-tiny") ->
 
 
 HELP_ENCODER = encoder_help()
-HELP_PAINT = (
-    "**Paint the mask**: click or drag across the *Original* panel to hide patches (starting on a hidden "
-    "patch shows them again); the reconstruction follows your mask exactly, the slider is off while you "
-    "paint, and the page's address keeps the mask so a shared link shows the same picture."
-)
 HELP_VISIBLE = (
     "The raw **reconstruction** redraws the visible patches too. They look worse than the input because the "
     "loss is computed on hidden patches only; **reconstruction + visible** pastes the real pixels back. "
@@ -223,55 +218,6 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
         return payload
     except Exception:  # noqa: BLE001 - without a payload the page uses the server path
         return ""
-
-
-def _stop_mask(model_name: str, ratio: float, seed: float, pattern: str) -> np.ndarray:
-    """The mask of the slider stop on screen (the page may have shown it without a server call)."""
-    model = load_model(model_name)
-    return make_mask(model.module.config.grid, stop_of(ratio), as_seed(seed), pattern).numpy()
-
-
-@user_errors
-def paint_stroke(stroke: str | None, mask: list | None, image: str | None, model_name: str, ratio: float,
-                 seed: float, pattern: str, paint: bool) -> tuple:
-    """One click or drag on the Original panel (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) -> the
-    painted mask; paint mode on.
-
-    Outside paint mode the mask on screen is the slider stop's (the page may have shown it
-    without a server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask.
-    """
-    require_image(image)
-    try:
-        points = json.loads(stroke or "{}").get("points", [])
-    except (ValueError, AttributeError):
-        points = []
-    if not paint or mask is None:
-        mask = _stop_mask(model_name, ratio, seed, pattern)
-    return mae_view.paint_stroke(np.asarray(mask, dtype=bool), points).tolist(), True
-
-
-@user_errors
-def start_paint(paint: bool, mask: list | None, image: str | None, model_name: str, ratio: float, seed: float,
-                pattern: str) -> list | None:
-    """The user ticked "Paint the mask": painting starts from the slider stop on screen."""
-    if not paint or image is None:
-        return mask
-    return _stop_mask(model_name, ratio, seed, pattern).tolist()
-
-
-def paint_controls(paint: bool, mask: list | None) -> tuple:
-    """Slider, seed and pattern while painting: off, and the slider says what is painted."""
-    if paint and mask is not None:
-        return (gr.update(interactive=False, label=mae_view.painted_label(np.asarray(mask, dtype=bool))),
-                gr.update(interactive=False), gr.update(interactive=False))
-    return gr.update(interactive=True, label="Masking ratio"), gr.update(interactive=True), gr.update(interactive=True)
-
-
-def painted_controls(paint: bool, mask: list | None) -> tuple:
-    """:func:`paint_controls` after a new mask, only while painting (otherwise nothing changes)."""
-    if not paint:
-        return gr.skip(), gr.skip(), gr.skip()
-    return paint_controls(paint, mask)
 
 
 @user_errors
