@@ -11,7 +11,7 @@ import torch
 
 from vitviz.models.mae import MAEConfig, MaskedAutoencoderViT
 from vitviz.training.qt_resources import iter_rcc
-from vitviz.training.recipe import augment, gradient_loss, grow_decoder, hidden_pixels
+from vitviz.training.recipe import augment, gradient_loss, grow_decoder, hidden_pixels, positional_head
 
 SMALL = MAEConfig(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
                   decoder_embed_dim=32, decoder_depth=1, decoder_num_heads=2)
@@ -99,3 +99,26 @@ def test_iter_rcc_reads_plain_and_zlib_files() -> None:
     assert dict(iter_rcc(_rcc(files, {"b.png"}))) == {"/a.webp": files["a.webp"], "/b.png": files["b.png"]}
     with pytest.raises(ValueError, match="qres"):
         list(iter_rcc(b"not a bundle"))
+
+
+def test_positional_head_attends_by_distance_on_a_flat_image() -> None:
+    """On an image with one colour everywhere, tokens differ only by position: the head's
+    attention from a patch must fall as the grid distance grows (it is local)."""
+    from vitviz.explain.capture import capture_blocks
+    from vitviz.models.registry import MAE_TINY_CONFIG
+
+    model = MaskedAutoencoderViT(MAE_TINY_CONFIG).eval()
+    positional_head(model, 0, 1, 2.0)
+    gh, gw = MAE_TINY_CONFIG.grid
+    imgs = torch.full((1, 3, MAE_TINY_CONFIG.img_size, MAE_TINY_CONFIG.img_size), 0.3)
+    ids_keep = torch.arange(gh * gw)[None]
+    attn, _ = capture_blocks(model.blocks[:1], lambda: model.forward_encoder(imgs, ids_keep))
+    row = attn[0, 0, 1, 1 + 7 * gw + 7, 1:].view(gh, gw)  # head 1, from patch (7, 7)
+    ys, xs = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
+    dist = ((ys - 7) ** 2 + (xs - 7) ** 2).float().sqrt()
+    near, far = row[dist <= 1.5].mean(), row[dist >= 5].mean()
+    assert row.argmax() == 7 * gw + 7
+    assert near > 4 * far
+    qkv = model.blocks[0].attn.qkv.weight
+    d, hd = qkv.shape[1], qkv.shape[1] // model.blocks[0].attn.num_heads
+    assert torch.equal(qkv[hd : 2 * hd], qkv[d + hd : d + 2 * hd])  # queries and keys read the same rows

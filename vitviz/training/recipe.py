@@ -1,4 +1,4 @@
-"""Pieces of the mae-tiny v2 training recipe: augmentation, a seam-aware loss, decoder growth.
+"""Pieces of the mae-tiny training recipe: augmentation, a seam-aware loss, decoder growth, positional heads.
 
 - :func:`augment`: random resized crops (area ``area_min``-100%, aspect 3/4-4/3),
   horizontal flips and, when ``jitter`` > 0, brightness / contrast / saturation jitter.
@@ -10,6 +10,8 @@
 - :func:`grow_decoder`: warm-start a deeper decoder from exported weights: the
   existing blocks keep their weights and the appended blocks start as identities
   (zero output projections), so the grown model computes what the old one did.
+- :func:`positional_head`: a mimetic (position-similarity) query/key start for one
+  encoder head, so that an early layer has a local head when training begins.
 """
 
 from __future__ import annotations
@@ -138,3 +140,48 @@ def grow_decoder(model: MaskedAutoencoderViT, state: dict[str, torch.Tensor]) ->
             full[k].zero_()
     model.load_state_dict(full, strict=True)
     return len(model.decoder_blocks) - old_depth
+
+
+def positional_head(model: MaskedAutoencoderViT, layer: int, head: int, scale: float,
+                    frequencies: int = 8) -> None:
+    """Give one encoder head a positional ("mimetic") query/key initialisation, in place.
+
+    Trockman & Kolter (ICML 2023, "Mimetic initialization of self-attention layers")
+    start ``W_q W_k^T`` near a multiple of the identity, so that a head's attention
+    follows the similarity of the tokens' position embeddings and is local at the
+    start of training. Here it is done for one head of a trained model: the head's
+    query and key rows read the same ``4 * frequencies`` coordinates of the normalised
+    input: the sin and cos of both axes at the ``frequencies`` highest sin-cos
+    frequencies, ``omega_i = 10000**(-i / (D/4))`` for ``i < frequencies``, whose
+    similarity ``sum_i cos(omega_i * delta)`` peaks at ``delta = 0`` and falls off within
+    a few patches, scaled by ``scale``; the head's other query/key rows are
+    zeroed. Its value and output projections are left as trained; training then
+    decides what the head keeps.
+
+    Args:
+        model: an MAE whose encoder input carries MAE's 2-D sin-cos position embedding.
+        layer, head: 0-based indices.
+        scale: the factor of the query and key rows (larger = more local at the start).
+        frequencies: sin-cos frequencies per axis and per sin/cos half (``4 * frequencies``
+            rows must fit in the head dimension).
+    """
+    blk = model.blocks[layer]
+    dim = blk.attn.qkv.in_features
+    heads = blk.attn.num_heads
+    hd = dim // heads
+    quarter = dim // 4
+    coords = [b * quarter + i for b in range(4) for i in range(frequencies)]
+    if len(coords) > hd:
+        raise ValueError(f"{len(coords)} positional rows do not fit a head of {hd} dimensions")
+    read = torch.zeros(len(coords), dim)
+    read[torch.arange(len(coords)), torch.tensor(coords)] = 1.0
+    gamma, beta = blk.norm1.weight.detach(), blk.norm1.bias.detach()
+    read = read / gamma.clamp(min=1e-3)  # undo the norm's scale: rows read the normalised input
+    with torch.no_grad():
+        w, b = blk.attn.qkv.weight, blk.attn.qkv.bias
+        for part in (0, 1):  # queries, keys
+            start = part * dim + head * hd
+            w[start : start + len(coords)] = scale * read
+            b[start : start + len(coords)] = -scale * (read @ beta)
+            w[start + len(coords) : start + hd] = 0.0
+            b[start + len(coords) : start + hd] = 0.0

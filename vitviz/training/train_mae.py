@@ -39,7 +39,7 @@ from ..models.checkpoint import export_mae, read_mae_file
 from ..models.mae import MaskedAutoencoderViT
 from ..models.registry import MAE_TINY_CONFIG
 from .measures import mosaic_factor
-from .recipe import augment, gradient_loss, grow_decoder, hidden_pixels
+from .recipe import augment, gradient_loss, grow_decoder, hidden_pixels, positional_head
 
 DATA = DataConfig()
 
@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jitter", type=float, default=0.0, help="brightness/contrast/saturation jitter")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = budget only)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--positional-head", action="append", default=[], metavar="LAYER:HEAD:SCALE",
+                    help="with --init: give this encoder head a positional query/key start "
+                         "(recipe.positional_head; repeatable)")
     args = ap.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -171,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         sd, _ = read_mae_file(args.init)
         added = grow_decoder(model, sd)
         print(f"initialised from {args.init} ({added} decoder blocks added as identities)")
+        for spec in args.positional_head:
+            layer, head, scale = spec.split(":")
+            positional_head(model, int(layer), int(head), float(scale))
+            print(f"positional start for layer {layer} head {head} (scale {scale})")
     budget = args.hours * 3600.0
     length = config.num_patches
     lo, hi = args.ratio_range
