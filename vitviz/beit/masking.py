@@ -8,32 +8,18 @@ BEiT stops after ten failed tries, which can leave the mask short of the target;
 here, when random tries fail, an exhaustive search over every allowed rectangle
 finishes the mask, so the hidden share is exactly the requested one (every hidden
 patch still lies in a fully hidden rectangle of ``>= min_patches`` patches).
+
+The rectangles themselves (drawing one, the allowed shapes, the coverage check) live in
+:mod:`vitviz.core.blocks`, shared with the MAE tab's nested block masks.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-MIN_PATCHES = 16
-MIN_ASPECT = 0.3
+from ..core.blocks import MIN_ASPECT, MIN_PATCHES, covered_by_rectangles, rect_shapes, sample_rectangle, window_counts
 
-
-def _rect_shapes(gh: int, gw: int, min_patches: int, min_aspect: float) -> list[tuple[int, int]]:
-    """Every allowed ``(h, w)``: area >= min_patches, aspect h/w in [min_aspect, 1/min_aspect]."""
-    out = []
-    for h in range(1, gh + 1):
-        for w in range(1, gw + 1):
-            if h * w >= min_patches and min_aspect - 1e-9 <= h / w <= 1 / min_aspect + 1e-9:
-                out.append((h, w))
-    return out
-
-
-def _window_counts(free: np.ndarray, h: int, w: int) -> np.ndarray:
-    """Number of ``free`` cells in every ``h x w`` window: ``(gh-h+1, gw-w+1)`` int."""
-    s = np.pad(free.astype(np.int64).cumsum(0).cumsum(1), ((1, 0), (1, 0)))
-    return s[h:, w:] - s[:-h, w:] - s[h:, :-w] + s[:-h, :-w]
+__all__ = ["MIN_ASPECT", "MIN_PATCHES", "block_mask", "covered_by_rectangles", "random_patch_mask"]
 
 
 def block_mask(grid: tuple[int, int], ratio: float, rng: np.random.Generator,
@@ -65,7 +51,7 @@ def block_mask(grid: tuple[int, int], ratio: float, rng: np.random.Generator,
         return np.zeros((gh, gw), dtype=bool)
     if 0 < target < min_patches:
         raise ValueError(f"a block mask hides at least {min_patches} patches; ratio {ratio} asks for {target}")
-    shapes = _rect_shapes(gh, gw, min_patches, min_aspect)
+    shapes = rect_shapes((gh, gw), min_patches, min_aspect)
     if not shapes:
         raise ValueError(f"no rectangle of >= {min_patches} patches fits a {gh}x{gw} grid")
     best = np.zeros((gh, gw), dtype=bool)
@@ -87,14 +73,11 @@ def _draw(gh: int, gw: int, target: int, shapes: list[tuple[int, int]], rng: np.
         left = target - count
         placed = False
         for _ in range(tries):  # BEiT's random rectangle
-            area = rng.uniform(min_patches, max(min_patches, left))
-            aspect = math.exp(rng.uniform(math.log(min_aspect), math.log(1 / min_aspect)))
-            h = int(round(math.sqrt(area * aspect)))
-            w = int(round(math.sqrt(area / aspect)))
-            if h * w < min_patches or h > gh or w > gw or not min_aspect - 1e-9 <= h / w <= 1 / min_aspect + 1e-9:
-                continue  # rounding can leave the allowed area or aspect
-            top = int(rng.integers(0, gh - h + 1))
-            lft = int(rng.integers(0, gw - w + 1))
+            rect = sample_rectangle((gh, gw), (min_patches, max(min_patches, left)), rng.uniform,
+                                    lambda n: int(rng.integers(0, n)), min_aspect, exact=True)
+            if rect is None:
+                continue  # rounding can leave the grid, the allowed area or the aspect range
+            top, lft, h, w = rect
             new = int((~mask[top : top + h, lft : lft + w]).sum())
             if 0 < new <= left:
                 mask[top : top + h, lft : lft + w] = True
@@ -108,7 +91,7 @@ def _draw(gh: int, gw: int, target: int, shapes: list[tuple[int, int]], rng: np.
         best_new = 0
         free = ~mask
         for h, w in shapes:
-            counts = _window_counts(free, h, w)
+            counts = window_counts(free, h, w)
             ok = (counts > 0) & (counts <= left)
             if not ok.any():
                 continue
@@ -136,14 +119,3 @@ def random_patch_mask(grid: tuple[int, int], ratio: float, rng: np.random.Genera
     flat[rng.permutation(gh * gw)[:target]] = True
     return flat.reshape(gh, gw)
 
-
-def covered_by_rectangles(mask: np.ndarray, min_patches: int = MIN_PATCHES,
-                          min_aspect: float = MIN_ASPECT) -> bool:
-    """True if every hidden patch lies in some fully hidden allowed rectangle (a check for tests)."""
-    gh, gw = mask.shape
-    covered = np.zeros_like(mask)
-    for h, w in _rect_shapes(gh, gw, min_patches, min_aspect):
-        full = _window_counts(mask, h, w) == h * w
-        for y, x in zip(*np.nonzero(full)):
-            covered[y : y + h, x : x + w] = True
-    return bool((covered | ~mask).all())

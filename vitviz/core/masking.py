@@ -25,6 +25,8 @@ import math
 import numpy as np
 import torch
 
+from .blocks import sample_rectangle
+
 PATTERNS: tuple[str, ...] = ("random", "block", "grid")
 #: Patterns whose masks, for one seed, are nested across ratios (a higher ratio hides a
 #: superset). ``grid`` is redrawn at every ratio. Tests check this claim for every pattern.
@@ -113,7 +115,8 @@ def block_order(grid: tuple[int, int], seed: int, min_block: int = 16) -> torch.
     """The order in which block masking hides patches: a permutation ``(L,)`` of patch indices.
 
     Rectangles with area in ``[min_block, BLOCK_MAX_SHARE * L]`` and log-uniform aspect
-    ratio in [0.3, 1/0.3] (BEiT's blockwise masking) are placed at random positions one
+    ratio in [0.3, 1/0.3] (BEiT's blockwise masking, drawn by
+    :func:`vitviz.core.blocks.sample_rectangle`) are placed at random positions one
     after another; each appends the patches it covers that are not yet hidden, row by row.
     After ten draws in a row add nothing (or no rectangle fits the grid), the remaining
     patches follow in growth order: visible 4-neighbours of hidden patches, in random
@@ -140,20 +143,15 @@ def block_order(grid: tuple[int, int], seed: int, min_block: int = 16) -> torch.
 
     hi = max(min_block, int(round(BLOCK_MAX_SHARE * length)))
     lo = min(min_block, hi)
-    log_lo, log_hi = math.log(0.3), math.log(1 / 0.3)
     mask = torch.zeros(gh, gw, dtype=torch.bool)
     order: list[int] = []
     misses = 0
     while len(order) < length and misses < 10:
-        area = lo + rand() * (hi - lo)
-        aspect = math.exp(log_lo + rand() * (log_hi - log_lo))
-        h = int(round(math.sqrt(area * aspect)))
-        w = int(round(math.sqrt(area / aspect)))
-        if not (1 <= h <= gh and 1 <= w <= gw):
+        rect = sample_rectangle(grid, (lo, hi), lambda a, b: a + rand() * (b - a), lambda n: int(rand() * n))
+        if rect is None:
             misses += 1
             continue
-        top = int(rand() * (gh - h + 1))
-        left = int(rand() * (gw - w + 1))
+        top, left, h, w = rect
         region = mask[top : top + h, left : left + w]
         new = (~region).nonzero()
         if new.numel() == 0:
