@@ -9,6 +9,8 @@ Public API::
     r = vitviz.reconstruct(m, img, mask_ratio=0.75, seed=0, pattern="random")
     a = vitviz.attention(m, img)                    # per-layer (heads, T, T) + token layout
     a.rollout(head_fusion="mean", discard_ratio=0.0)  # (gh, gw), sums to 1
+    d = vitviz.decoder_provenance(m, img, mask_ratio=0.75, seed=0, patch=(3, 5))  # MAE decoder, hidden patch
+    d.layer_maps(), d.rollout_map(), d.rollout_shares()  # where it copied from: (Ld, gh, gw), (gh, gw)
     t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)   # BEiT visual tokens: t.ids (gh, gw), t.decoded
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
     f = vitviz.layer_tokens(m, img)                 # every layer's tokens: f.tokens[l] (T, D), f.layouts[l]
@@ -35,6 +37,7 @@ from .explain.attention import attention
 from .explain.layout import TokenLayout
 from .explain.maps import AttentionMaps
 from .features.tokens import LayerTokens, layer_tokens
+from .mae.provenance import DecoderProvenance, decoder_provenance
 from .mae.reconstruct import Reconstruction, reconstruct
 from .models.loading import LoadedModel, ModelInfo, available_models, load_model
 
@@ -45,6 +48,8 @@ __all__ = [
     "tokenize",
     "LayerTokens",
     "layer_tokens",
+    "DecoderProvenance",
+    "decoder_provenance",
     "AttentionMaps",
     "TokenLayout",
     "attention",
