@@ -16,6 +16,7 @@ from ..core.masking import MAX_RATIO
 from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
+from ..views import heads as hv
 from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_choices, model_note
 from . import urlstate
 from .common import example_images, memo_view, user_errors
@@ -88,12 +89,24 @@ def attention_distance(image: str | None, model: str, part: str, mask_ratio: flo
 
 
 @user_errors
+def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
+               row: float, col: float, head: float) -> tuple[np.ndarray, np.ndarray, str]:
+    """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
+    _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    return hv.head_query_view(maps, layer, query, row, col, head)
+
+
+@user_errors
 @memo_view()
 def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
-               row: float, col: float, mass: bool, head_fusion: str, discard_ratio: float) -> tuple:
-    """Every view for the current controls (one capture, then lookups)."""
+               row: float, col: float, mass: bool, head_fusion: str, discard_ratio: float, head: float = 0) -> tuple:
+    """Every view for the current controls (one capture, then lookups); ``head`` as in :func:`head_query`."""
     out = av.all_views(image, model, part, mask_ratio, seed, layer, query, row, col, mass, head_fusion,
                        discard_ratio)
+    if head:
+        _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+        if 1 <= int(head) <= maps.num_heads:  # a head the model has (else the mean, as after a model switch)
+            out = hv.head_query_view(maps, av.layer_value(layer, maps.depth), out[-1], row, col, head) + out[3:]
     top5 = out[8]
     return out[:8] + (gr.update(value=top5, visible=top5 is not None),) + out[9:]
 
@@ -142,6 +155,19 @@ def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed
     return av.class_view(maps, bool(mass))
 
 
+@user_errors
+def on_goto(goto: str | None, choice: str) -> tuple:
+    """A head clicked in the Heads tab (``{"model", "layer", "head"}``) -> this tab's model, layer and head,
+    on the encoder without a mask (what the head atlas shows)."""
+    target, layer, head = hv.parse_goto(goto)
+    new = target or choice
+    depth, heads = hv.head_range(new)
+    if layer > depth or head > heads:
+        raise ValueError(f"{new} has {depth} layers of {heads} heads; there is no layer {layer}, head {head}")
+    return (gr.update(value=new) if new != choice else gr.update(), "encoder", 0.0,
+            gr.update(maximum=depth, value=layer), head)
+
+
 def as_patch() -> str:
     """The query becomes the patch at (row, col)."""
     return "patch"
@@ -163,6 +189,21 @@ if (!window.__vitvizAttnKeys) {
     const btn = document.getElementById(id);
     if (btn) { e.preventDefault(); btn.click(); }
   });
+}
+"""
+
+#: A head clicked in the Heads tab (``window.__vitvizGotoHead``, set by :data:`vitviz.ui.heads_tab.CLICK_JS`):
+#: once this tab shows its query view, the target goes into this component's value, which fires its change.
+GOTO_JS = r"""
+window.__vitvizAttnGoto = props;
+if (!window.__vitvizAttnGotoPoll) {
+  window.__vitvizAttnGotoPoll = setInterval(() => {
+    const want = window.__vitvizGotoHead;
+    const img = document.querySelector('#attn-query-overlay img');
+    if (!want || !img || img.offsetParent === null || !img.getAttribute('src')) return;
+    window.__vitvizGotoHead = null;
+    window.__vitvizAttnGoto.value = JSON.stringify(want);
+  }, 200);
 }
 """
 
@@ -205,11 +246,14 @@ def build(demo: gr.Blocks) -> ImageInput:
                                 scale=1)
                 col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="attn-col", min_width=70,
                                 scale=1)
+                head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
+                                 min_width=90, scale=1)
             with gr.Row(equal_height=True):
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
                 nxt = gr.Button("next layer ▶", elem_id="attn-next", size="sm", scale=1)
             gr.HTML("", js_on_load=KEYS_JS, elem_id="attn-keys", padding=False)
+            goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto", padding=False)
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
             with gr.Row(equal_height=True):
@@ -242,10 +286,11 @@ def build(demo: gr.Blocks) -> ImageInput:
     api_btn = gr.Button(visible=False)
 
     src = [image, model, part, ratio, seed]
-    all_in = src + [layer, query, row, col, mass, fusion, discard]
+    all_in = src + [layer, query, row, col, mass, fusion, discard, head]
     all_out = [overlay, heads, query_info, cls_heads, cls_info, roll, roll_info, dist_plot, top5, top5_text, query]
     q_in = src + [layer, query, row, col]
     q_out = [overlay, heads, query_info]
+    h_in = q_in + [head]
     r_in = src + [fusion, discard]
     r_out = [roll, roll_info]
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
@@ -264,15 +309,17 @@ def build(demo: gr.Blocks) -> ImageInput:
     for control in (image, seed):
         control.change(update_all, all_in, all_out, **quick)
     ratio.change(update_all, all_in, all_out, **quick)
-    layer.change(attention_query, q_in, q_out, **quick)
+    layer.change(head_query, h_in, q_out, **quick)
     layer.change(None, [layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
-    query.input(attention_query, q_in, q_out, **quick)
+    query.input(head_query, h_in, q_out, **quick)
+    head.change(head_query, h_in, q_out, **quick)
+    goto.change(on_goto, [goto, model], [model, part, ratio, layer, head], **quick)
     gr.on([row.submit, col.submit], as_patch, None, query, api_visibility="private", queue=False).then(
-        attention_query, q_in, q_out, **quick)
+        head_query, h_in, q_out, **quick)
     prev.click(lambda v, d: av.step_layer(v, d, -1), [layer, depth], layer, api_visibility="private", queue=False)
     nxt.click(lambda v, d: av.step_layer(v, d, +1), [layer, depth], layer, api_visibility="private", queue=False)
     overlay.select(pick_patch, src, [row, col, query], api_visibility="private").then(
-        attention_query, q_in, q_out, **quick)
+        head_query, h_in, q_out, **quick)
     mass.change(class_only, src + [mass], [cls_heads, cls_info], **quick)
     gr.on([fusion.change, discard.change], rollout, r_in, r_out, **quick)
     return ImageInput(image, examples_box)

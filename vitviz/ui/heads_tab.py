@@ -1,0 +1,192 @@
+"""The Heads tab: every head at once (the head atlas) and one head's query-key space.
+
+Wiring only: figures and sentences come from :mod:`vitviz.views.heads`. Clicks on the
+Plotly charts are read in the page (:data:`CLICK_JS`): a head opens the Attention tab's
+query view at that layer and head (the Attention tab picks it up, see
+:data:`vitviz.ui.attention_tab.GOTO_JS`); a query or key sends its token here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from ..views import heads as hv
+from .common import example_images, memo_view, user_errors
+from .shared_image import ImageInput, default_image
+
+TAB_ID, LABEL = "heads", "Heads"
+TOUR_TITLE = "Heads"
+TOUR_TEXT = ("Every head of every layer at once, sorted into local, global, sink and self heads; then one head's "
+             "queries and keys, where a query lies near the keys it attends to.")
+
+INTRO = (
+    "The Attention tab shows one layer at a time. Here are **all the heads at once**: each head summarised by "
+    "four numbers and sorted into a type, for this photo or averaged over the example photos; below, the "
+    "**queries and keys** of one head, the vectors whose dot products make its attention."
+)
+
+
+@user_errors
+def head_atlas(image: str | None, model: str, source: str) -> tuple[go.Figure, go.Figure, str]:
+    """Endpoint ``head_atlas``: (layer x head grid coloured by type, distance-entropy scatter, summary).
+
+    ``source`` is ``image`` (this image) or ``examples`` (the mean over the example photos).
+    """
+    return hv.atlas_view(image, model, source)
+
+
+@user_errors
+def qk_space(image: str | None, model: str, layer: float, head: float) -> tuple[go.Figure, str]:
+    """Endpoint ``qk_space``: the queries and keys of one head (layer and head 1-based), PCA to 2-D, and a sentence."""
+    return hv.qk_view(image, model, layer, head)
+
+
+@user_errors
+def qk_token(image: str | None, model: str, layer: float, head: float, click: str | None
+             ) -> tuple[np.ndarray, str]:
+    """A click on a query or key (``{"token", "kind"}`` from the page) -> its patch on the photo."""
+    try:
+        data = json.loads(click or "{}")
+    except ValueError:
+        data = {}
+    return hv.token_view(image, model, layer, head, data.get("token"), data.get("kind", 0))
+
+
+@user_errors
+@memo_view()
+def update_all(image: str | None, model: str, source: str, layer: float, head: float) -> tuple:
+    """Every view of the tab: atlas (grid, scatter, text), query-key space (figure, text), centre patch's query."""
+    grid, scatter, text = hv.atlas_view(image, model, source)
+    qk, qk_text = hv.qk_view(image, model, layer, head)
+    token, token_text = hv.token_view(image, model, layer, head)
+    return grid, scatter, text, qk, qk_text, token, token_text
+
+
+@user_errors
+def qk_views(image: str | None, model: str, layer: float, head: float) -> tuple:
+    """The query-key views for a new layer or head."""
+    qk, qk_text = hv.qk_view(image, model, layer, head)
+    return (qk, qk_text) + hv.token_view(image, model, layer, head)
+
+
+@user_errors
+def on_model(choice: str, layer: float, head: float) -> tuple:
+    """New model -> the layer and head sliders' ranges (values kept when they fit)."""
+    depth, heads = hv.head_range(choice)
+    clamp = lambda v, n: min(max(1, int(round(float(v or 1)))), n)  # noqa: E731
+    return gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads))
+
+
+#: Clicks on the tab's Plotly charts, read in the page. A head (grid cell or scatter point)
+#: opens the Attention tab: the target goes to ``window.__vitvizGotoHead`` and the tab's button is
+#: clicked; a query or key sends ``{"token", "kind"}`` in this component's value.
+CLICK_JS = r"""
+window.__vitvizHeadsProps = props;
+if (!window.__vitvizHeadsClicks) {
+  window.__vitvizHeadsClicks = true;
+  const openHead = (plot, pt) => {
+    const layer = pt.customdata ? pt.customdata[0] : pt.y, head = pt.customdata ? pt.customdata[1] : pt.x;
+    const model = plot.layout && plot.layout.meta ? plot.layout.meta.model : null;
+    window.__vitvizGotoHead = {model: model, layer: Number(layer), head: Number(head), t: Date.now()};
+    const tab = Array.from(document.querySelectorAll('[role=tab]')).find(b => b.innerText.trim() === 'Attention');
+    if (tab) tab.click();
+  };
+  const handlers = {
+    'heads-grid': (plot) => (ev) => { if (ev && ev.points && ev.points.length) openHead(plot, ev.points[0]); },
+    'heads-scatter': (plot) => (ev) => {
+      const pt = ev && ev.points && ev.points.find(p => p.customdata);
+      if (pt) openHead(plot, pt);
+    },
+    'heads-qk': (plot) => (ev) => {
+      const pt = ev && ev.points && ev.points.find(p => p.customdata);
+      if (pt) window.__vitvizHeadsProps.value = JSON.stringify({token: pt.customdata[0], kind: pt.customdata[1],
+                                                                t: Date.now()});
+    },
+  };
+  setInterval(() => {
+    for (const id in handlers) {
+      const plot = document.querySelector('#' + id + ' .js-plotly-plot');
+      if (!plot || !plot.on) continue;
+      if (!plot.__vitvizClick) plot.__vitvizClick = handlers[id](plot);
+      plot.removeListener('plotly_click', plot.__vitvizClick);  // Plotly may have been redrawn: attach once
+      plot.on('plotly_click', plot.__vitvizClick);
+    }
+  }, 300);
+}
+"""
+
+
+def build(demo: gr.Blocks) -> ImageInput:
+    """Create the Heads tab's components inside the caller's ``gr.Tab`` context.
+
+    Args:
+        demo: the enclosing app; its page load (the tab's first showing) fills the views.
+
+    Returns:
+        The tab's image box and examples, which the app links to the shared image.
+    """
+    examples = example_images()
+    choices = hv.model_choices()
+    values = [c for _, c in choices]
+    default = hv.DEFAULT_MODEL if hv.DEFAULT_MODEL in values else (values[0] if values else None)
+    examples_box = None
+    gr.Markdown(INTRO, elem_classes=["vitviz-help"])
+    with gr.Row():
+        with gr.Column(scale=1, min_width=260):
+            image = gr.Image(value=default_image(), type="filepath", image_mode=None,
+                             sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
+                             height=220, elem_id="heads-input")
+            if examples:
+                examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos",
+                                           elem_id="heads-examples")
+            model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="heads-model")
+            note = gr.Markdown(hv.model_note(default), elem_id="heads-model-note")
+            source = gr.Radio(hv.SOURCES, value="image", label="Statistics of", elem_id="heads-source",
+                              info="one photo, or the mean over the example photos (the model's own head types)")
+        with gr.Column(scale=3):
+            gr.Markdown("### Head atlas")
+            gr.Markdown(hv.HELP_ATLAS)
+            gr.Markdown(hv.SOURCES_TEXT)
+            with gr.Row(equal_height=True):
+                grid = gr.Plot(label="heads by type", elem_id="heads-grid", show_label=False)
+                scatter = gr.Plot(label="heads: distance and entropy", elem_id="heads-scatter", show_label=False)
+            info = gr.Markdown(elem_id="heads-info")
+            gr.Markdown("### Query–key space of one head")
+            gr.Markdown(hv.HELP_QK)
+            with gr.Row(equal_height=True):
+                layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="heads-layer")
+                head = gr.Slider(1, 3, value=1, step=1, label="Head", elem_id="heads-head")
+            with gr.Row(equal_height=True):
+                with gr.Column(scale=3):
+                    qk = gr.Plot(label="queries and keys", elem_id="heads-qk", show_label=False)
+                with gr.Column(scale=2, min_width=280):
+                    token = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
+                                     buttons=["download"], label="the clicked token", elem_id="heads-token",
+                                     height=hv.VIEW)
+                    token_text = gr.Markdown(elem_id="heads-token-info")
+            qk_text = gr.Markdown(elem_id="heads-qk-info")
+    clicks = gr.HTML("", html_template="<span></span>", js_on_load=CLICK_JS, elem_id="heads-click", padding=False)
+    api_btn = gr.Button(visible=False)
+
+    all_in = [image, model, source, layer, head]
+    all_out = [grid, scatter, info, qk, qk_text, token, token_text]
+    qk_in = [image, model, layer, head]
+    quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+
+    api_btn.click(head_atlas, [image, model, source], [grid, scatter, info], api_name="head_atlas")
+    api_btn.click(qk_space, qk_in, [qk, qk_text], api_name="qk_space")
+
+    demo.load(on_model, [model, layer, head], [layer, head], api_visibility="private").then(
+        update_all, all_in, all_out, api_visibility="private")
+    model.change(hv.model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
+    model.change(on_model, [model, layer, head], [layer, head], **quick).then(update_all, all_in, all_out, **quick)
+    image.change(update_all, all_in, all_out, **quick)
+    source.change(head_atlas, [image, model, source], [grid, scatter, info], **quick)
+    gr.on([layer.input, head.input], qk_views, qk_in, [qk, qk_text, token, token_text], **quick)
+    clicks.change(qk_token, qk_in + [clicks], [token, token_text], **quick)
+    return ImageInput(image, examples_box)
