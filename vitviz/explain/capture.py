@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -97,14 +98,16 @@ def attention_modules(blocks: Sequence[nn.Module]) -> list[nn.Module]:
     return mods
 
 
-def _record(store: list[torch.Tensor], thread: int, _module: nn.Module, inputs: tuple, _output: Any) -> None:
-    """Forward hook on ``attn_drop``: keep the softmax entering it (this thread's passes only)."""
+def _record(store: list[torch.Tensor], thread: int, keep_graph: bool, _module: nn.Module, inputs: tuple,
+            _output: Any) -> None:
+    """Forward hook on ``attn_drop``: keep the softmax entering it (this thread's passes only),
+    detached unless ``keep_graph``."""
     if threading.get_ident() == thread:
-        store.append(inputs[0].detach())
+        store.append(inputs[0] if keep_graph else inputs[0].detach())
 
 
 @contextmanager
-def capturing(modules: Sequence[nn.Module]) -> Iterator[list[list[torch.Tensor]]]:
+def capturing(modules: Sequence[nn.Module], keep_graph: bool = False) -> Iterator[list[list[torch.Tensor]]]:
     """Record the attention matrices of timm ``Attention`` modules while the body runs.
 
     For each module: in this thread only, ``fused_attn`` reads False
@@ -115,6 +118,8 @@ def capturing(modules: Sequence[nn.Module]) -> Iterator[list[list[torch.Tensor]]
 
     Args:
         modules: attention modules (see :func:`attention_modules`).
+        keep_graph: record the matrices as they are, still in the autograd graph (for
+            :func:`capture_gradients`); by default they are detached.
 
     Yields:
         One list per module, receiving one ``(B, H, T, T)`` tensor per forward call.
@@ -127,7 +132,7 @@ def capturing(modules: Sequence[nn.Module]) -> Iterator[list[list[torch.Tensor]]
         try:
             for m, s in zip(modules, store):
                 thread_local_fusion(m)
-                handles.append(m.attn_drop.register_forward_hook(partial(_record, s, thread)))
+                handles.append(m.attn_drop.register_forward_hook(partial(_record, s, thread, keep_graph)))
             _LOCAL.modules = (outer or frozenset()) | {id(m) for m in modules}
             yield store
         finally:
@@ -205,3 +210,81 @@ def capture_block_tokens(blocks: Sequence[nn.Module], run: Callable[[], Any]) ->
     if len(first) != 1 or bad:
         raise RuntimeError(f"blocks {bad or [0]} did not run exactly once")
     return [t.float().cpu() for t in [first[0]] + [s[0] for s in outs]], out
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """Attention and tokens of one forward pass with the gradient of a score with respect to them.
+
+    Shapes: ``L`` blocks, ``B`` images, ``H`` heads, ``T`` tokens, ``D`` channels. Every
+    tensor is float32 on CPU, detached (no graph is kept).
+
+    Attributes:
+        attn: ``(L, B, H, T, T)`` the softmax of every block.
+        attn_grad: ``(L, B, H, T, T)`` d score / d attn.
+        tokens: ``(B, T, D)`` the tokens entering the last block (the output of the one before).
+        tokens_grad: ``(B, T, D)`` d score / d tokens.
+        out: what ``run`` returned, detached.
+    """
+
+    attn: torch.Tensor
+    attn_grad: torch.Tensor
+    tokens: torch.Tensor
+    tokens_grad: torch.Tensor
+    out: Any
+
+
+def capture_gradients(blocks: Sequence[nn.Module], run: Callable[[], Any],
+                      score: Callable[[Any], torch.Tensor]) -> Gradients:
+    """Run ``run()`` once with gradients, and differentiate ``score(out)`` with respect to
+    every block's attention and to the tokens entering the last block.
+
+    The same mechanism as :func:`capture_blocks` (hooks on ``attn_drop``, the per-thread
+    explicit path, the capture lock), with the matrices kept in the graph. A pre-hook on
+    the first block hands it a copy of its input that requires grad, so the graph exists
+    even though the model's parameters do not require grad; parameters never receive a
+    ``.grad`` (``torch.autograd.grad`` returns the gradients instead of accumulating
+    them). Gradients are enabled only inside this call (``torch.enable_grad`` outside any
+    inference mode); every hook is removed on exit, whatever happens. The model's
+    training mode is left as it is (call it on a model in eval mode).
+
+    Args:
+        blocks: transformer blocks with timm ``Attention`` (``blk.attn``).
+        run: the forward pass (called once).
+        score: ``out -> scalar tensor``, e.g. one class logit of image 0.
+
+    Raises:
+        RuntimeError: a block that did not run exactly once.
+    """
+    mods = attention_modules(blocks)
+    thread = threading.get_ident()
+    entering: list[torch.Tensor] = []
+
+    def leaf(_module: nn.Module, inputs: tuple) -> tuple | None:
+        if threading.get_ident() != thread:
+            return None
+        return (inputs[0].detach().clone().requires_grad_(True),) + tuple(inputs[1:])
+
+    def last(_module: nn.Module, inputs: tuple) -> None:
+        if threading.get_ident() == thread:
+            entering.append(inputs[0])
+
+    with _CAPTURE_LOCK:
+        handles = [blocks[0].register_forward_pre_hook(leaf)]
+        try:
+            handles.append(blocks[-1].register_forward_pre_hook(last))
+            with torch.inference_mode(False), torch.enable_grad(), capturing(mods, keep_graph=True) as store:
+                out = run()
+                bad = [i for i, s in enumerate(store) if len(s) != 1]
+                if bad or len(entering) != 1:
+                    raise RuntimeError(f"blocks {bad or [len(blocks) - 1]} did not run exactly once")
+                wrt = [s[0] for s in store] + [entering[0]]
+                grads = torch.autograd.grad(score(out), wrt, allow_unused=True)
+        finally:
+            for h in handles:
+                h.remove()
+    grads = [torch.zeros_like(t) if g is None else g for t, g in zip(wrt, grads)]
+    cpu = lambda ts: torch.stack([t.detach().float().cpu() for t in ts])  # noqa: E731
+    detached = out.detach() if isinstance(out, torch.Tensor) else out
+    return Gradients(cpu(wrt[:-1]), cpu(grads[:-1]), wrt[-1].detach().float().cpu(), grads[-1].detach().float().cpu(),
+                     detached)

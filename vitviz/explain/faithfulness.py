@@ -1,0 +1,249 @@
+"""Deletion and insertion curves: is an explanation map faithful to the model?
+
+Petsiuk, Das & Saenko, "RISE: Randomized Input Sampling for Explanation of Black-box
+Models", BMVC 2018, section 4.1. Rank the patches by a map, most important first.
+*Deletion* removes them in that order and tracks the class probability: a faithful map
+makes it fall fast (low area under the curve). *Insertion* starts from the empty input
+and adds them in that order: a faithful map makes it rise fast (high area).
+
+Two ways to remove a patch:
+
+- ``drop``: leave its token out of the sequence. A ViT runs on any number of tokens
+  (as MAE's encoder does on the visible ones): the prefix tokens and the kept patch
+  tokens, each with its own position embedding, nothing else. Nothing is painted, so
+  the model never sees an input unlike its training images; the empty input is the
+  prefix tokens alone.
+- ``grey``: fill its pixels with the normalisation mean (0 after normalising), RISE's
+  and most papers' choice. The sequence keeps its length; grey squares are an input the
+  model never saw in training (a distribution shift the curve also measures).
+
+Both are computed on tokens: the patch embedding is linear per patch, so a grey patch's
+token is the embedding of a zero patch, and the encoder runs once per *distinct* set of
+kept patches, batched (sets shared by several maps, such as the full and the empty
+input, run once; ``drop`` batches sets of equal size together).
+
+Shapes: ``P`` patches, ``S`` steps (``S + 1`` points per curve), ``D`` channels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..core.images import ImageInput, model_input
+from ..core.pos_embed import PositionEmbeddings
+from ..embedding.tokens import encode, patch_tokens, position_embeddings
+from ..models.loading import LoadedModel
+from .methods import Explanation, check_classifier, explain_maps
+
+#: How a patch is removed: its token left out, or its pixels greyed.
+REMOVALS: tuple[str, ...] = ("drop", "grey")
+REMOVAL_NAMES: dict[str, str] = {"drop": "drop the token", "grey": "grey the patch"}
+#: Default and largest number of steps of a curve.
+DEFAULT_STEPS = 8
+#: Sequences run through the encoder at once.
+BATCH = 16
+
+
+def check_removal(removal: str) -> str:
+    """Validate a removal mode (``drop`` or ``grey``)."""
+    if removal not in REMOVALS:
+        raise ValueError(f"unknown removal {removal!r}; choose one of {', '.join(REMOVALS)}")
+    return removal
+
+
+def step_counts(num_patches: int, steps: int) -> np.ndarray:
+    """Patches removed (or inserted) at each point: ``round(linspace(0, P, S + 1))``.
+
+    Returns:
+        ``(S + 1,)`` int64, strictly increasing from 0 to ``P``.
+
+    Raises:
+        ValueError: ``steps`` not a whole number in ``1..P``.
+    """
+    try:
+        s = int(steps)
+    except (TypeError, ValueError):
+        raise ValueError(f"steps must be a whole number, got {steps!r}") from None
+    if s != steps or not 1 <= s <= num_patches:
+        raise ValueError(f"steps must be a whole number in 1..{num_patches}, got {steps!r}")
+    return np.round(np.linspace(0, num_patches, s + 1)).astype(np.int64)
+
+
+def kept_patches(order: np.ndarray, counts: np.ndarray, curve: str) -> np.ndarray:
+    """Which patches are present at each point of a curve.
+
+    Args:
+        order: ``(P,)`` patch indices, most important first.
+        counts: ``(S + 1,)`` patches removed (deletion) or inserted (insertion).
+        curve: ``deletion`` or ``insertion``.
+
+    Returns:
+        ``(S + 1, P)`` bool, True = present.
+    """
+    p = order.shape[0]
+    rank = np.empty(p, dtype=np.int64)
+    rank[order] = np.arange(p)
+    first = rank[None, :] < counts[:, None]  # among the first ``count`` of the order
+    if curve == "deletion":
+        return ~first
+    if curve == "insertion":
+        return first
+    raise ValueError(f"curve must be deletion or insertion, got {curve!r}")
+
+
+def _subset_positions(pos: PositionEmbeddings, keep: torch.Tensor) -> PositionEmbeddings:
+    """The position embeddings of the prefix tokens and of the kept patches ``(N, K)``: ``full`` is ``(N, k + K, D)``."""
+    n = keep.shape[0]
+    patches = pos.patches[keep]  # (N, K, D)
+    prefix = pos.full[:, :pos.num_prefix].expand(n, -1, -1)
+    return PositionEmbeddings(torch.cat([prefix, patches], dim=1), pos.grid, pos.num_prefix)
+
+
+@torch.inference_mode()
+def class_probabilities(module: nn.Module, x: torch.Tensor, present: np.ndarray, target: int,
+                        removal: str = "drop", batch: int = BATCH) -> np.ndarray:
+    """The class probability of a ViT classifier with only some patches present.
+
+    Args:
+        module: a timm ViT classifier (eval mode).
+        x: ``(1, 3, S, S)`` normalised image.
+        present: ``(N, P)`` bool, True = the patch is there.
+        target: class index.
+        removal: ``drop`` (absent tokens left out) or ``grey`` (absent patches filled
+            with the normalisation mean).
+        batch: sequences per encoder call.
+
+    Returns:
+        ``(N,)`` float64 softmax probability of ``target``.
+    """
+    check_removal(removal)
+    mask = np.asarray(present, dtype=bool)
+    tokens = patch_tokens(module, x)[0]  # (P, D)
+    if mask.ndim != 2 or mask.shape[1] != tokens.shape[0]:
+        raise ValueError(f"present must be (N, {tokens.shape[0]}), got {mask.shape}")
+    pos = position_embeddings(module)
+    out = np.empty(mask.shape[0], dtype=np.float64)
+    if removal == "grey":
+        grey = patch_tokens(module, torch.zeros_like(x))[0]  # the token of a mean-filled patch
+        groups = [np.arange(mask.shape[0])]
+    else:
+        sizes = mask.sum(axis=1)
+        groups = [np.flatnonzero(sizes == s) for s in np.unique(sizes)]
+    dev = tokens.device
+    for group in groups:
+        for start in range(0, len(group), batch):
+            rows = group[start:start + batch]
+            m = torch.from_numpy(mask[rows]).to(dev)
+            if removal == "grey":
+                seq = torch.where(m[..., None], tokens, grey)
+                use = pos
+            else:
+                keep = m.nonzero()[:, 1].reshape(len(rows), -1)  # (n, K) kept patches, raster order
+                seq, use = tokens[keep], _subset_positions(pos, keep)
+            logits = module.forward_head(encode(module, seq, use)).float()
+            out[rows] = torch.softmax(logits, dim=-1)[:, target].double().cpu().numpy()
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Curves:
+    """Deletion and insertion curves of several maps for one image, model and class.
+
+    Attributes:
+        counts: ``(S + 1,)`` patches removed (deletion) or inserted (insertion); the x-axis.
+        num_patches: ``P``.
+        deletion: method -> ``(S + 1,)`` class probability as patches are removed.
+        insertion: method -> ``(S + 1,)`` class probability as patches are added.
+        removal: ``drop`` or ``grey``.
+        target: class index.
+    """
+
+    counts: np.ndarray
+    num_patches: int
+    deletion: dict[str, np.ndarray]
+    insertion: dict[str, np.ndarray]
+    removal: str
+    target: int
+
+    @property
+    def fractions(self) -> np.ndarray:
+        """``(S + 1,)`` share of the patches removed / inserted, 0..1."""
+        return self.counts / float(self.num_patches)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The methods, in order."""
+        return tuple(self.deletion)
+
+    def auc(self) -> dict[str, tuple[float, float]]:
+        """Method -> ``(deletion AUC, insertion AUC)``: trapezoids over the share of patches, 0..1.
+
+        Lower deletion and higher insertion mean a more faithful map.
+        """
+        x = self.fractions
+        return {m: (float(np.trapezoid(self.deletion[m], x)), float(np.trapezoid(self.insertion[m], x)))
+                for m in self.methods}
+
+
+def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarray], target: int,
+               removal: str = "drop", steps: int = DEFAULT_STEPS, batch: int = BATCH) -> Curves:
+    """Deletion and insertion curves of every ranking, each distinct input run once.
+
+    Args:
+        module: a timm ViT classifier (eval mode).
+        x: ``(1, 3, S, S)`` normalised image.
+        rankings: method -> ``(P,)`` patch indices, most important first.
+        target: class index.
+        removal: ``drop`` or ``grey``.
+        steps: points per curve minus one (``1..P``).
+    """
+    check_removal(removal)
+    p = int(next(iter(rankings.values())).shape[0])
+    counts = step_counts(p, steps)
+    sets = {(m, c): kept_patches(np.asarray(order), counts, c) for m, order in rankings.items()
+            for c in ("deletion", "insertion")}
+    unique: dict[bytes, int] = {}
+    rows = []
+    for present in sets.values():
+        for row in present:
+            key = np.packbits(row).tobytes()
+            if key not in unique:
+                unique[key] = len(rows)
+                rows.append(row)
+    probs = class_probabilities(module, x, np.stack(rows), target, removal, batch)
+    curve = {k: np.array([probs[unique[np.packbits(r).tobytes()]] for r in v]) for k, v in sets.items()}
+    for v in curve.values():
+        v.setflags(write=False)
+    counts.setflags(write=False)
+    return Curves(counts, p, {m: curve[(m, "deletion")] for m in rankings},
+                  {m: curve[(m, "insertion")] for m in rankings}, removal, target)
+
+
+def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None = None,
+                 methods: Sequence[str] | str | None = None, removal: str = "drop", steps: int = DEFAULT_STEPS,
+                 explanation: Explanation | None = None) -> Curves:
+    """Deletion and insertion curves of the explanation maps of one image and class.
+
+    Args:
+        model: a ViT classifier (see :func:`vitviz.explain.methods.explain_maps`).
+        image: anything :func:`vitviz.load_image` reads, or an ``(S, S, 3)`` uint8 view.
+        target: class index or ImageNet name; None = the predicted class.
+        methods: method ids (default all four).
+        removal: ``drop`` (leave tokens out) or ``grey`` (fill patches with the mean).
+        steps: points per curve minus one.
+        explanation: maps already computed for this model and image (skips that pass).
+
+    Raises:
+        ValueError: not a classifier, unknown method, class, removal or steps.
+    """
+    module = check_classifier(model.module, model.name)
+    check_removal(removal)
+    e = explanation if explanation is not None else explain_maps(model, image, target, methods)
+    x = model_input(e.image, model.data_config, model.device)
+    wanted = [m for m in e.maps if methods is None or m in ((methods,) if isinstance(methods, str) else methods)]
+    return curves_for(module, x, {m: e.ranking(m) for m in wanted}, e.target, removal, steps)
