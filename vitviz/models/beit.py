@@ -7,9 +7,20 @@ is cross-entropy on the hidden positions only (:func:`mim_loss`).
 
 Parameter names follow the BEiT reference (``cls_token``, ``mask_token``,
 ``pos_embed``, ``patch_embed.proj``, ``blocks.{i}``, ``norm``, ``lm_head``). The
-reference adds relative position biases and layer scale; this small model uses
-absolute position embeddings (initialised as 2-D sine-cosine, then learned) and
-plain pre-norm timm blocks.
+embedded ``beit-tiny`` uses absolute position embeddings (initialised as 2-D
+sine-cosine, then learned) and plain pre-norm timm ViT blocks. The published BEiT
+checkpoints need what the reference adds, each behind a config field whose default
+leaves ``beit-tiny``'s keys and file metadata unchanged (:data:`BEIT_OPTIONS`):
+
+* ``rel_pos_bias``: ``"shared"`` (one ``rel_pos_bias.relative_position_bias_table``
+  ``((2gh-1)(2gw-1)+3, heads)`` for every block, as in BEiT's pretraining) or
+  ``"layer"`` (``blocks.{i}.attn.relative_position_bias_table`` each);
+* ``layer_scale``: LayerScale ``blocks.{i}.gamma_1`` / ``gamma_2`` ``(D,)``;
+* ``qv_bias``: ``blocks.{i}.attn.q_bias`` and ``v_bias`` ``(D,)``, no key bias;
+* ``abs_pos_embed=False``: no ``pos_embed``.
+
+With any of them the blocks are timm's BEiT blocks (``timm.models.beit.Block``, the
+reference's layout and names; the relative position *index* is computed, not stored).
 """
 
 from __future__ import annotations
@@ -24,11 +35,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from timm.models.beit import Block as BEiTBlock
+from timm.models.beit import RelativePositionBias
 from timm.models.vision_transformer import Block
 
 BEIT_FORMAT = "vitviz-beit"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+#: Config fields added for the published BEiT checkpoints, with the defaults that keep
+#: ``beit-tiny``'s plain blocks; :meth:`BEiTConfig.to_dict` writes them only when set.
+BEIT_OPTIONS: dict[str, object] = {"abs_pos_embed": True, "rel_pos_bias": "none", "layer_scale": 0.0,
+                                   "qv_bias": False}
+REL_POS_BIAS = ("none", "shared", "layer")
 
 
 @dataclass(frozen=True)
@@ -44,6 +62,19 @@ class BEiTConfig:
     vocab_size: int = 512
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
+    abs_pos_embed: bool = True
+    rel_pos_bias: str = "none"
+    layer_scale: float = 0.0
+    qv_bias: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rel_pos_bias not in REL_POS_BIAS:
+            raise ValueError(f"rel_pos_bias must be one of {', '.join(REL_POS_BIAS)}, got {self.rel_pos_bias!r}")
+
+    @property
+    def beit_blocks(self) -> bool:
+        """True when the blocks are BEiT's (relative position bias, layer scale or q/v biases)."""
+        return self.rel_pos_bias != "none" or self.layer_scale > 0 or self.qv_bias
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -60,6 +91,9 @@ class BEiTConfig:
         """Plain dict for safetensors metadata."""
         d = asdict(self)
         d["mean"], d["std"] = list(self.mean), list(self.std)
+        for key, default in BEIT_OPTIONS.items():  # beit-tiny's metadata stays as it was
+            if d[key] == default:
+                del d[key]
         return d
 
     @classmethod
@@ -99,16 +133,32 @@ class BEiTForMIM(nn.Module):
         self.patch_embed.proj = nn.Conv2d(3, c.embed_dim, c.patch_size, c.patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.embed_dim))
         self.mask_token = nn.Parameter(torch.zeros(1, 1, c.embed_dim))
-        self.pos_embed = nn.Parameter(torch.zeros(1, c.num_patches + 1, c.embed_dim))
-        self.blocks = nn.ModuleList(
-            [Block(c.embed_dim, c.num_heads, c.mlp_ratio, qkv_bias=True, norm_layer=norm_layer) for _ in range(c.depth)]
-        )
+        if c.abs_pos_embed:
+            self.pos_embed = nn.Parameter(torch.zeros(1, c.num_patches + 1, c.embed_dim))
+        else:
+            self.pos_embed = None
+        if c.rel_pos_bias == "shared":
+            self.rel_pos_bias = RelativePositionBias(window_size=c.grid, num_heads=c.num_heads)
+        else:
+            self.rel_pos_bias = None
+        if c.beit_blocks:
+            self.blocks = nn.ModuleList(
+                [BEiTBlock(c.embed_dim, c.num_heads, qkv_bias=c.qv_bias, mlp_ratio=c.mlp_ratio,
+                           init_values=c.layer_scale or None, norm_layer=norm_layer,
+                           window_size=c.grid if c.rel_pos_bias == "layer" else None) for _ in range(c.depth)]
+            )
+        else:
+            self.blocks = nn.ModuleList(
+                [Block(c.embed_dim, c.num_heads, c.mlp_ratio, qkv_bias=True, norm_layer=norm_layer)
+                 for _ in range(c.depth)]
+            )
         self.norm = norm_layer(c.embed_dim)
         self.lm_head = nn.Linear(c.embed_dim, c.vocab_size)
         self._init_weights()
 
     def _init_weights(self) -> None:
-        self.pos_embed.data[0, 1:] = _sincos_2d(self.config.embed_dim, self.config.grid)
+        if self.pos_embed is not None:
+            self.pos_embed.data[0, 1:] = _sincos_2d(self.config.embed_dim, self.config.grid)
         for p in (self.cls_token, self.mask_token):
             nn.init.trunc_normal_(p, std=0.02)
         for m in self.modules():
@@ -141,9 +191,16 @@ class BEiTForMIM(nn.Module):
         w = mask.unsqueeze(-1).to(x.dtype)
         x = x * (1.0 - w) + self.mask_token.to(x.dtype) * w
         cls = self.cls_token.expand(x.shape[0], -1, -1)
-        x = torch.cat([cls, x], dim=1) + self.pos_embed
-        for blk in self.blocks:
-            x = blk(x)
+        x = torch.cat([cls, x], dim=1)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed
+        if self.config.beit_blocks:
+            shared = self.rel_pos_bias() if self.rel_pos_bias is not None else None  # (heads, L+1, L+1)
+            for blk in self.blocks:
+                x = blk(x, shared_rel_pos_bias=shared)
+        else:
+            for blk in self.blocks:
+                x = blk(x)
         return self.norm(x)[:, 1:]
 
     def forward(self, imgs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Key maps between the Hugging Face ViTMAE format and the official MAE format.
+"""Key maps between Hugging Face formats and vitviz's modules: ViTMAE <-> official MAE, and
+BeitForMaskedImageModeling <-> BEiT's own names (:class:`~vitviz.models.beit.BEiTForMIM`).
 
 The official format (facebookresearch/mae ``models_mae.py``, and
 :class:`vitviz.models.mae.MaskedAutoencoderViT`) and the files on the Hugging Face
@@ -45,6 +46,7 @@ from collections.abc import Mapping
 import torch
 
 from ..errors import ModelUnavailable
+from .beit import BEiTConfig
 
 #: Whole-key renames outside the transformer blocks: official -> Hugging Face.
 TOP_KEYS: dict[str, str] = {
@@ -176,3 +178,165 @@ def hf_to_official(state_dict: Mapping[str, torch.Tensor], what: str = "Hugging 
     if missing:
         raise ModelUnavailable(f"{what}: missing {len(missing)} keys ({_list(sorted(missing))})")
     return out
+
+
+# ----------------------------------------------------------------------------- BEiT
+
+#: Hugging Face ``BeitForMaskedImageModeling`` keys (``microsoft/beit-*-pt22k``, written by transformers'
+#: ``convert_beit_unilm_to_pytorch.py``) of vitviz's :class:`~vitviz.models.beit.BEiTForMIM`, whose names
+#: are BEiT's own (microsoft/unilm): whole keys outside the blocks.
+BEIT_TOP_KEYS: dict[str, str] = {
+    "cls_token": "beit.embeddings.cls_token",
+    "mask_token": "beit.embeddings.mask_token",
+    "pos_embed": "beit.embeddings.position_embeddings",
+    "patch_embed.proj.weight": "beit.embeddings.patch_embeddings.projection.weight",
+    "patch_embed.proj.bias": "beit.embeddings.patch_embeddings.projection.bias",
+    "rel_pos_bias.relative_position_bias_table": "beit.encoder.relative_position_bias.relative_position_bias_table",
+    "norm.weight": "layernorm.weight",
+    "norm.bias": "layernorm.bias",
+    "lm_head.weight": "lm_head.weight",
+    "lm_head.bias": "lm_head.bias",
+}
+
+#: Names inside block ``i`` (``blocks.{i}.`` -> ``beit.encoder.layer.{i}.``), except the fused qkv weight.
+#: LayerScale is ``gamma`` in BEiT and ``lambda`` on the hub (transformers renames ``gamma`` on load).
+BEIT_BLOCK_KEYS: dict[str, str] = {
+    "norm1.weight": "layernorm_before.weight",
+    "norm1.bias": "layernorm_before.bias",
+    "attn.q_bias": "attention.attention.query.bias",
+    "attn.v_bias": "attention.attention.value.bias",
+    "attn.relative_position_bias_table": "attention.attention.relative_position_bias.relative_position_bias_table",
+    "attn.proj.weight": "attention.output.dense.weight",
+    "attn.proj.bias": "attention.output.dense.bias",
+    "norm2.weight": "layernorm_after.weight",
+    "norm2.bias": "layernorm_after.bias",
+    "mlp.fc1.weight": "intermediate.dense.weight",
+    "mlp.fc1.bias": "intermediate.dense.bias",
+    "mlp.fc2.weight": "output.dense.weight",
+    "mlp.fc2.bias": "output.dense.bias",
+    "gamma_1": "lambda_1",
+    "gamma_2": "lambda_2",
+}
+
+#: The relative position *index* (int64 ``(L+1, L+1)``) that files written by transformers 4.x store
+#: beside each bias table (``...relative_position_bias.relative_position_index``); vitviz computes it
+#: (timm's non-persistent buffer) and accepts a stored one only when it is equal.
+BEIT_TABLE, BEIT_INDEX = "relative_position_bias_table", "relative_position_index"
+
+_BEIT_FROM_HF = {v: k for k, v in BEIT_TOP_KEYS.items()}
+_BEIT_BLOCK_FROM_HF = {v: k for k, v in BEIT_BLOCK_KEYS.items()}
+_HF_BEIT_BLOCK = re.compile(r"beit\.encoder\.layer\.(\d+)\.(.+)")
+_BEIT_BLOCK = re.compile(r"blocks\.(\d+)\.(.+)")
+
+
+def beit_to_hf(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a :class:`~vitviz.models.beit.BEiTForMIM` state dict (BEiT blocks) to the Hugging Face layout.
+
+    ``blocks.{i}.attn.qkv.weight`` ``(3D, D)`` is split into ``query``, ``key`` and ``value``
+    ``(D, D)`` (there is no key bias). The relative position indices are not included.
+
+    Raises:
+        ModelUnavailable: naming any key this layout does not have.
+    """
+    out: dict[str, torch.Tensor] = {}
+    unknown: list[str] = []
+    for key, value in state_dict.items():
+        if key in BEIT_TOP_KEYS:
+            out[BEIT_TOP_KEYS[key]] = value
+            continue
+        m = _BEIT_BLOCK.fullmatch(key)
+        if m is None:
+            unknown.append(key)
+            continue
+        base = f"beit.encoder.layer.{m.group(1)}"
+        if m.group(2) == "attn.qkv.weight":
+            for part, chunk in zip(QKV_PARTS, value.chunk(3, dim=0)):
+                out[f"{base}.attention.attention.{part}.weight"] = chunk
+        elif m.group(2) in BEIT_BLOCK_KEYS:
+            out[f"{base}.{BEIT_BLOCK_KEYS[m.group(2)]}"] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise ModelUnavailable(f"not a BEiT state dict with BEiT blocks: unexpected {len(unknown)} keys "
+                               f"({_list(sorted(unknown))})")
+    return out
+
+
+def hf_to_beit(state_dict: Mapping[str, torch.Tensor], reference: Mapping[str, torch.Tensor],
+               index: torch.Tensor | None, what: str = "Hugging Face BEiT checkpoint") -> dict[str, torch.Tensor]:
+    """Rename a Hugging Face ``BeitForMaskedImageModeling`` state dict to vitviz's BEiT names, strictly.
+
+    Args:
+        state_dict: keys as in ``microsoft/beit-base-patch16-224-pt22k`` ``model.safetensors``.
+        reference: the target module's ``state_dict()`` (names the keys the file must hold).
+        index: the relative position index the module computes, int64 ``(L+1, L+1)`` (None without
+            relative position bias); a stored ``...relative_position_index`` beside an expected bias
+            table must equal it, and is dropped.
+        what: names the checkpoint in error messages.
+
+    Returns:
+        The state dict with vitviz's names; query, key and value weights stacked into ``attn.qkv.weight``.
+
+    Raises:
+        ModelUnavailable: naming missing or unexpected keys (in the Hugging Face names), or a stored
+        index that differs from the computed one.
+    """
+    from .checkpoint import check_keys
+
+    expected = set(beit_to_hf(reference))
+    stored_index = {k for k in state_dict if k.endswith(BEIT_INDEX) and k.replace(BEIT_INDEX, BEIT_TABLE) in expected}
+    check_keys(expected, set(state_dict) - stored_index, what)
+    for key in sorted(stored_index):
+        value = state_dict[key]
+        assert index is not None  # a bias table is expected, so the module computes its index
+        if tuple(value.shape) != tuple(index.shape) or not torch.equal(value.to(torch.long), index):
+            raise ModelUnavailable(f"{what}: {key} differs from the relative position index of this patch grid "
+                                   f"{tuple(index.shape)}")
+    out: dict[str, torch.Tensor] = {}
+    qkv: dict[str, dict[str, torch.Tensor]] = {}
+    for key, value in state_dict.items():
+        if key in stored_index:
+            continue
+        if key in _BEIT_FROM_HF:
+            out[_BEIT_FROM_HF[key]] = value
+            continue
+        m = _HF_BEIT_BLOCK.fullmatch(key)
+        assert m is not None  # check_keys above: every key is an expected one
+        i, rest = m.groups()
+        part = rest.removeprefix("attention.attention.").removesuffix(".weight")
+        if part in QKV_PARTS and rest == f"attention.attention.{part}.weight":
+            qkv.setdefault(f"blocks.{i}.attn.qkv.weight", {})[part] = value
+        else:
+            out[f"blocks.{i}.{_BEIT_BLOCK_FROM_HF[rest]}"] = value
+    for key, parts in qkv.items():
+        shapes = {tuple(parts[p].shape) for p in QKV_PARTS}
+        if len(shapes) != 1:
+            raise ModelUnavailable(f"{what}: query, key and value of {key} differ in shape ({sorted(shapes)})")
+        out[key] = torch.cat([parts[p] for p in QKV_PARTS], dim=0)
+    return out
+
+
+def hf_beit_config_mismatches(data: Mapping[str, object], config: BEiTConfig) -> list[str]:
+    """Fields of a Hugging Face ``BeitConfig`` (``config.json``) that contradict ``config``: ``["name=value (expected x)"]``.
+
+    ``layer_norm_eps`` is not checked (the hub says 1e-12; BEiT was trained with 1e-6, which
+    vitviz uses), nor the exact ``layer_scale_init_value`` (an initial value, not a shape).
+    """
+    expected: dict[str, object] = {
+        "hidden_size": config.embed_dim,
+        "num_hidden_layers": config.depth,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": int(config.embed_dim * config.mlp_ratio),
+        "patch_size": config.patch_size,
+        "image_size": config.img_size,
+        "vocab_size": config.vocab_size,
+        "use_absolute_position_embeddings": config.abs_pos_embed,
+        "use_shared_relative_position_bias": config.rel_pos_bias == "shared",
+        "use_relative_position_bias": config.rel_pos_bias == "layer",
+        "use_mask_token": True,
+    }
+    wrong = [f"{k}={data[k]!r} (expected {v!r})" for k, v in expected.items() if k in data and data[k] != v]
+    scale = data.get("layer_scale_init_value")
+    if isinstance(scale, (int, float)) and (scale > 0) != (config.layer_scale > 0):
+        wrong.append(f"layer_scale_init_value={scale!r} (expected {'> 0' if config.layer_scale > 0 else '0'})")
+    return wrong

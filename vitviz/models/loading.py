@@ -27,11 +27,11 @@ from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
                          read_state_dict)
-from .convert import hf_to_official, official_to_hf
+from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
 from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
-from .registry import EMBEDDED, HF_VITMAE, ModelSpec, choice_of, get_spec, model_names, parse_choice
+from .registry import EMBEDDED, HF_BEIT, HF_VITMAE, ModelSpec, choice_of, get_spec, model_names, parse_choice
 from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
 
 
@@ -174,8 +174,30 @@ TOKEN_FAMILIES: dict[str, tuple[str, type[nn.Module], type]] = {
 }
 
 
+def _build_hf_beit(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
+    """A Hugging Face BeitForMaskedImageModeling ``model.safetensors``: renamed, then loaded strictly."""
+    config = spec.beit_config
+    assert config is not None
+    what = f"{spec.name} weights {hit.path}"
+    if hit.config_path is not None:
+        try:
+            wrong = hf_beit_config_mismatches(json.loads(hit.config_path.read_text()), config)
+        except (OSError, ValueError) as exc:
+            raise ModelUnavailable(f"cannot read {hit.config_path}: {exc}") from None
+        if wrong:
+            raise ModelUnavailable(f"{hit.config_path} describes another architecture: {', '.join(wrong)}")
+    with isolated_seed(RANDOM_INIT_SEED):
+        module = BEiTForMIM(config)
+    index = next((b for n, b in module.named_buffers() if n.endswith("relative_position_index")), None)
+    sd = hf_to_beit(read_state_dict(hit.path, what), module.state_dict(), index, what)
+    return load_strict(module, sd, what), DataConfig(input_size=config.img_size, mean=config.mean,
+                                                     std=config.std), False
+
+
 def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
     """A vq-tiny / beit-tiny file: architecture from its metadata, weights loaded strictly."""
+    if hit.source.kind == HF_BEIT:
+        return _build_hf_beit(spec, hit)
     fmt, cls, config_cls = TOKEN_FAMILIES[spec.family]
     what = f"{spec.name} weights {hit.path}"
     sd, meta = read_mae_file(hit.path)

@@ -33,6 +33,13 @@ VQ_TINY_CONFIG = VQConfig(codebook_size=512, code_dim=64, hidden=128, decoder_bl
 #: The embedded BEiT: ViT-Tiny/16 width (192, 3 heads), 8 blocks, a head over vq-tiny's 512 codes.
 #: Trained by ``python -m vitviz.training.train_beit`` (card: assets/models/beit-tiny.md).
 BEIT_TINY_CONFIG = BEiTConfig(embed_dim=192, depth=8, num_heads=3, vocab_size=512)
+#: The published BEiT-Base pretraining checkpoint (microsoft/unilm ``beit_base_patch16_224_pt22k``;
+#: Hugging Face ``microsoft/beit-base-patch16-224-pt22k``, its ``config.json``): ViT-B/16 with one
+#: relative position bias shared by all blocks, no absolute position embedding, LayerScale (0.1 at
+#: init), q/v biases, and a head over DALL-E's 8192 codes; inputs normalised with mean = std = 0.5.
+BEIT_BASE_PT22K_CONFIG = BEiTConfig(embed_dim=768, depth=12, num_heads=12, vocab_size=8192,
+                                    mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), abs_pos_embed=False,
+                                    rel_pos_bias="shared", layer_scale=0.1, qv_bias=True)
 
 #: The three published MAE architectures (facebookresearch/mae ``models_mae.py``:
 #: ``mae_vit_{base_patch16,large_patch16,huge_patch14}``), all with the 512-wide,
@@ -49,6 +56,9 @@ EMBEDDED = "embedded"  # a file in assets/models
 MAE_OFFICIAL = "mae-official"  # a facebookresearch/mae .pth: {"model": state_dict}
 HF_VITMAE = "hf-vitmae"  # a Hugging Face ViTMAEForPreTraining snapshot (converted by convert.py)
 TIMM_HF = "timm"  # a timm model.safetensors on the Hugging Face hub (repo timm/<name>)
+HF_BEIT = "hf-beit"  # a Hugging Face BeitForMaskedImageModeling snapshot (converted by convert.py)
+#: Sources that are Hugging Face hub repositories.
+HF_KINDS = (HF_VITMAE, TIMM_HF, HF_BEIT)
 
 MAE_URL = "https://dl.fbaipublicfiles.com/mae"
 MAE_LICENCE = "CC-BY-NC-4.0 (facebookresearch/mae weights, non-commercial)"
@@ -64,7 +74,7 @@ class WeightSource:
     """One place a model's weights can come from.
 
     Attributes:
-        kind: ``embedded``, ``mae-official``, ``hf-vitmae`` or ``timm``.
+        kind: ``embedded``, ``mae-official``, ``hf-vitmae``, ``timm`` or ``hf-beit``.
         filenames: upstream file names, in order of preference (the ``.pth`` for
             ``mae-official``; ``model.safetensors`` then ``pytorch_model.bin`` inside a
             snapshot for ``hf-vitmae``; ``model.safetensors`` for ``timm``).
@@ -111,6 +121,8 @@ class ModelSpec:
         vq_config: architecture of a visual tokenizer (family ``vq``).
         beit_config: architecture of a BEiT masked-image model (family ``beit``).
         recipe: the command that trains an embedded model (named when its file is missing).
+        tokenizer: the visual tokenizer (a registry name) whose ids a BEiT model predicts;
+            ``""`` when vitviz has none (DALL-E's dVAE, whose published decoder is a pickle).
     """
 
     name: str
@@ -129,6 +141,7 @@ class ModelSpec:
     vq_config: VQConfig | None = None
     beit_config: BEiTConfig | None = None
     recipe: str = ""
+    tokenizer: str = ""
 
 
 def _mae_arch(c: MAEConfig, size: str) -> str:
@@ -239,6 +252,7 @@ MODELS: dict[str, ModelSpec] = {
             sources=(WeightSource(EMBEDDED, ("beit-tiny.safetensors",)),),
             beit_config=BEIT_TINY_CONFIG,
             recipe="python -m vitviz.training.train_beit",
+            tokenizer="vq-tiny",
         ),
         # Sizes: fp32 parameter bytes (checked against the architectures in tests/models/test_zoo.py).
         _mae_visualize("base", MAE_BASE_CONFIG, 448),
@@ -247,6 +261,22 @@ MODELS: dict[str, ModelSpec] = {
         _mae_full("base", MAE_BASE_CONFIG, 448),
         _mae_full("large", MAE_LARGE_CONFIG, 1318),
         _mae_full("huge", MAE_HUGE_CONFIG, 2628),
+        ModelSpec(
+            name="beit-base-pt22k",
+            family="beit",
+            architecture="BEiT-Base/16 (768 wide, 12 blocks, 12 heads; shared relative position bias, LayerScale, "
+                         "q/v biases), masked-image-modeling head over DALL-E's 8192 codes",
+            source="Hugging Face microsoft/beit-base-patch16-224-pt22k (model.safetensors)",
+            licence="Apache-2.0 (microsoft/beit-base-patch16-224-pt22k model card)",
+            input_size=224,
+            description=("The published BEiT-Base pretraining checkpoint (ImageNet-22k): it predicts DALL-E's visual "
+                         "tokens of hidden patches, which vitviz cannot decode to pixels (DALL-E's decoder is a "
+                         "pickle)."),
+            sources=(WeightSource(HF_BEIT, ("model.safetensors",), repo_id="microsoft/beit-base-patch16-224-pt22k",
+                                  folder="beit-base-patch16-224-pt22k"),),
+            beit_config=BEIT_BASE_PT22K_CONFIG,
+            download_mb=368,
+        ),
         _timm("vit-base", "vit", "vit_base_patch16_224.augreg2_in21k_ft_in1k",
               "ViT-B/16 classifier (768 wide, 12 blocks, 12 heads), ImageNet-1k",
               "Apache-2.0 (timm / Google AugReg)",

@@ -4,8 +4,10 @@
 2. the weights folder named by ``VITVIZ_WEIGHTS_DIR`` (the CLI's ``--weights-dir``),
    holding files under their upstream names: ``mae_visualize_vit_base.pth``, a
    Hugging Face snapshot folder ``vit-mae-base/`` (``model.safetensors`` or
-   ``pytorch_model.bin``, optionally ``config.json``), or a timm
-   ``model.safetensors`` in a folder named after the timm model;
+   ``pytorch_model.bin``, optionally ``config.json``), a timm ``model.safetensors``
+   in a folder named after the timm model, or a Hugging Face BEiT snapshot folder
+   ``beit-base-patch16-224-pt22k/`` (``model.safetensors`` only: its ``pytorch_model.bin``
+   is never read; optionally ``config.json``);
 3. the download caches: torch hub's ``checkpoints/`` and the Hugging Face hub cache;
 4. a download at first use into those caches, unless offline (``HF_HUB_OFFLINE=1``),
    refused on a public host (``VITVIZ_DOWNLOADS``), or its host cannot be reached
@@ -24,7 +26,7 @@ from .. import settings
 from ..assets import model_file
 from ..errors import ModelUnavailable
 from . import reach
-from .registry import EMBEDDED, HF_VITMAE, MAE_OFFICIAL, TIMM_HF, ModelSpec, WeightSource
+from .registry import EMBEDDED, HF_BEIT, HF_KINDS, HF_VITMAE, MAE_OFFICIAL, ModelSpec, WeightSource
 
 #: Environment variable naming the local weights folder (see :mod:`vitviz.settings`).
 WEIGHTS_DIR_ENV = "VITVIZ_WEIGHTS_DIR"
@@ -78,7 +80,7 @@ def _in_weights_dir(src: WeightSource, wdir: Path) -> WeightFile | None:
     for fname in src.filenames:
         path = base / fname
         if path.is_file():
-            config = base / "config.json" if src.kind == HF_VITMAE else None
+            config = base / "config.json" if src.kind in (HF_VITMAE, HF_BEIT) else None
             return WeightFile(src, path, config if config is not None and config.is_file() else None, "weights dir")
     return None
 
@@ -87,11 +89,11 @@ def _in_caches(src: WeightSource) -> WeightFile | None:
     if src.kind == MAE_OFFICIAL:
         path = torch_hub_checkpoints() / src.filenames[0]
         return WeightFile(src, path, None, "torch hub cache") if path.is_file() else None
-    if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+    if src.kind in HF_KINDS and src.repo_id:
         for fname in src.filenames:
             path = _hf_cached(src.repo_id, fname)
             if path is not None:
-                config = path.parent / "config.json" if src.kind == HF_VITMAE else None
+                config = path.parent / "config.json" if src.kind in (HF_VITMAE, HF_BEIT) else None
                 return WeightFile(src, path, config if config is not None and config.is_file() else None,
                                   "Hugging Face cache")
     return None
@@ -147,7 +149,7 @@ def source_host(src: WeightSource) -> str | None:
     """The host a source downloads from, or None for the embedded file."""
     if src.kind == MAE_OFFICIAL and src.url:
         return src.url.split("/")[2]
-    if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+    if src.kind in HF_KINDS and src.repo_id:
         return _hub_host()
     return None
 
@@ -200,7 +202,7 @@ def download(spec: ModelSpec) -> WeightFile:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 torch.hub.download_url_to_file(src.url, str(dst), progress=True)
                 return WeightFile(src, dst, None, "download")
-            if src.kind in (HF_VITMAE, TIMM_HF) and src.repo_id:
+            if src.kind in HF_KINDS and src.repo_id:
                 return _hf_download(src)
         except Exception as exc:  # noqa: BLE001 - network stacks raise many types
             errors.append(f"{src.describe()}: {type(exc).__name__}: {exc}")
@@ -221,7 +223,7 @@ def _hf_download(src: WeightSource) -> WeightFile:
             last = exc
             continue
         config = None
-        if src.kind == HF_VITMAE:
+        if src.kind in (HF_VITMAE, HF_BEIT):
             try:
                 config = Path(hf_hub_download(repo_id=src.repo_id, filename="config.json"))
             except Exception:  # noqa: BLE001 - the config is optional (shapes are checked anyway)
