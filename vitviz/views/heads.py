@@ -44,9 +44,10 @@ HELP_QK = (
     "with**, so in this picture a query lies near the keys it attends to, and a cluster of queries and keys "
     "means *these patches attend to each other*. Circles are the queries of the image's tokens, diamonds their "
     "keys; the fill gives the patch position (red grows left → right, blue top → bottom); stars are the prefix "
-    "tokens. Queries and keys are projected **together by PCA** (SVD) to 2-D, after moving the keys to the "
-    "queries' mean and matching their mean lengths — both leave every attention weight unchanged — as "
-    "AttentionViz does. **Click a point**: its patch is boxed on the photo, with the head's attention from that "
+    "tokens. Queries and keys are projected **together by PCA** to 2-D (the two directions of largest joint "
+    "spread), after moving the keys to the queries' mean and matching their mean lengths — both leave every "
+    "attention weight unchanged — as AttentionViz does (which also offers t-SNE and UMAP; PCA is linear and the "
+    "same on every run). **Click a point**: its patch is boxed on the photo, with the head's attention from that "
     "query (or, for a key, to that key). *(AttentionViz, Yeh et al., IEEE VIS 2023)*"
 )
 
