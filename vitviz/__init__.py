@@ -9,6 +9,8 @@ Public API::
     r = vitviz.reconstruct(m, img, mask_ratio=0.75, seed=0, pattern="random")
     a = vitviz.attention(m, img)                    # per-layer (heads, T, T) + token layout
     a.rollout(head_fusion="mean", discard_ratio=0.0)  # (gh, gw), sums to 1
+    h = vitviz.head_atlas(m, img)                   # every head: h.distance, h.entropy (L, H); h.type_names()
+    s = vitviz.query_key_space(m, img, layer=3, head=1)  # one head's q, k (T, d) and their joint 2-D PCA
     d = vitviz.decoder_provenance(m, img, mask_ratio=0.75, seed=0, patch=(3, 5))  # MAE decoder, hidden patch
     d.layer_maps(), d.rollout_map(), d.rollout_shares()  # where it copied from: (Ld, gh, gw), (gh, gw)
     t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)   # BEiT visual tokens: t.ids (gh, gw), t.decoded
@@ -34,8 +36,10 @@ from .core.images import load_image
 from .core.masking import PATTERNS, make_mask
 from .errors import ImageError, ModelUnavailable
 from .explain.attention import attention
+from .explain.heads import HeadAtlas, head_atlas
 from .explain.layout import TokenLayout
 from .explain.maps import AttentionMaps
+from .explain.qk import QueryKeySpace, query_key_space
 from .features.tokens import LayerTokens, layer_tokens
 from .mae.provenance import DecoderProvenance, decoder_provenance
 from .mae.reconstruct import Reconstruction, reconstruct
@@ -53,6 +57,10 @@ __all__ = [
     "AttentionMaps",
     "TokenLayout",
     "attention",
+    "HeadAtlas",
+    "head_atlas",
+    "QueryKeySpace",
+    "query_key_space",
     "ImageError",
     "LoadedModel",
     "ModelInfo",
