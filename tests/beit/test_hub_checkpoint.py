@@ -225,6 +225,11 @@ def test_offline_it_is_listed_unavailable_with_the_reason(monkeypatch, tmp_path)
     assert "microsoft/beit-base-patch16-224-pt22k" in info.reason
     with pytest.raises(ModelUnavailable, match="offline"):
         vitviz.load_model(NAME, device="cpu")
+    from vitviz.views import beit as bv  # the BEiT tab's picker and note, as the MAE zoo's
+
+    assert (f"{NAME} (unavailable)", NAME) in bv.beit_choices()
+    note = bv.model_note(NAME)
+    assert "**unavailable**" in note and "offline" in note and "pickle" in note
 
 
 def test_beit_tiny_keys_and_metadata_are_unchanged(tmp_path) -> None:
@@ -241,3 +246,29 @@ def test_beit_tiny_keys_and_metadata_are_unchanged(tmp_path) -> None:
     assert set(BEiTForMIM(config).state_dict()) == keys
     model, _ = load_beit_file(path)  # strict
     assert model.pos_embed is not None and model.rel_pos_bias is None
+
+
+def test_tab_view_shows_the_guessed_ids_and_says_why_no_pixels(monkeypatch, tmp_path, hub_sd) -> None:
+    from vitviz.beit.api import beit_predict, guess_tokens
+    from vitviz.views import beit as bv
+
+    write_snapshot(tmp_path / "w", hub_sd)
+    monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(tmp_path / "w"))
+    photo = Path(__file__).resolve().parents[2] / "assets" / "examples" / "chelsea.jpg"
+    assert (f"{NAME}", NAME) in bv.beit_choices()
+    model = vitviz.load_model(NAME, device="cpu")
+    with pytest.raises(ValueError, match="pickle.*guess_tokens"):
+        beit_predict(model, photo)
+    g = guess_tokens(model, photo, mask_ratio=0.4, seed=3)
+    assert g.predicted_ids.shape == (GRID, GRID) and int(g.predicted_ids.max()) < VOCAB
+    assert int(g.mask.sum()) == round(0.4 * GRID * GRID)
+    v = bv.predict_view(photo, NAME, 0.4, 3, "block")
+    assert np.array_equal(v.prediction.predicted_ids, g.predicted_ids) and np.array_equal(v.prediction.mask, g.mask)
+    assert v.correctness is None and v.target_decoded is None
+    assert v.decoded.shape == (bv.TOKEN_MAP_SIZE, bv.TOKEN_MAP_SIZE, 3)
+    assert "cannot be decoded" in v.text and "never unpickles" in v.text
+    ids = np.asarray(v.metrics["predicted_ids"])
+    assert ((ids == -1) == ~g.mask).all()
+    beit_panel, mae_panel, text, nums = bv.compare_view(photo, v.prediction)
+    assert beit_panel is None and mae_panel is None and "beit-tiny" in text and nums == {}
+    assert "available" in bv.model_note(NAME)

@@ -6,6 +6,8 @@
     t.ids, t.decoded, t.codebook_size          # int64 (gh, gw); uint8 (S, S, 3); int
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
     p.mask, p.target_ids, p.predicted_ids, p.top5, p.decoded, p.accuracy
+    g = guess_tokens(vitviz.load_model("beit-base-pt22k"), img)   # a model whose tokenizer vitviz lacks
+    g.mask, g.predicted_ids, g.top5, g.confidence               # ids only: no targets, no pixels
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from ..core.images import ImageInput, square_view
 from ..models.beit import BEiTForMIM
 from ..models.loading import LoadedModel, load_model
 from ..models.vqvae import VQTokenizer
-from .predict import BEiTPrediction, make_beit_mask, predict_array
+from .predict import BEiTPrediction, TokenGuess, guess_array, make_beit_mask, predict_array
 from .tokenize import Tokens, tokenize_array
 
-#: The tokenizer whose ids a BEiT model was trained to predict, by model family.
-TOKENIZER_OF = {"beit": "vq-tiny"}
+
+def no_tokenizer_reason(model: LoadedModel) -> str:
+    """Why ``model``'s guesses cannot be decoded or scored here (its tokenizer is not in vitviz)."""
+    vocab = _beit(model).config.vocab_size
+    return (f"{model.name} predicts the ids of DALL-E's dVAE tokenizer ({vocab} codes). Its tokens cannot be "
+            "decoded to pixels, nor the image's own tokens computed to score the guesses: DALL-E's encoder and "
+            "decoder are published only as pickled Python objects, and vitviz never unpickles")
 
 
 def _vq(model: LoadedModel) -> VQTokenizer:
@@ -32,16 +39,19 @@ def _vq(model: LoadedModel) -> VQTokenizer:
 
 def _beit(model: LoadedModel) -> BEiTForMIM:
     if not isinstance(model.module, BEiTForMIM):
-        raise ValueError(f"{model.name} is not a BEiT model; pick beit-tiny to predict visual tokens")
+        raise ValueError(f"{model.name} is not a BEiT model; pick beit-tiny or beit-base-pt22k to predict visual tokens")
     return model.module
 
 
 def tokenizer_for(model: LoadedModel) -> LoadedModel:
-    """The tokenizer that made ``model``'s training targets, on the same device (cached load)."""
-    name = TOKENIZER_OF.get(model.family)
-    if name is None:
-        raise ValueError(f"{model.name} has no visual tokenizer")
-    return load_model(name, device=model.device, random_init=model.random_init)
+    """The tokenizer that made ``model``'s training targets (``spec.tokenizer``), on the same device (cached load).
+
+    Raises:
+        ValueError: ``model`` is not a BEiT model, or vitviz has not its tokenizer (saying why).
+    """
+    if not model.spec.tokenizer:
+        raise ValueError(no_tokenizer_reason(model) + "; use guess_tokens for its guessed ids")
+    return load_model(model.spec.tokenizer, device=model.device, random_init=model.random_init)
 
 
 def tokenize(model: LoadedModel, image: ImageInput) -> Tokens:
@@ -86,13 +96,31 @@ def beit_predict(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4,
     Raises:
         vitviz.ImageError: unreadable image.
         ValueError: not a BEiT model, unknown pattern (naming the valid ones), a ratio
-            out of range, or a mask of the wrong shape.
+            out of range, a mask of the wrong shape, or a model whose tokenizer vitviz has
+            not (``beit-base-pt22k``: see :func:`guess_tokens`).
     """
     beit = _beit(model)
     vq = _vq(tokenizer if tokenizer is not None else tokenizer_for(model))
-    grid = beit.config.grid
+    return predict_array(beit, vq, square_view(image, model.input_size), _mask(beit, mask_ratio, seed, pattern, mask))
+
+
+def guess_tokens(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4, seed: int = 0,
+                 pattern: str = "block", mask: np.ndarray | torch.Tensor | None = None) -> TokenGuess:
+    """Hide patches and return a BEiT model's guessed ids, without targets or decoding.
+
+    For any BEiT model; the one way to see the guesses of a model whose tokenizer vitviz
+    cannot load (``beit-base-pt22k``: DALL-E's codes). Arguments as :func:`beit_predict`.
+
+    Returns:
+        :class:`~vitviz.beit.predict.TokenGuess` (``mask``, ``predicted_ids``, ``top5``, ``confidence``).
+    """
+    beit = _beit(model)
+    return guess_array(beit, square_view(image, model.input_size), _mask(beit, mask_ratio, seed, pattern, mask))
+
+
+def _mask(beit: BEiTForMIM, mask_ratio: float, seed: int, pattern: str,
+          mask: np.ndarray | torch.Tensor | None) -> np.ndarray:
+    """The ``(gh, gw)`` bool mask: the given one, else ``pattern``'s from ``seed``."""
     if mask is None:
-        m = make_beit_mask(grid, float(mask_ratio), int(seed), pattern)
-    else:
-        m = np.asarray(mask.cpu() if isinstance(mask, torch.Tensor) else mask).astype(bool)
-    return predict_array(beit, vq, square_view(image, model.input_size), m)
+        return make_beit_mask(beit.config.grid, float(mask_ratio), int(seed), pattern)
+    return np.asarray(mask.cpu() if isinstance(mask, torch.Tensor) else mask).astype(bool)

@@ -1,8 +1,11 @@
 """BEiT's masked image modeling on one image: hide patches, predict their visual tokens.
 
-The targets are the tokenizer's ids of the same image; the model sees the image
-with the hidden patches replaced by its mask token and classifies every position
-over the codebook. Only hidden positions are scored.
+The model sees the image with the hidden patches replaced by its mask token and
+classifies every position over its codebook (:func:`guess_array`). With the tokenizer
+that made its targets (``vq-tiny`` for ``beit-tiny``), :func:`predict_array` scores the
+hidden positions against the tokenizer's ids of the same image and decodes the guesses
+to pixels. A published checkpoint whose tokenizer vitviz cannot load (DALL-E's dVAE for
+``beit-base-pt22k``) gives only the guessed ids (:class:`TokenGuess`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,36 @@ from .masking import block_mask, random_patch_mask
 from .tokenize import decode_ids, tokenize_array
 
 BEIT_PATTERNS: tuple[str, ...] = ("block", "random")
+
+
+@dataclass(frozen=True)
+class TokenGuess:
+    """A BEiT model's guesses for the hidden patches of one image, without targets.
+
+    Attributes:
+        original: ``(S, S, 3)`` uint8 model view.
+        mask: ``(gh, gw)`` bool, True = hidden.
+        predicted_ids: ``(gh, gw)`` int64 top-1 ids (only hidden positions are meaningful).
+        top5: ``(gh, gw, 5)`` int64, best first.
+        confidence: ``(gh, gw)`` float32 probability of the top-1 id.
+        vocab_size: the number of codes the model chooses from.
+        patch_size: pixels per patch side.
+    """
+
+    original: np.ndarray
+    mask: np.ndarray
+    predicted_ids: np.ndarray
+    top5: np.ndarray
+    confidence: np.ndarray
+    vocab_size: int
+    patch_size: int
+
+    def metrics(self) -> dict:
+        """JSON-ready summary (no accuracy: there are no targets)."""
+        hidden = self.predicted_ids[self.mask]
+        return {"hidden_patches": int(self.mask.sum()), "num_patches": int(self.mask.size),
+                "vocab_size": self.vocab_size, "distinct_predicted_ids": int(np.unique(hidden).size),
+                "mean_confidence_hidden": float(self.confidence[self.mask].mean())}
 
 
 @dataclass(frozen=True)
@@ -108,8 +141,33 @@ def _check_mask(mask: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
 
 
 @torch.inference_mode()
+def guess_array(beit: BEiTForMIM, original: np.ndarray, mask: np.ndarray) -> TokenGuess:
+    """The model's top-5 codes and top-1 confidence at every position of a model view under a mask.
+
+    Args:
+        beit: the MIM model (eval mode).
+        original: ``(S, S, 3)`` uint8 at ``beit.config.img_size``.
+        mask: ``(gh, gw)`` bool, True = hidden; at least one hidden patch.
+
+    Returns:
+        :class:`TokenGuess`.
+    """
+    c = beit.config
+    m = _check_mask(mask, c.grid)
+    dev = beit.lm_head.weight.device
+    x = torch.from_numpy(np.array(original, dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div(255.0)[None].to(dev)
+    logits = beit(normalize(x, c), torch.from_numpy(m).flatten()[None].to(dev))[0].float()  # (L, V)
+    conf, top5 = logits.softmax(-1).topk(5, dim=-1)
+    gh, gw = c.grid
+    top5_np = top5.cpu().numpy().astype(np.int64).reshape(gh, gw, 5)
+    return TokenGuess(original=original, mask=m, predicted_ids=top5_np[..., 0], top5=top5_np,
+                      confidence=conf[:, 0].cpu().numpy().astype(np.float32).reshape(gh, gw),
+                      vocab_size=c.vocab_size, patch_size=c.patch_size)
+
+
+@torch.inference_mode()
 def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask: np.ndarray) -> BEiTPrediction:
-    """Predict the hidden tokens of a model view under a given mask.
+    """Predict the hidden tokens of a model view under a given mask, scored against the tokenizer's ids.
 
     Args:
         beit: the MIM model (eval mode); its vocabulary must match the tokenizer.
@@ -123,18 +181,10 @@ def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask:
     c = beit.config
     if c.vocab_size != vq.codebook_size:
         raise ValueError(f"the model predicts {c.vocab_size} codes but the tokenizer has {vq.codebook_size}")
-    m = _check_mask(mask, c.grid)
+    g = guess_array(beit, original, mask)
     tokens = tokenize_array(vq, original)
-    dev = beit.lm_head.weight.device
-    x = torch.from_numpy(np.array(original, dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div(255.0)[None].to(dev)
-    logits = beit(normalize(x, c), torch.from_numpy(m).flatten()[None].to(dev))[0].float()  # (L, V)
-    probs = logits.softmax(-1)
-    conf, top5 = probs.topk(5, dim=-1)
-    gh, gw = c.grid
-    top5_np = top5.cpu().numpy().astype(np.int64).reshape(gh, gw, 5)
-    pred = top5_np[..., 0]
-    mixed = np.where(m, pred, tokens.ids)
-    pasted = paste_visible(decode_ids(vq, mixed), original, m, c.patch_size)
-    return BEiTPrediction(original=original, mask=m, target_ids=tokens.ids, predicted_ids=pred, top5=top5_np,
-                          confidence=conf[:, 0].cpu().numpy().astype(np.float32).reshape(gh, gw),
-                          decoded=pasted, target_decoded=tokens.decoded, patch_size=c.patch_size)
+    mixed = np.where(g.mask, g.predicted_ids, tokens.ids)
+    pasted = paste_visible(decode_ids(vq, mixed), original, g.mask, c.patch_size)
+    return BEiTPrediction(original=original, mask=g.mask, target_ids=tokens.ids, predicted_ids=g.predicted_ids,
+                          top5=g.top5, confidence=g.confidence, decoded=pasted, target_decoded=tokens.decoded,
+                          patch_size=c.patch_size)

@@ -18,6 +18,8 @@ from ._draw import INK, blend, blocks, check_image, colormap, edges, text, to_ui
 #: Overlay colours of :func:`correctness_overlay`: top-1 right, in the top 5, wrong.
 RIGHT, TOP5, WRONG = (40, 170, 70), (240, 180, 20), (220, 40, 40)
 HIGHLIGHT = (255, 140, 0)
+#: Grey of the patches a token map leaves out (:func:`token_map`'s ``where``).
+OFF_GREY = 215
 
 
 @lru_cache(maxsize=8)
@@ -33,7 +35,8 @@ def code_palette(k: int) -> np.ndarray:
     return out
 
 
-def token_map(ids: np.ndarray, size: int, codebook_size: int, show_ids: bool = True) -> np.ndarray:
+def token_map(ids: np.ndarray, size: int, codebook_size: int, show_ids: bool = True,
+              where: np.ndarray | None = None) -> np.ndarray:
     """Each patch filled with its code's colour, with the id written in it.
 
     Args:
@@ -41,19 +44,24 @@ def token_map(ids: np.ndarray, size: int, codebook_size: int, show_ids: bool = T
         size: output side in pixels (a multiple of ``gh``).
         codebook_size: number of codes (fixes the palette).
         show_ids: write each id in its cell.
+        where: ``(gh, gw)`` bool, the patches to draw (e.g. the hidden ones of a
+            prediction); the others are left plain grey, without an id. None: all.
 
     Returns:
         ``(size, size, 3)`` uint8.
     """
     ids = np.asarray(ids, dtype=np.int64)
     gh, gw = ids.shape
+    shown = np.ones((gh, gw), dtype=bool) if where is None else np.asarray(where, dtype=bool)
     cell = size // gh
-    img = blocks(code_palette(codebook_size)[ids], cell).astype(np.float32)
+    colours = np.where(shown[..., None], code_palette(codebook_size)[ids], np.uint8(OFF_GREY))
+    img = blocks(colours, cell).astype(np.float32)
     cells = blocks(np.arange(gh * gw).reshape(gh, gw), cell)
     img[edges(cells, thickness=1)] = 255
     out = to_uint8(img)
     if show_ids and cell >= 20:
-        items = [((c + 0.5) * cell, (r + 0.5) * cell, str(int(ids[r, c]))) for r in range(gh) for c in range(gw)]
+        items = [((c + 0.5) * cell, (r + 0.5) * cell, str(int(ids[r, c])))
+                 for r in range(gh) for c in range(gw) if shown[r, c]]
         out = text(out, items, size=max(8, cell // 3))
     return out
 

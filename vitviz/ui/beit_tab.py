@@ -43,7 +43,10 @@ HELP_PREDICT = (
     "**3. Mask and predict.** *block* is BEiT's masking (random rectangles of at least 16 patches until the "
     "ratio is reached); *random* hides single patches; *painted*: click patches of the masked panel to hide "
     "or show them. The model's guesses are decoded to pixels by the tokenizer, with the visible patches pasted."
-    " *(BEiT §2.2, Algorithm 1; code: unilm `beit/masking_generator.py`)*"
+    " *(BEiT §2.2, Algorithm 1; code: unilm `beit/masking_generator.py`)*  \n"
+    "**beit-base-pt22k** is the published BEiT-Base (ImageNet-22k pretraining) when its weights can be had: it "
+    "guesses DALL-E's 8192 codes, shown as a map of token ids. They **cannot be decoded to pixels** nor scored "
+    "here: DALL-E's tokenizer is published only as pickled Python objects, which vitviz never unpickles."
 )
 HELP_COMPARE = (
     "**4. Tokens vs pixels, same mask.** beit-tiny's decoded guess beside mae-tiny's reconstruction."
@@ -212,11 +215,12 @@ def build(demo: gr.Blocks) -> BEiTTab:
         seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1, min_width=90)
     with gr.Row(equal_height=True):
         masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT, **img_kw)
-        predicted = gr.Image(label="predicted tokens, decoded + visible", elem_id="beit-predicted",
+        predicted = gr.Image(label="predicted tokens: decoded + visible (or their ids)", elem_id="beit-predicted",
                              height=PANEL_HEIGHT, **img_kw)
         correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
         confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",
                               height=PANEL_HEIGHT, **img_kw)
+    model_info = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
     predict_text = gr.Markdown(elem_id="beit-predict-text")
     with gr.Accordion("Numbers (JSON)", open=False):
         numbers = gr.JSON(elem_id="beit-numbers")
@@ -245,6 +249,7 @@ def build(demo: gr.Blocks) -> BEiTTab:
     image.change(lambda: (None, "Click a code in the codebook to highlight it here."), None,
                  [highlight, highlight_text], api_visibility="private", queue=False).then(
         update_tokens, image, tok_out, **quick).then(**show)
+    model.change(bv.model_note, model, model_info, api_visibility="private", queue=False)
     for control in (model, ratio, seed):
         control.change(**show)
         control.change(**write_url)

@@ -6,6 +6,11 @@ how often the example photos use it; a clicked code highlighted in the image),
 mask-and-predict (BEiT's guesses decoded to pixels, right/top-5/wrong overlay,
 confidence, accuracy) and tokens-vs-pixels (beit-tiny's decoded guess beside
 mae-tiny's reconstruction for the identical mask).
+
+The published ``beit-base-pt22k`` predicts DALL-E's codes, which vitviz can neither
+decode (DALL-E's decoder is a pickle) nor compute for the image (nor its encoder):
+for it, part 3 shows the guessed token-id map and the confidence, and says why
+there is no decoded image and no accuracy.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..assets import example_images
-from ..beit.api import beit_predict, tokenize, tokenizer_for
-from ..beit.predict import BEIT_PATTERNS, BEiTPrediction
+from ..beit.api import beit_predict, guess_tokens, no_tokenizer_reason, tokenize, tokenizer_for
+from ..beit.predict import BEIT_PATTERNS, BEiTPrediction, TokenGuess
 from ..beit.tokenize import Tokens, codebook_patches
 from ..cache import LRU
 from ..core.images import ImageInput, square_view
@@ -30,6 +35,7 @@ from ..render.beit import (CodebookLayout, codebook_mosaic, confidence_map, corr
                            token_map)
 from ..render.mae import grid_overlay
 from .common import as_seed
+from .mae import model_note  # noqa: F401 - the BEiT tab's note on the picked model
 
 TOKENIZER = "vq-tiny"
 BEIT_MODEL = "beit-tiny"
@@ -170,16 +176,21 @@ def highlight_view(image: ImageInput, code: int | None) -> tuple[np.ndarray | No
 
 @dataclass(frozen=True)
 class PredictView:
-    """Part 3: the panels and numbers of one prediction."""
+    """Part 3: the panels and numbers of one prediction.
+
+    For a model without a tokenizer here (``beit-base-pt22k``), ``decoded`` is the map of
+    its guessed ids on the hidden patches, ``correctness`` and ``target_decoded`` are None,
+    and ``prediction`` is a :class:`~vitviz.beit.predict.TokenGuess`.
+    """
 
     masked: np.ndarray
     decoded: np.ndarray
-    correctness: np.ndarray
+    correctness: np.ndarray | None
     confidence: np.ndarray
-    target_decoded: np.ndarray
+    target_decoded: np.ndarray | None
     metrics: dict
     text: str
-    prediction: BEiTPrediction
+    prediction: BEiTPrediction | TokenGuess
 
 
 def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: float, pattern: str,
@@ -195,9 +206,11 @@ def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: fl
     if pattern == "painted" and (painted is None or not np.asarray(painted).any()):
         raise ValueError("paint the mask first: click patches of the masked panel to hide them")
     model = load_model(model_name)
-    p = beit_predict(model, image, mask_ratio=float(mask_ratio), seed=as_seed(seed),
-                     pattern="block" if pattern == "painted" else pattern,
-                     mask=np.asarray(painted, dtype=bool) if pattern == "painted" else None)
+    how = dict(mask_ratio=float(mask_ratio), seed=as_seed(seed), pattern="block" if pattern == "painted" else pattern,
+               mask=np.asarray(painted, dtype=bool) if pattern == "painted" else None)
+    if not model.spec.tokenizer:
+        return _guess_view(model, guess_tokens(model, image, **how))
+    p = beit_predict(model, image, **how)
     m = p.metrics()
     tk = tokenizer_for(model)
     text = (f"**Token accuracy on the {m['hidden_patches']} hidden patches:** top-1 **{100 * p.accuracy:.1f}%**, "
@@ -216,6 +229,26 @@ def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: fl
     )
 
 
+def _guess_view(model: LoadedModel, g: TokenGuess) -> PredictView:
+    """Part 3 for a model whose tokenizer vitviz lacks: the guessed id map and the confidence, no pixels."""
+    m = g.metrics()
+    text = (f"**{model.name}'s guesses for the {m['hidden_patches']} hidden patches**, as token ids (middle "
+            f"panel: each hidden patch coloured by its guessed code, {m['distinct_predicted_ids']} distinct codes "
+            f"of {g.vocab_size}; mean confidence of the top-1 guess {m['mean_confidence_hidden']:.2f}). "
+            f"**No decoded image and no accuracy:** {no_tokenizer_reason(model)}. beit-tiny shows the whole "
+            "loop with vitviz's own tokenizer.")
+    return PredictView(
+        masked=grid_overlay(masked_image(g.original, g.mask, g.patch_size), g.patch_size, alpha=0.25),
+        decoded=token_map(g.predicted_ids, TOKEN_MAP_SIZE, g.vocab_size, where=g.mask),
+        correctness=None,
+        confidence=confidence_map(g.confidence, g.mask, g.patch_size),
+        target_decoded=None,
+        metrics={"model": model.name, **m, "predicted_ids": np.where(g.mask, g.predicted_ids, -1).tolist()},
+        text=text,
+        prediction=g,
+    )
+
+
 def toggle_patch(mask: list | None, grid: tuple[int, int], size: int, x: float, y: float) -> list:
     """A click at ``(x, y)`` of a ``size``-px panel toggles that patch in a painted mask (list of lists)."""
     m = np.zeros(grid, dtype=bool) if mask is None else np.asarray(mask, dtype=bool).copy()
@@ -227,12 +260,17 @@ def toggle_patch(mask: list | None, grid: tuple[int, int], size: int, x: float, 
 # ----------------------------------------------------------------------------- 4. tokens vs pixels
 
 
-def compare_view(image: ImageInput, p: BEiTPrediction) -> tuple[np.ndarray, np.ndarray, str, dict]:
+def compare_view(image: ImageInput, p: BEiTPrediction | TokenGuess
+                 ) -> tuple[np.ndarray | None, np.ndarray | None, str, dict]:
     """beit-tiny's decoded guess beside mae-tiny's reconstruction for the identical mask.
 
     Returns:
         ``(beit panel, mae panel, Markdown, numbers)``; both panels have the visible pixels pasted.
+        For a :class:`~vitviz.beit.predict.TokenGuess` (no decoded pixels) both panels are None.
     """
+    if isinstance(p, TokenGuess):
+        return None, None, ("The comparison needs decoded pixels: pick **beit-tiny**, whose tokens vitviz can "
+                            "decode, to set them beside mae-tiny's reconstruction."), {}
     mae = load_model(MAE_MODEL)
     view = square_view(image, mae.input_size)
     if view.shape != p.original.shape:
