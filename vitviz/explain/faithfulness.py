@@ -97,7 +97,11 @@ def kept_patches(order: np.ndarray, counts: np.ndarray, curve: str) -> np.ndarra
 
 
 def _subset_positions(pos: PositionEmbeddings, keep: torch.Tensor) -> PositionEmbeddings:
-    """The position embeddings of the prefix tokens and of the kept patches ``(N, K)``: ``full`` is ``(N, k + K, D)``."""
+    """The position embeddings of the prefix tokens and of the kept patches ``(N, K)``.
+
+    ``full`` becomes ``(N, k + K, D)``: one row of positions per sequence, which
+    :func:`vitviz.embedding.tokens.encode` adds to that sequence.
+    """
     n = keep.shape[0]
     patches = pos.patches[keep]  # (N, K, D)
     prefix = pos.full[:, :pos.num_prefix].expand(n, -1, -1)

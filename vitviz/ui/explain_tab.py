@@ -1,0 +1,133 @@
+"""The Explain tab: four explanation maps of a classifier's decision side by side, and
+deletion / insertion curves that say which of them is faithful for this image.
+
+Wiring only: every number, panel and figure comes from :mod:`vitviz.views.explain`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from ..explain.faithfulness import DEFAULT_STEPS
+from ..views import explain as v
+from .common import example_images, memo_view, user_errors
+from .shared_image import ImageInput, default_image
+
+TAB_ID, LABEL = "explain", "Explain"
+TOUR_TITLE = "Explain"
+TOUR_TEXT = ("Four explanations of one decision side by side, and deletion and insertion curves that test which "
+             "one the model actually relies on.")
+
+INTRO = (
+    "*Which patches made the classifier say this?* Four methods answer, from attention alone to gradients. "
+    "They often disagree, so the tab also **tests** them: remove the patches each map calls important and "
+    "watch the class probability. Pick a class (default: the predicted one), a method, and how a patch is "
+    "removed."
+)
+
+
+# --------------------------------------------------------------------------------------
+# Endpoints and handlers
+# --------------------------------------------------------------------------------------
+
+
+@user_errors
+def explain(image: str | None, model: str, target: str | None, method: str, removal: str, steps: float
+            ) -> tuple[np.ndarray, go.Figure, list[list[Any]], str]:
+    """Endpoint ``explain``: (image, model, class, method, removal, steps) -> (maps, curves, AUC table, caption).
+
+    ``target``: ``predicted`` (top-1), an ImageNet class name or an index; ``method``: ``all`` or one of
+    ``attention``, ``rollout``, ``grad_rollout``, ``gradcam``; ``removal``: ``drop`` or ``grey``.
+    """
+    return v.explain_view(image, model, target, method, removal, steps)
+
+
+@user_errors
+@memo_view()
+def update_maps(image: str | None, model: str, target: str | None, method: str) -> tuple:
+    """The maps row, its caption and the class picker's choices (top-5 of this image)."""
+    panels, text = v.maps_view(image, model, target, method)
+    _, e = v.explanation_for(image, model, target)
+    value = v.PREDICTED if v.parse_class(target) is None else target
+    return panels, text, gr.update(choices=v.class_choices(e), value=value)
+
+
+@user_errors
+@memo_view()
+def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
+                  steps: float) -> tuple:
+    """The curves, the AUC table and its caption."""
+    return v.curves_view(image, model, target, method, removal, steps)
+
+
+def on_model(choice: str) -> tuple:
+    """New model -> its note; the class goes back to the predicted one."""
+    return v.model_note(choice), gr.update(value=v.PREDICTED)
+
+
+def build(demo: gr.Blocks) -> ImageInput:
+    """Create the Explain tab's components inside the caller's ``gr.Tab`` context.
+
+    Args:
+        demo: the enclosing app; its page load (the tab's first showing) fills the views.
+
+    Returns:
+        The tab's image box and examples, which the app links to the shared image.
+    """
+    examples = example_images()
+    choices = v.model_choices()
+    default = v.default_model(choices)
+    examples_box = None
+    gr.Markdown(INTRO)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=260):
+            image = gr.Image(value=default_image(), type="filepath", image_mode=None,
+                             sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
+                             height=220, elem_id="explain-input")
+            if examples:
+                examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos")
+            model = gr.Dropdown(choices=choices, value=default, label="Classifier", elem_id="explain-model")
+            note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
+        with gr.Column(scale=3):
+            with gr.Row(equal_height=True):
+                target = gr.Dropdown(choices=[("predicted class (top-1)", v.PREDICTED)], value=v.PREDICTED,
+                                     allow_custom_value=True, label="Class (top-5 listed; type any ImageNet name)",
+                                     elem_id="explain-class", scale=2)
+                method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",
+                                  scale=3)
+            gr.Markdown(v.HELP_METHODS)
+            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
+                                      show_label=False)
+            maps = gr.Image(label="explanation maps", elem_id="explain-maps", **kw)
+            maps_text = gr.Markdown(elem_id="explain-maps-info")
+            gr.Markdown("### Deletion and insertion")
+            gr.Markdown(v.HELP_CURVES)
+            with gr.Row(equal_height=True):
+                removal = gr.Radio(v.REMOVAL_CHOICES, value="drop", label="Remove a patch by",
+                                   elem_id="explain-removal", scale=3)
+                steps = gr.Slider(2, v.MAX_STEPS, value=DEFAULT_STEPS, step=1, label="Steps per curve",
+                                  elem_id="explain-steps", scale=1)
+            curves = gr.Plot(label="deletion and insertion curves", elem_id="explain-curves")
+            auc = gr.Dataframe(headers=v.TABLE_HEADERS, datatype=["str", "number", "number", "number"],
+                               interactive=False, label="Area under each curve", elem_id="explain-auc")
+            curves_text = gr.Markdown(elem_id="explain-curves-info")
+    api_btn = gr.Button(visible=False)
+
+    maps_in, maps_out = [image, model, target, method], [maps, maps_text, target]
+    curves_in, curves_out = [image, model, target, method, removal, steps], [curves, auc, curves_text]
+    quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+
+    api_btn.click(explain, curves_in, [maps, curves, auc, curves_text], api_name="explain")
+
+    demo.load(update_maps, maps_in, maps_out, api_visibility="private").then(
+        update_curves, curves_in, curves_out, api_visibility="private")
+    model.input(on_model, [model], [note, target], api_visibility="private", queue=False).then(
+        update_maps, maps_in, maps_out, **quick).then(update_curves, curves_in, curves_out, **quick)
+    gr.on([image.change, target.input, method.input], update_maps, maps_in, maps_out, **quick).then(
+        update_curves, curves_in, curves_out, **quick)
+    gr.on([removal.input, steps.release], update_curves, curves_in, curves_out, **quick)
+    return ImageInput(image, examples_box)

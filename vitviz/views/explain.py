@@ -1,0 +1,195 @@
+"""What the Explain tab shows: four explanation maps of a classifier's decision side by
+side, their deletion and insertion curves, and the area under each curve.
+
+Maps come from :func:`vitviz.explain.methods.explain_maps` (one forward and one backward
+pass), curves from :func:`vitviz.explain.faithfulness.faithfulness`; both are cached per
+model, image and class. Returns panels (uint8 arrays), Plotly figures, table rows and
+sentences; no gradio here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..cache import LRU
+from ..core.images import square_view
+from ..explain.labels import imagenet_labels
+from ..explain.faithfulness import DEFAULT_STEPS, REMOVAL_NAMES, Curves, check_removal, faithfulness
+from ..explain.methods import METHOD_NAMES, METHODS, Explanation, check_methods, explain_maps
+from ..models.loading import LoadedModel, load_choice
+from ..plots.explain import faithfulness_figure
+from ..render.explain import explanation_row
+from .attention import model_choices as _choices
+from .attention import model_note
+from .common import require_image
+
+__all__ = ["model_note"]
+
+#: Families with an ImageNet classifier head.
+FAMILIES = ("vit", "deit")
+#: Preferred default (the smaller classifier), pretrained or random.
+DEFAULT_NAME = "deit-small-distilled"
+#: The class choice that means "the model's top-1".
+PREDICTED = "predicted"
+#: The method choice that means every method.
+ALL = "all"
+METHOD_CHOICES: list[tuple[str, str]] = [("all four (compare)", ALL)] + [(METHOD_NAMES[m], m) for m in METHODS]
+REMOVAL_CHOICES: list[tuple[str, str]] = [
+    ("drop the tokens (the ViT runs on fewer tokens)", "drop"),
+    ("grey the patches (fill with the normalisation mean)", "grey"),
+]
+#: Largest number of curve steps offered.
+MAX_STEPS = 16
+TABLE_HEADERS = ["method", "deletion AUC ↓", "insertion AUC ↑", "insertion − deletion ↑"]
+
+HELP_METHODS = (
+    "Four answers to *which patches made the model say this class?*, each drawn from its own minimum to its maximum. "
+    "**Last-layer CLS attention**: where the class token looks in the last layer, mean over heads. "
+    "**Attention rollout**: attention followed through every layer, with the residual connection as an identity "
+    "*(Abnar & Zuidema 2020, §3)*. Neither depends on the class. **Gradient-weighted rollout**: each layer's "
+    "attention weighted by the gradient of the class score, negative parts dropped, heads averaged, then "
+    "accumulated as R ← R + ĀR *(Chefer, Gur & Wolf, ICCV 2021, eq. 5–6)*. **Grad-CAM**: the tokens entering the "
+    "last block, weighted per channel by the mean gradient of the class score *(Selvaraju et al., ICCV 2017)*; "
+    "the last block's *output* patch tokens would give nothing, as the head reads only the class token there."
+)
+HELP_CURVES = (
+    "**Which map is faithful?** Remove the patches in a map's order, most important first, and follow the "
+    "probability of the class (**deletion**: a faithful map makes it fall fast, small area); or start from "
+    "nothing and add them in that order (**insertion**: it should rise fast, large area) "
+    "*(RISE, Petsiuk et al., BMVC 2018, §4.1)*. Two ways to remove a patch: **drop** its token — a ViT runs on any "
+    "number of tokens, as MAE's encoder does, so the model sees only the class token(s) and the kept patches with "
+    "their own positions, no paint; or **grey** it — fill it with the normalisation mean, the usual choice, which "
+    "shows the model grey squares it never saw in training. The empty input is the class token(s) alone "
+    "(drop) or an all-grey image (grey). Each curve has the chosen number of steps; every distinct input is run once."
+)
+HELP_RANDOM_CURVES = (
+    "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/1000 and the curves say nothing "
+    "about faithfulness; they show how the computation works."
+)
+
+#: Explanations and curves, keyed by model, image content, class and settings.
+MAPS: LRU[tuple, tuple[LoadedModel, Explanation]] = LRU(8)
+CURVES: LRU[tuple, Curves] = LRU(8)
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """(label, value) pairs of the classifiers (pretrained when here, random weights always)."""
+    return _choices(FAMILIES, FAMILIES)
+
+
+def default_model(choices: list[tuple[str, str]]) -> str | None:
+    """deit-small-distilled (pretrained if here, else random weights), else the first choice."""
+    usable = [v for label, v in choices if "unavailable" not in label]
+    preferred = [v for v in usable if v.split(":")[0] == DEFAULT_NAME]
+    return (preferred or usable or [v for _, v in choices] or [None])[0]
+
+
+def parse_class(value: Any) -> int | str | None:
+    """A class from the UI: ``predicted``/empty -> None (top-1), a number -> an index, else a name."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text in ("", PREDICTED):
+        return None
+    return int(text) if text.isdigit() else text
+
+
+def parse_methods(value: Any) -> tuple[str, ...]:
+    """``all``/empty -> every method, else one method id."""
+    return METHODS if value in (None, "", ALL) else check_methods(str(value))
+
+
+def parse_steps(value: Any) -> int:
+    """Curve steps from a slider: a whole number in ``2..MAX_STEPS``."""
+    try:
+        f = float(DEFAULT_STEPS if value is None else value)
+    except (TypeError, ValueError):
+        raise ValueError(f"steps must be a whole number, got {value!r}") from None
+    if not np.isfinite(f) or not 2 <= round(f) <= MAX_STEPS:
+        raise ValueError(f"steps must be a whole number in 2..{MAX_STEPS}, got {value!r}")
+    return int(round(f))
+
+
+def _digest(view: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(view).tobytes(), digest_size=16).hexdigest()
+
+
+def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[LoadedModel, Explanation]:
+    """The picked model and its (cached) four maps for the image and class."""
+    require_image(image)
+    model = load_choice(choice)
+    view = square_view(image, model.input_size)
+    t = parse_class(target)
+    key = (model.choice, id(model.module), _digest(view), t)
+    return MAPS.get_or_compute(key, lambda: (model, explain_maps(model, view, t)))
+
+
+def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps: Any,
+               methods: tuple[str, ...] = METHODS) -> tuple[LoadedModel, Explanation, Curves]:
+    """The maps and the (cached) deletion/insertion curves of ``methods``."""
+    model, e = explanation_for(image, choice, target)
+    r, s = check_removal(str(removal or "drop")), parse_steps(steps)
+    key = (model.choice, id(model.module), _digest(e.image), e.target, r, s, methods)
+    return model, e, CURVES.get_or_compute(key, lambda: faithfulness(model, e.image, e.target, methods, r, s, e))
+
+
+def _tag(e: Explanation) -> str:
+    return " (random weights)" if e.random_init else ""
+
+
+def class_choices(e: Explanation, k: int = 5) -> list[tuple[str, str]]:
+    """The class picker: the model's top-1, then its ``k`` most probable classes, by name."""
+    p = e.probabilities
+    order = np.argsort(-p, kind="stable")[:k]
+    labels = imagenet_labels()
+    return [("predicted class (top-1)", PREDICTED)] + [(f"{labels[i]} — {p[i]:.2%}", labels[i]) for i in order]
+
+
+def maps_view(image: Any, choice: str | None, target: Any, method: Any = ALL) -> tuple[np.ndarray, str]:
+    """The maps of the chosen method(s) in one row of same-size panels, and a caption."""
+    model, e = explanation_for(image, choice, target)
+    methods = parse_methods(method)
+    panels = explanation_row(e.image, [(METHOD_NAMES[m], e.maps[m]) for m in methods])
+    predicted = int(np.argmax(e.logits))
+    which = "the predicted class" if e.target == predicted else "a chosen class"
+    text = (f"**{model.name}{_tag(e)}** explains **{e.class_name}** (class {e.target}, {which}), probability "
+            f"{e.probability:.2%}. Each map runs from its own minimum (dark) to its maximum (yellow = most "
+            "important patch).")
+    return panels, text
+
+
+def auc_rows(c: Curves) -> list[list[Any]]:
+    """One table row per method: name, deletion AUC, insertion AUC, their difference (4 decimals)."""
+    return [[METHOD_NAMES[m], round(d, 4), round(i, 4), round(i - d, 4)] for m, (d, i) in c.auc().items()]
+
+
+def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
+                steps: Any = DEFAULT_STEPS) -> tuple[go.Figure, list[list[Any]], str]:
+    """Deletion and insertion curves, the AUC table rows and a caption naming the most faithful map."""
+    model, e, c = curves_for(image, choice, target, removal, steps, parse_methods(method))
+    auc = c.auc()
+    fig = faithfulness_figure(c.fractions, c.deletion, c.insertion, METHOD_NAMES, auc,
+                              f"{model.name}{_tag(e)}: {e.class_name}, {len(c.counts) - 1} steps",
+                              REMOVAL_NAMES[c.removal])
+    best_d = min(auc, key=lambda m: auc[m][0])
+    best_i = max(auc, key=lambda m: auc[m][1])
+    text = (f"Areas under the curves (↓: lower is more faithful, ↑: higher is). "
+            f"Patches removed by **{REMOVAL_NAMES[c.removal]}**; {len(c.counts)} points per curve over "
+            f"{c.num_patches} patches. Most faithful here by deletion: **{METHOD_NAMES[best_d]}**; by insertion: "
+            f"**{METHOD_NAMES[best_i]}**. One image is one test: the papers average over thousands.")
+    if e.random_init:
+        text += "  \n" + HELP_RANDOM_CURVES
+    return fig, auc_rows(c), text
+
+
+def explain_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
+                 steps: Any = DEFAULT_STEPS) -> tuple[np.ndarray, go.Figure, list[list[Any]], str]:
+    """Everything for one request: (maps row, curves figure, AUC rows, caption)."""
+    check_removal(str(removal))
+    panels, note = maps_view(image, choice, target, method)
+    fig, rows, text = curves_view(image, choice, target, method, removal, steps)
+    return panels, fig, rows, note + "  \n" + text
