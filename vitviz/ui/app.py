@@ -14,8 +14,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, features_tab, files, gradio_fixes, heads_tab, http, lazy, limits,
-               mae_tab, patches_tab, swin_tab, urlstate)
+from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, files, gradio_fixes, heads_tab, http,
+               lazy, limits, mae_tab, patches_tab, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -28,13 +28,14 @@ INTRO = (
 
 #: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
 #: ``TOUR_TEXT`` and ``build(demo)``.
-TABS = (mae_tab, patches_tab, attention_tab, heads_tab, features_tab, beit_tab, swin_tab, compute_tab)
+TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, beit_tab, swin_tab, compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.
 TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 #: The order the guided tour visits the tabs.
-TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "heads", "features", "mae", "beit", "swin", "compute")
+TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "heads", "explain", "features", "mae", "beit", "swin",
+                               "compute")
 #: The guided tour: (tab id, step title, one sentence).
 TOUR: tuple[tuple[str, str, str], ...] = tuple(
     (t.TAB_ID, t.TOUR_TITLE, t.TOUR_TEXT) for tab_id in TOUR_ORDER for t in TABS if t.TAB_ID == tab_id)
