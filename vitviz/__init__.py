@@ -13,6 +13,9 @@ Public API::
     s = vitviz.query_key_space(m, img, layer=3, head=1)  # one head's q, k (T, d) and their joint 2-D PCA
     d = vitviz.decoder_provenance(m, img, mask_ratio=0.75, seed=0, patch=(3, 5))  # MAE decoder, hidden patch
     d.layer_maps(), d.rollout_map(), d.rollout_shares()  # where it copied from: (Ld, gh, gw), (gh, gw)
+    c = vitviz.load_model("vit-base", random_init=True)  # a classifier (random weights offline)
+    e = vitviz.explain_maps(c, img, target=None)    # e.maps["grad_rollout"] (gh, gw); e.target, e.probability
+    q = vitviz.faithfulness(c, img, removal="drop", steps=8, explanation=e)  # q.deletion[m], q.auc()
     t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)   # BEiT visual tokens: t.ids (gh, gw), t.decoded
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
     f = vitviz.layer_tokens(m, img)                 # every layer's tokens: f.tokens[l] (T, D), f.layouts[l]
@@ -36,9 +39,11 @@ from .core.images import load_image
 from .core.masking import PATTERNS, make_mask
 from .errors import ImageError, ModelUnavailable
 from .explain.attention import attention
+from .explain.faithfulness import Curves, faithfulness
 from .explain.heads import HeadAtlas, head_atlas
 from .explain.layout import TokenLayout
 from .explain.maps import AttentionMaps
+from .explain.methods import Explanation, explain_maps
 from .explain.qk import QueryKeySpace, query_key_space
 from .features.tokens import LayerTokens, layer_tokens
 from .mae.provenance import DecoderProvenance, decoder_provenance
@@ -57,6 +62,10 @@ __all__ = [
     "AttentionMaps",
     "TokenLayout",
     "attention",
+    "Curves",
+    "Explanation",
+    "explain_maps",
+    "faithfulness",
     "HeadAtlas",
     "head_atlas",
     "QueryKeySpace",
