@@ -3,6 +3,7 @@
 Usage::
 
     python tools/screenshots.py [--out assets/screenshots]
+    python tools/screenshots.py --tabs heads        # only the named tabs' shots
 
 Starts ``app.py`` on a free loopback port, uploads an example photo, waits for the
 panels, and saves one PNG per tab of :data:`vitviz.ui.app.TABS` (``<tab id>.png``) and
@@ -60,7 +61,8 @@ def full_page(page, path: Path) -> None:  # noqa: ANN001
 #: What shows that a tab has drawn its first view (default: a visible image or chart).
 READY = {"patches": "#patches-overlay img", "attention": "#attn-query-overlay img",
          "swin": ".js-plotly-plot >> visible=true", "compute": ".js-plotly-plot >> visible=true",
-         "features": "#feat-probes .js-plotly-plot", "beit": "#beit-compare-mae img"}
+         "features": "#feat-probes .js-plotly-plot", "beit": "#beit-compare-mae img",
+         "heads": "#heads-token img"}
 DEFAULT_READY = "img:visible, .js-plotly-plot:visible"
 #: Clicks that fill a tab's on-demand views before its screenshot: (button, what appears).
 ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
@@ -89,12 +91,48 @@ def first_screens(browser, url: str, out: Path) -> list[Path]:  # noqa: ANN001
     return written
 
 
+def tab_shot(page, tab, out: Path) -> Path:  # noqa: ANN001
+    """Open ``tab`` (a tab module) in ``page``, wait for its views, and take ``out/<id>.png`` (full page)."""
+    page.get_by_role("tab", name=tab.LABEL).click()
+    page.wait_for_timeout(500)
+    page.locator(READY.get(tab.TAB_ID, DEFAULT_READY)).first.wait_for(timeout=180_000)
+    settle(page)
+    if tab.TAB_ID in ACTIONS:
+        button, shown = ACTIONS[tab.TAB_ID]
+        page.locator(button).click()
+        page.locator(shown).first.wait_for(timeout=180_000)
+        settle(page)
+    path = out / f"{tab.TAB_ID}.png"
+    full_page(page, path)
+    return path
+
+
+def tab_shots(browser, url: str, out: Path, tab_ids: list[str]) -> list[Path]:  # noqa: ANN001
+    """Full-page shots of the named tabs only, each opened by its URL (``?tab=``)."""
+    from vitviz.ui.app import TABS
+
+    known = {t.TAB_ID: t for t in TABS}
+    unknown = [t for t in tab_ids if t not in known]
+    if unknown:
+        raise SystemExit(f"unknown tab(s) {unknown}; choose from {', '.join(known)}")
+    written = []
+    for tab_id in tab_ids:
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(f"{url}?tab={tab_id}")
+        page.wait_for_function("window.__vitvizTabReady === true", timeout=120_000)
+        written.append(tab_shot(page, known[tab_id], out))
+        page.close()
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
     ap.add_argument("--image", type=Path, default=ROOT / "assets" / "examples" / "chelsea.jpg")
     ap.add_argument("--first-screens-only", action="store_true",
                     help="only the MAE tab's first screen at 1280x720 and 1920x1080, normal and presenter")
+    ap.add_argument("--tabs", nargs="+", metavar="TAB_ID",
+                    help="only these tabs' full-page shots (e.g. --tabs heads), without the MAE and presenter shots")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -102,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            if args.tabs:
+                tab_shots(browser, url, args.out, args.tabs)
+                browser.close()
+                print(f"screenshots in {args.out}")
+                return 0
             first_screens(browser, url, args.out)
             if args.first_screens_only:
                 browser.close()
@@ -119,18 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             from vitviz.ui.app import TABS
 
             for tab in TABS:
-                if tab.TAB_ID == "mae":
-                    continue
-                page.get_by_role("tab", name=tab.LABEL).click()
-                page.wait_for_timeout(500)
-                page.locator(READY.get(tab.TAB_ID, DEFAULT_READY)).first.wait_for(timeout=180_000)
-                settle(page)
-                if tab.TAB_ID in ACTIONS:
-                    button, shown = ACTIONS[tab.TAB_ID]
-                    page.locator(button).click()
-                    page.locator(shown).first.wait_for(timeout=180_000)
-                    settle(page)
-                full_page(page, args.out / f"{tab.TAB_ID}.png")
+                if tab.TAB_ID != "mae":
+                    tab_shot(page, tab, args.out)
             presenter = browser.new_page(viewport={"width": 1600, "height": 1000})
             presenter.goto(url + "?presenter=1&ratio=0.75")
             presenter.wait_for_function("document.querySelector('#mae-metrics') && "

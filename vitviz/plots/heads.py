@@ -125,22 +125,23 @@ def qk_figure(query_xy: np.ndarray, key_xy: np.ndarray, labels: list[str], color
     t = len(labels)
     idx = np.arange(t)
     for kind, xy, code in (("query", np.asarray(query_xy), 0), ("key", np.asarray(key_xy), 1)):
+        plural = "queries" if kind == "query" else "keys"
         patch = slice(num_prefix, t)
         custom = np.stack([idx, np.full(t, code)], axis=1)
         fig.add_trace(go.Scatter(
-            x=xy[patch, 0], y=xy[patch, 1], mode="markers", name=f"{kind}s (patches)",
+            x=xy[patch, 0], y=xy[patch, 1], mode="markers", name=f"{plural} (patches)",
             text=labels[num_prefix:], customdata=custom[patch],
             hovertemplate=f"{kind} of %{{text}}<extra></extra>",
-            marker=dict(size=8 if kind == "query" else 9, symbol=QK_SYMBOLS[kind], color=colors,
-                        line=dict(width=1.5, color=QK_COLORS[kind]), opacity=0.9)))
+            marker=dict(size=9 if kind == "query" else 10, symbol=QK_SYMBOLS[kind], color=colors,
+                        line=dict(width=1, color=QK_COLORS[kind]), opacity=0.9)))
         if num_prefix:
             fig.add_trace(go.Scatter(
-                x=xy[:num_prefix, 0], y=xy[:num_prefix, 1], mode="markers", name=f"{kind}s (prefix tokens)",
+                x=xy[:num_prefix, 0], y=xy[:num_prefix, 1], mode="markers", name=f"{plural} (prefix tokens)",
                 text=labels[:num_prefix], customdata=custom[:num_prefix],
                 hovertemplate=f"{kind} of %{{text}}<extra></extra>",
                 marker=dict(size=16, symbol="star", color="#222", line=dict(width=2, color=QK_COLORS[kind]))))
     ex = np.asarray(explained, dtype=np.float64)
     fig.update_xaxes(title_text=f"PC 1 ({ex[0]:.0%} of the variance)", zeroline=False)
     fig.update_yaxes(title_text=f"PC 2 ({ex[1]:.0%})", zeroline=False, scaleanchor="x", scaleratio=1)
-    layout(fig, title, height=480)
+    layout(fig, title, height=480, legend_below=True)
     return fig
