@@ -1,0 +1,100 @@
+"""Cost of the four explanation maps (and of the faithfulness curves) against one forward
+plus one backward pass of the same model.
+
+Usage::
+
+    python bench/explain.py [--model vit-base] [--repeats 5] [--warmup 1] [--threads N] [--curves]
+
+Random weights (no download; weights do not change the cost), batch 1 at the model's
+input size, one random image. The variants are timed in the same run, interleaved
+(``bench.common.interleaved``), and printed as a median in ms and as a ratio to the
+reference: one forward and one backward pass (the model as loaded, input requiring
+grad, ``torch.autograd.grad`` of the top logit with respect to the input). Rows:
+
+* plain forward, inference mode (for scale);
+* forward + backward (reference);
+* gradient capture alone (:func:`vitviz.explain.capture.capture_gradients`: every block's
+  attention kept in the graph, the backward to all of them and to the last block's input);
+* the four maps end to end (:func:`vitviz.explain.methods.explain_maps`: image to read-only
+  maps, rollout and gradient-weighted rollout included; target <= 4x the reference, issue 20).
+
+With ``--curves``, the deletion + insertion curves of the four maps (8 steps, drop and grey)
+are timed once each, after the table (each is many forwards; their cost is stated as a
+multiple of the reference too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import interleaved  # noqa: E402
+from vitviz.core.images import model_input  # noqa: E402
+from vitviz.explain.capture import capture_gradients  # noqa: E402
+from vitviz.explain.faithfulness import faithfulness  # noqa: E402
+from vitviz.explain.methods import explain_maps  # noqa: E402
+from vitviz.models.loading import load_model  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="vit-base", help="registry name (random weights)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--curves", action="store_true", help="also time the deletion/insertion curves once")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load_model(args.model, random_init=True, device="cpu")
+    module = model.module
+    size = model.input_size
+    view = np.random.default_rng(0).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    x = model_input(view, model.data_config, model.device)
+
+    def forward() -> None:
+        with torch.inference_mode():
+            module(x)
+
+    def forward_backward() -> None:
+        xi = x.clone().requires_grad_(True)
+        out = module(xi)
+        torch.autograd.grad(out[0, int(out[0].argmax())], xi)
+
+    def capture() -> None:
+        capture_gradients(module.blocks, lambda: module(x), lambda out: out[0, int(out[0].argmax())])
+
+    variants = {
+        "plain forward (inference mode)": forward,
+        "forward + backward (reference)": forward_backward,
+        "gradient capture only": capture,
+        "four maps, end to end (explain_maps)": lambda: explain_maps(model, view),
+    }
+    ms = {k: 1000 * v for k, v in interleaved(variants, args.warmup, args.repeats).items()}
+    ref = ms["forward + backward (reference)"]
+    print(f"# {args.model}, random weights, batch 1, {size}x{size}; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; median of {args.repeats} after {args.warmup} warm-up, interleaved")
+    print(f"| {'variant':<44} | {'ms':>9} | {'x fwd+bwd':>9} |")
+    print(f"|{'-' * 46}|{'-' * 11}|{'-' * 11}|")
+    for name, v in ms.items():
+        print(f"| {name:<44} | {v:9.1f} | {v / ref:9.2f} |")
+    if args.curves:
+        e = explain_maps(model, view)
+        for removal in ("drop", "grey"):
+            t0 = time.perf_counter()
+            c = faithfulness(model, view, removal=removal, steps=8, explanation=e)
+            v = 1000 * (time.perf_counter() - t0)
+            label = f"curves, 4 maps x 2, 8 steps, {removal} (once)"
+            print(f"| {label:<44} | {v:9.1f} | {v / ref:9.2f} |  ({len(c.counts)} points per curve)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
