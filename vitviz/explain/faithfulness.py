@@ -1,7 +1,7 @@
 """Deletion and insertion curves: is an explanation map faithful to the model?
 
 Petsiuk, Das & Saenko, "RISE: Randomized Input Sampling for Explanation of Black-box
-Models", BMVC 2018, section 4.1. Rank the patches by a map, most important first.
+Models", BMVC 2018, section 4. Rank the patches by a map, most important first.
 *Deletion* removes them in that order and tracks the class probability: a faithful map
 makes it fall fast (low area under the curve). *Insertion* starts from the empty input
 and adds them in that order: a faithful map makes it rise fast (high area).

@@ -10,9 +10,9 @@ with gradients (:func:`vitviz.explain.capture.capture_gradients`):
   Neither of these two depends on the class.
 - ``grad_rollout``: gradient-weighted attention rollout (Chefer, Gur & Wolf, ICCV 2021,
   "Generic Attention-model Explainability for Interpreting Bi-Modal and
-  Encoder-Decoder Transformers", eq. 5-6): per layer ``Ā = E_h[(∇A ⊙ A)⁺]`` with ``∇A =
+  Encoder-Decoder Transformers", §3): per layer ``Ā = E_h[(∇A ⊙ A)⁺]`` with ``∇A =
   ∂y_c/∂A``, then ``R ← R + Ā R`` from ``R = I``; the class token's row over the patches.
-- ``gradcam``: Grad-CAM (Selvaraju et al., ICCV 2017) on the patch tokens *entering the
+- ``gradcam``: Grad-CAM (Selvaraju et al., ICCV 2017, eq. 1-2) on the patch tokens *entering the
   last block*: channel weights ``w = mean over patches of ∂y_c/∂z``, map ``ReLU(z w)``.
   Not the last block's *output*: a class-token classifier reads only the class token
   after the last block, so the gradient there is exactly zero on every patch (this is
