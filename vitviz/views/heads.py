@@ -27,8 +27,9 @@ VIEW = av.VIEW
 #: Where the statistics come from: (label, value).
 SOURCES: list[tuple[str, str]] = [("this image", "image"), ("average over the example photos", "examples")]
 
-SOURCES_TEXT = ("Every cell is one head: its type by the rule below, its numbers on hover. **Click a cell** (or a "
-                "point of the scatter) to open the Attention tab's query view at that layer and head.")
+SOURCES_TEXT = ("Every cell is one head: its type by the rule above, its numbers on hover. **Click a cell** (or a "
+                "point of the scatter) to open the Attention tab's query view at that layer and head. MAE models: "
+                "the encoder with every patch visible.")
 HELP_ATLAS = (
     "Per head, averaged over the image's patch queries: the **mean attention distance** (how far a patch looks, "
     "in pixels: the ViT paper's fig. 7), the **entropy** of its attention divided by log T (1 = spread evenly "
