@@ -30,29 +30,37 @@ def attention_mask_figure(
     """
     a = blocked.shape[0]
     mh, mw = window
-    letters = [REGION_LETTERS[int(r)] for r in regions]
-    text = [[
-        (f"query {i} (window row {i // mw}, col {i % mw}; token {tuple(positions[i])}; region {letters[i]})<br>"
-         f"key {j} (window row {j // mw}, col {j % mw}; token {tuple(positions[j])}; region {letters[j]})<br>"
-         + ("<b>blocked</b>: -100 added to the logit" if blocked[i, j] else "allowed"))
-        for j in range(a)] for i in range(a)]
+    # One hover label per row and per column (not per cell): 2*A strings instead of A*A, and
+    # the cells as int8 (sent as bytes), so the default figure stays a few kilobytes.
+    labels = [_position_label(i, mw, positions[i], REGION_LETTERS[int(regions[i])]) for i in range(a)]
     fig = go.Figure(go.Heatmap(
-        z=blocked.astype(np.int8), zmin=0, zmax=1, text=text, hoverinfo="text",
+        z=np.asarray(blocked, dtype=np.int8), x=[f"key {s}" for s in labels], y=[f"query {s}" for s in labels],
+        zmin=0, zmax=1,
+        hovertemplate="%{y}<br>%{x}<br>%{z} (1: blocked, -100 added to the logit; 0: allowed)<extra></extra>",
         colorscale=[[0, "#f1f5fb"], [0.5, "#f1f5fb"], [0.5, "#22313f"], [1, "#22313f"]],
         colorbar=dict(tickvals=[0.25, 0.75], ticktext=["allowed", "blocked"], len=0.5),
         xgap=0.5, ygap=0.5,
     ))
     ticks = list(range(0, a, mw))
-    fig.update_xaxes(title_text=f"key: position in the {mh}x{mw} window (row-major)", tickvals=ticks,
+    # Category axes (the labels above), ticked every window row with the plain index.
+    fig.update_xaxes(title_text=f"key: position in the {mh}x{mw} window (row-major)", type="category",
+                     tickvals=[f"key {labels[i]}" for i in ticks], ticktext=[str(i) for i in ticks],
                      constrain="domain")
-    fig.update_yaxes(title_text="query: position in the window (row-major)", tickvals=ticks, autorange="reversed",
-                     scaleanchor="x", constrain="domain")
-    if query_index is not None:
+    fig.update_yaxes(title_text="query: position in the window (row-major)", type="category",
+                     tickvals=[f"query {labels[i]}" for i in ticks], ticktext=[str(i) for i in ticks],
+                     autorange="reversed", scaleanchor="x", constrain="domain")
+    if query_index is not None:  # category axes still place category k at k
         fig.add_shape(type="rect", x0=-0.5, x1=a - 0.5, y0=query_index - 0.5, y1=query_index + 0.5,
                       line=dict(color="#ff7f0e", width=2))
     n_blocked = int(blocked.sum())
     subtitle = f"{n_blocked} of {a * a} pairs blocked" if n_blocked else "no pair blocked"
     return layout(fig, f"{title}: {subtitle}" if title else subtitle, height=480)
+
+
+def _position_label(index: int, mw: int, position: np.ndarray, region: str) -> str:
+    """``"12 (window row 1, col 5; token (7, 8); region B)"``, with plain ints (never ``np.int64(7)``)."""
+    row, col = (int(v) for v in position)
+    return f"{index} (window row {index // mw}, col {index % mw}; token ({row}, {col}); region {region})"
 
 
 def window_attention_figure(weights: np.ndarray, blocked: np.ndarray, title: str = "") -> go.Figure:

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
 from . import files
-from .common import user_errors
+from .common import memo_view, user_errors
 
 TAB_ID, LABEL = "compute", "Compute"
 TOUR_TITLE = "Compute"
@@ -96,6 +96,20 @@ def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb:
                               progress=lambda f, msg: progress(f, desc=msg)))
 
 
+@memo_view(1)
+def _default_charts() -> tuple:
+    """The four charts' views at their default controls (the same for every visitor: computed once)."""
+    return (*cv.attention_flops(96, 7), *cv.model_flops(1344), *cv.patch_size_flops(224, "ViT-B/16"),
+            *cv.mae_flops(next(iter(mae_configs()))))
+
+
+@user_errors
+def default_charts() -> tuple:
+    """The four charts, their table, summary and CSVs at the default controls, when the tab is first shown
+    (not in the page configuration, which every page load copies: about 45 KB of figures)."""
+    return _served(_default_charts())
+
+
 def build(demo: gr.Blocks) -> None:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
@@ -106,10 +120,9 @@ def build(demo: gr.Blocks) -> None:
         dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
                         elem_id="compute-dim")
         window = gr.Slider(1, 32, value=7, step=1, label="window side M (tokens)", elem_id="compute-window")
-    fig1, table1, csv1 = attention_flops(96, 7)
-    plot1 = gr.Plot(value=fig1, label="FLOPs vs tokens (log-log)", elem_id="plot-attention-flops")
-    table = gr.Markdown(table1, elem_id="classic-table")
-    dl1 = gr.DownloadButton("Download CSV", value=csv1, size="sm", elem_id="csv-attention-flops")
+    plot1 = gr.Plot(label="FLOPs vs tokens (log-log)", elem_id="plot-attention-flops")
+    table = gr.Markdown(elem_id="classic-table")
+    dl1 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-attention-flops")
     gr.on([dim.change, window.change], attention_flops, [dim, window], [plot1, table, dl1],
           api_name="attention_flops", trigger_mode="always_last")
 
@@ -117,9 +130,8 @@ def build(demo: gr.Blocks) -> None:
     gr.Markdown(EXPLAIN_MODELS)
     gr.Markdown(cv.models_markdown(), elem_id="models-flops-summary")
     max_res = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
-    fig2, csv2 = model_flops(1344)
-    plot2 = gr.Plot(value=fig2, label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
-    dl2 = gr.DownloadButton("Download CSV", value=csv2, size="sm", elem_id="csv-model-flops")
+    plot2 = gr.Plot(label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
+    dl2 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-model-flops")
     max_res.release(model_flops, [max_res], [plot2, dl2], api_name="model_flops")
 
     gr.Markdown("### 3. Patch size, sequence length and FLOPs")
@@ -127,9 +139,8 @@ def build(demo: gr.Blocks) -> None:
     with gr.Row():
         res = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
         base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
-    fig3, csv3 = patch_size_flops(224, "ViT-B/16")
-    plot3 = gr.Plot(value=fig3, label="patch size vs FLOPs", elem_id="plot-patch-size")
-    dl3 = gr.DownloadButton("Download CSV", value=csv3, size="sm", elem_id="csv-patch-size")
+    plot3 = gr.Plot(label="patch size vs FLOPs", elem_id="plot-patch-size")
+    dl3 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-patch-size")
     res.release(patch_size_flops, [res, base], [plot3, dl3], api_name="patch_size_flops")
     base.change(patch_size_flops, [res, base], [plot3, dl3], api_visibility="private")
 
@@ -137,11 +148,12 @@ def build(demo: gr.Blocks) -> None:
     gr.Markdown(EXPLAIN_MAE)
     names = list(mae_configs())
     mae_name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
-    fig4, summary4, csv4 = mae_flops_chart(names[0])
-    summary = gr.Markdown(summary4, elem_id="mae-flops-summary")
-    plot4 = gr.Plot(value=fig4, label="MAE FLOPs vs masking ratio", elem_id="plot-mae-flops")
-    dl4 = gr.DownloadButton("Download CSV", value=csv4, size="sm", elem_id="csv-mae-flops")
+    summary = gr.Markdown(elem_id="mae-flops-summary")
+    plot4 = gr.Plot(label="MAE FLOPs vs masking ratio", elem_id="plot-mae-flops")
+    dl4 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-mae-flops")
     mae_name.change(mae_flops_chart, [mae_name], [plot4, summary, dl4], api_name="mae_flops")
+    demo.load(default_charts, None, [plot1, table, dl1, plot2, dl2, plot3, dl3, plot4, summary, dl4],
+              api_visibility="private")
 
     gr.Markdown("### 5. Measured on this machine")
     gr.Markdown(EXPLAIN_MEASURED)

@@ -162,6 +162,10 @@ def install() -> None:
     import functools
 
     from gradio.blocks import Blocks
+
+    from . import pageconfig
+
+    pageconfig.install()  # first: the redaction below wraps its full API description
     from gradio.utils import get_upload_folder
 
     original = Blocks.get_api_info

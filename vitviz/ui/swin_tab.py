@@ -80,6 +80,14 @@ def swin_attention(image: str | None, stage: float, block: float, x: float, y: f
 
 @user_errors
 @memo_view()
+def first_windows(image: str | None, stage: float, x: float, y: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, go.Figure, list, str]:
+    """The views of the default token when the tab is first shown (kept for the next visitor)."""
+    return sv.windows_view(image, stage, x, y)
+
+
+@user_errors
+@memo_view()
 def first_attention(image: str | None, stage: float, block: float, x: float, y: float
                     ) -> tuple[list, np.ndarray, go.Figure, str]:
     """The attention of the default token when the tab is first shown (kept for the next visitor)."""
@@ -124,8 +132,6 @@ def build(demo: gr.Blocks) -> ImageInput:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     geoms = stage_geometry(INPUT)
     examples = example_images()
-    # Initial views of the app's image, computed once per app build (numpy only, no model).
-    init = swin_windows(default_image(), 1, *DEFAULT_POINT)
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
@@ -141,25 +147,25 @@ def build(demo: gr.Blocks) -> ImageInput:
                               label="x (px of 224)", elem_id="swin-x")
                 y = gr.Number(value=DEFAULT_POINT[1], precision=0, minimum=0, maximum=INPUT - 1,
                               label="y (px of 224)", elem_id="swin-y")
-            info = gr.Markdown(init[5], elem_id="swin-info")
+            info = gr.Markdown(elem_id="swin-info")
         with gr.Column(scale=3):
             gr.Markdown(EXPLAIN_VIEWS)
             with gr.Row(equal_height=True):
                 kw = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
-                regular = gr.Image(init[0], label="Block 0: regular windows", elem_id="swin-regular", **kw)
-                shifted = gr.Image(init[1], label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
+                regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
+                shifted = gr.Image(label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
                                    **kw)
-                rolled = gr.Image(init[2], label="Block 1 as computed: rolled map, regions A–I",
+                rolled = gr.Image(label="Block 1 as computed: rolled map, regions A–I",
                                   elem_id="swin-rolled", **kw)
             with gr.Row():
                 with gr.Column(scale=1):
                     gr.Markdown(EXPLAIN_MASK)
-                    mask_plot = gr.Plot(init[3], label="attention mask of the clicked window", elem_id="swin-mask")
+                    mask_plot = gr.Plot(label="attention mask of the clicked window", elem_id="swin-mask")
                 with gr.Column(scale=1):
                     gr.Markdown("**Window partition of every stage** (regular blocks): the token grid halves "
                                 "and the window stays 7x7 tokens, so a window covers 4x more of the image. "
                                 "*(Swin §3.1)*")
-                    stages = gr.Gallery(init[4], label="windows per stage", show_label=False, columns=2, height=480,
+                    stages = gr.Gallery(label="windows per stage", show_label=False, columns=2, height=480,
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
     weights = "pretrained" if has_pretrained() else "random weights"
@@ -210,6 +216,8 @@ def build(demo: gr.Blocks) -> ImageInput:
     stage.change(on_stage_heads, [stage, head], [head], api_visibility="private").then(
         swin_bias, bias_in, bias_out, api_visibility="private")
     demo.load(swin_bias, bias_in, bias_out, api_visibility="private")
-    # When the tab is first shown, the default token's attention is drawn at once (no empty placeholders).
+    # When the tab is first shown, the default token's views and attention are drawn at once (no empty
+    # placeholders; not in the page configuration, which every page load copies).
+    demo.load(first_windows, view_in, view_out, api_visibility="private")
     demo.load(first_attention, attn_in, attn_out, api_visibility="private")
     return ImageInput(image, examples_box)

@@ -1,0 +1,142 @@
+"""A small page configuration: what the browser needs, not every component's API schema.
+
+Gradio 6.31 puts, in the configuration of every component that is not ``skip_api``
+(markdowns, plots, images...), four API descriptions: ``api_info``,
+``api_info_as_input``, ``api_info_as_output`` and ``example_inputs`` (an image's
+JSON schema is about 1.3 KB, so each image carried about 4.5 KB). The page itself
+never reads them: they serve the API page (``/gradio_api/info``), built from the
+configuration, and ``gradio_client``, which reads ``api_info`` of an endpoint's inputs and
+outputs to know which values are files. Every page load deep-copies, serialises and
+compresses the whole configuration, so they cost every visitor.
+
+The same holds for values the page reads as "absent" anyway: every event carries about
+25 keys, most at Gradio's default (``"trigger_only_on_failure": false``, ``"time_limit":
+null``...), and every component ``"preserved_by_key": ["value"]``, which the page never
+reads.
+
+After :func:`install`, the configuration (``Blocks.get_config_file``, hence ``/config``
+and the page):
+
+* keeps no API schema, except, for the inputs and outputs of endpoints that are not
+  private, the smallest schema that tells ``gradio_client`` whether the value is a file
+  (:data:`FILE_SCHEMA`), and their ``skip_api``;
+* leaves out the event keys of :data:`EVENT_DEFAULTS` when they hold the default there:
+  each was checked against Gradio 6.31's page and JavaScript client, which read them
+  with ``?.``, ``||``, ``??`` or as a truth value, or not at all; ``gradio_client``
+  reads none of them.
+
+The API description (``Blocks.get_api_info``) is still computed from Gradio's full
+configuration, so ``/gradio_api/info`` and the "Use via API" page are unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+#: Keys of a component's configuration that only the API description reads.
+API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inputs")
+#: Component props the page never reads.
+UNREAD_PROPS = ("preserved_by_key",)
+#: Component props left out when they hold this value (the page reads them as truth values).
+PROP_DEFAULTS: dict[str, Any] = {"_selectable": False}
+#: The smallest schema ``gradio_client.utils.value_is_file`` takes for a file.
+FILE_SCHEMA: dict[str, Any] = {"properties": {"path": {}, "meta": {"default": {"_type": "gradio.FileData"}}}}
+#: Event keys left out when they hold this value (the page reads a missing key the same way).
+EVENT_DEFAULTS: dict[str, Any] = {
+    "trigger_only_on_success": False, "trigger_only_on_failure": False, "trigger_after": None,
+    "collects_event_data": False, "scroll_to_output": False, "js_implementation": None,
+    "event_specific_args": None, "component_prop_inputs": [], "show_progress_on": None,
+    "api_description": None, "batch": False, "max_batch_size": 4, "time_limit": None, "stream_every": 0.5,
+    "rendered_in": None, "render_id": None, "js": None, "types": {"generator": False, "cancel": False},
+}
+
+
+def api_components(blocks: Any) -> set[int]:
+    """Ids of the components that are an input or output of an endpoint that is not private."""
+    ids: set[int] = set()
+    for fn in blocks.fns.values():
+        if fn.fn is not None and fn.api_visibility != "private":
+            ids.update(block._id for block in (*fn.inputs, *fn.outputs))
+    return ids
+
+
+def builtin_components(blocks: Any) -> set[int]:
+    """Ids of the blocks that are Gradio's own components (not custom ones, which the page loads by class id)."""
+    return {i for i, block in blocks.blocks.items() if type(block).__module__.startswith(("gradio.components.",
+                                                                                        "gradio.layouts."))}
+
+
+def slim(config: dict[str, Any], api_ids: set[int], builtin_ids: set[int] = frozenset()) -> dict[str, Any]:
+    """``config`` (in place; returned) without what the page does not read (see the module's text).
+
+    Args:
+        config: a configuration built by Gradio's ``Blocks.get_config_file``.
+        api_ids: the components of endpoints that are not private (:func:`api_components`).
+        builtin_ids: Gradio's own components (:func:`builtin_components`): the page loads them by
+            type, so their ``component_class_id`` (a 64-character hash each) is left out.
+    """
+    from gradio_client.utils import value_is_file
+
+    for component in config.get("components", []):
+        public = component.get("id") in api_ids
+        info = component.get("api_info")
+        for key in API_KEYS:
+            component.pop(key, None)
+        if public and isinstance(info, dict) and value_is_file(info):
+            component["api_info"] = FILE_SCHEMA
+        if not public and component.get("skip_api") is False:
+            del component["skip_api"]
+        if component.get("id") in builtin_ids:  # the page finds Gradio's own components by type
+            component.pop("component_class_id", None)
+        props = component.get("props")
+        if isinstance(props, dict):
+            for key in UNREAD_PROPS:
+                props.pop(key, None)
+            for key, default in PROP_DEFAULTS.items():
+                if key in props and props[key] is default:
+                    del props[key]
+    for event in config.get("dependencies", []):
+        for key, default in EVENT_DEFAULTS.items():
+            if key in event and event[key] == default and type(event[key]) is type(default):
+                del event[key]
+        if "batch" not in event:
+            event.pop("max_batch_size", None)
+    return config
+
+
+class _WithFullConfig:
+    """``blocks`` seen with Gradio's full configuration (what ``Blocks.get_api_info`` reads)."""
+
+    def __init__(self, blocks: Any, config: dict[str, Any]) -> None:
+        self._blocks = blocks
+        self.config = config
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._blocks, name)
+
+
+_INSTALLED = False
+
+
+def install() -> None:
+    """Slim every configuration Gradio builds; keep the API description whole (idempotent)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from gradio.blocks import Blocks
+
+    full_config = Blocks.get_config_file
+    original_api_info = Blocks.get_api_info
+
+    @functools.wraps(full_config)
+    def get_config_file(self: Any) -> Any:
+        return slim(full_config(self), api_components(self), builtin_components(self))
+
+    @functools.wraps(original_api_info)
+    def get_api_info(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return original_api_info(_WithFullConfig(self, full_config(self)), *args, **kwargs)
+
+    Blocks.get_config_file = get_config_file
+    Blocks.get_api_info = get_api_info
+    _INSTALLED = True
