@@ -163,9 +163,14 @@ def maps_view(image: Any, choice: str | None, target: Any, method: Any = ALL) ->
     return panels, text
 
 
+def _sig(x: float, digits: int = 3) -> float:
+    """``x`` to ``digits`` significant digits (areas of random-weight models are about 0.002)."""
+    return float(f"{x:.{digits}g}")
+
+
 def auc_rows(c: Curves) -> list[list[Any]]:
-    """One table row per method: name, deletion AUC, insertion AUC, their difference (4 decimals)."""
-    return [[METHOD_NAMES[m], round(d, 4), round(i, 4), round(i - d, 4)] for m, (d, i) in c.auc().items()]
+    """One table row per method: name, deletion AUC, insertion AUC, their difference (3 significant digits)."""
+    return [[METHOD_NAMES[m], _sig(d), _sig(i), _sig(i - d)] for m, (d, i) in c.auc().items()]
 
 
 def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
