@@ -74,7 +74,8 @@ def test_tour_steps_open_their_tabs(app_url):
 
     from vitviz.ui.app import TOUR
 
-    assert [t for t, _, _ in TOUR] == ["patches", "attention", "heads", "features", "mae", "beit", "swin", "compute"]
+    assert [t for t, _, _ in TOUR] == ["patches", "attention", "heads", "explain", "features", "mae", "beit", "swin",
+                                      "compute"]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -18,6 +18,12 @@ kernel, so reconstructions computed during someone else's capture differed by on
 level in a few pixels, and whichever version was cached first was what users saw.)
 Captures are serialised by a lock, and a hook records only the forward pass of the
 thread that installed it.
+
+:func:`capture_gradients` is the same mechanism with the matrices left in the autograd
+graph: one forward pass with gradients enabled locally, then the gradient of a score
+with respect to every block's attention and to the tokens entering the last block
+(what gradient-weighted explanations need). Parameters never receive a ``.grad`` and
+the global grad mode is never changed.
 """
 
 from __future__ import annotations
