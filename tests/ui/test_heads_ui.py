@@ -57,6 +57,9 @@ def test_click_a_head_cell_opens_its_query_view(app):
                                    "document.querySelector('#heads-info').innerText.includes('24 heads')",
                                    timeout=240_000)
             page.locator("#heads-grid").scroll_into_view_if_needed()
+            # The plot is drawn and the page's click handler (heads_tab.CLICK_JS) is attached to it.
+            page.wait_for_function("(() => { const gd = document.querySelector('#heads-grid .js-plotly-plot');"
+                                   " return gd && gd.__vitvizClick && gd._fullLayout && gd._fullLayout.xaxis; })()", timeout=120_000)
             x, y = page.evaluate(CELL_JS, [layer, head])
             page.mouse.click(x, y)
             expect(page.get_by_role("tab", name="Attention")).to_have_attribute("aria-selected", "true",
@@ -86,6 +89,9 @@ def test_click_a_key_shows_its_patch(app):
                                    "document.querySelector('#heads-token-info').innerText.includes('row 7, col 7')",
                                    timeout=240_000)
             page.locator("#heads-qk").scroll_into_view_if_needed()
+            page.wait_for_function("(() => { const gd = document.querySelector('#heads-qk .js-plotly-plot');"
+                                   " return gd && gd.__vitvizClick && gd.calcdata && gd._fullData &&"
+                                   " gd._fullData.some(t => t.name === 'keys (patches)'); })()", timeout=120_000)
             # The key of the first patch (trace 1: patch keys): its position on the page.
             x, y = page.evaluate("""() => {
               const gd = document.querySelector('#heads-qk .js-plotly-plot');
