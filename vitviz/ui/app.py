@@ -71,20 +71,23 @@ def build_demo() -> gr.Blocks:
         built = {}
         # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
         # shows the photo dropped (or the example picked) in any tab once it is selected.
-        hub = shared_image.SharedImage(shared_image.default_image())
+        hub = shared_image.SharedImage(demo)
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
         openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
             for module in TABS:
+                opened = openers[module.TAB_ID]
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
-                    built[module.TAB_ID] = module.build(lazy.TabPage(demo, openers[module.TAB_ID]))
+                    built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
                     image_input = shared_image.input_of(built[module.TAB_ID])
-                    if image_input is not None:  # inside the tab: its state must not become a tab of its own
-                        hub.subscribe(tab, image_input.image, image_input.examples)
+                    if image_input is not None:  # inside the tab: its relay must not become a tab of its own
+                        hub.subscribe(tab, module.TAB_ID, module.LABEL, image_input.image, image_input.examples,
+                                      opened)
                 tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                            api_visibility="private")
-                tab.select(None, None, openers[module.TAB_ID], js=lazy.open_js(module.TAB_ID, module.LABEL),
-                           queue=False, api_visibility="private")
+                if image_input is None:  # a tab sharing the image opens through the hub (one handler, in the page)
+                    tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID, module.LABEL), queue=False,
+                               api_visibility="private")
 
         for tab_id, button in tour_buttons:
             button.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, js=urlstate.tab_js(tab_id),

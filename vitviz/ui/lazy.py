@@ -8,9 +8,10 @@ first shown".
 
 - On page load, the app's URL handler sets the opener of the tab the page opens on (the
   URL's ``tab``, else the first tab): only that tab computes.
-- Selecting a tab runs :func:`open_js` in the browser: the first time, it sets that tab's
-  opener (the tab's views compute, with their progress indicators); afterwards it does
-  nothing, so switching tabs back and forth costs no server call at all, and the
+- Selecting a tab runs :func:`open_js` in the browser (or, for a tab that shares the
+  app's image, :func:`vitviz.ui.shared_image.select_js`): the first time, it sets that
+  tab's opener (the tab's views compute, with their progress indicators); afterwards it
+  changes nothing, so switching tabs back and forth costs no server call at all, and the
   ``memo_view`` caches keep a tab cheap for the next visitor.
 
 Both paths set the value 1 (never increment), so a tab opened by the URL and then
@@ -31,28 +32,32 @@ def opener(tab_id: str) -> gr.Number:
                      container=False)
 
 
-def open_js(tab_id: str, label: str) -> str:
-    """Browser code for a tab's ``select``: sets its opener to 1 the first time, then does nothing.
+#: Browser code (inside an ``async`` handler that has defined ``label``) that waits until the page has
+#: opened the URL's tab, then returns ``%s`` unless the tab labelled ``label`` is the one shown.
+WAIT_FOR_TAB_JS = """for (let i = 0; i < 60 && window.__vitvizTabReady !== true; i++) await new Promise(r => setTimeout(r, 50));
+  const shown = Array.from(document.querySelectorAll('[role=tab]')).find(b => b.getAttribute('aria-selected') === 'true');
+  if (shown && shown.innerText.trim() !== label) return %s;"""
 
-    Gradio also selects the first tab while the page mounts, before the page has opened the
-    URL's tab. So the code first waits (up to 3 s) until the page script of
-    :mod:`vitviz.ui.urlstate` has opened it (``__vitvizTabReady``), then opens this tab
-    only if it is still the one shown.
+
+def open_js(tab_id: str, label: str) -> str:
+    """Browser code for a tab's ``select`` (input and output: its opener): sets the opener to 1.
+
+    Setting 1 again changes nothing, so only the first selection computes, and later ones
+    send no request at all. Gradio also selects the first tab while the page mounts, before
+    the page has opened the URL's tab: so the code first waits (up to 3 s) until the page
+    script of :mod:`vitviz.ui.urlstate` has opened it (``__vitvizTabReady``), then opens
+    this tab only if it is still the one shown. (A tab that shares the app's image opens
+    through :func:`vitviz.ui.shared_image.select_js` instead, which also brings the image.)
 
     Args:
         tab_id: the tab's id (``mae``, ``patches``...).
         label: the text of the tab's button.
     """
-    return """async () => {
+    return """async (opened) => {
   const id = %s, label = %s;
-  for (let i = 0; i < 60 && window.__vitvizTabReady !== true; i++) await new Promise(r => setTimeout(r, 50));
-  const shown = Array.from(document.querySelectorAll('[role=tab]')).find(b => b.getAttribute('aria-selected') === 'true');
-  if (shown && shown.innerText.trim() !== label) return [];
-  const o = window.__vitvizOpened || (window.__vitvizOpened = {});
-  if (o[id]) return [];
-  o[id] = true;
+  %s
   return [1];
-}""" % (json.dumps(tab_id), json.dumps(label))
+}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[opened]")
 
 
 class TabPage:

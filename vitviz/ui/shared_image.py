@@ -1,32 +1,39 @@
 """One image for the whole app: a photo dropped (or an example picked) in any tab is the one every tab shows.
 
-Each tab keeps its own upload box, so a photo can be dropped wherever the user is.
-The :class:`SharedImage` hub holds the app's current image as ``(version, path)`` in a
-``gr.State`` (one per browser tab). A tab *subscribes* by returning an :class:`ImageInput` from its ``build`` (or a handle
-object with an ``image_input`` attribute); the app then calls::
+Each tab keeps its own upload box, so a photo can be dropped wherever the user is. A tab
+*subscribes* by returning an :class:`ImageInput` from its ``build`` (or a handle object
+with an ``image_input`` attribute); the app then calls::
 
-    hub.subscribe(tab, image, examples)
+    hub.subscribe(tab, tab_id, label, image, examples, opened)
 
-after which
+Everything runs in the browser (no server call), with the page's current image held in
+``window.__vitvizImage`` (per browser tab):
 
-- a user's upload, paste, webcam shot or example click in that tab *publishes* the
-  image (the version goes up), and
-- selecting the tab *pulls* the shared image into its box when the tab has not seen
-  the latest version; the box's own ``change`` listeners then redraw the tab, so a
-  tab computes only when it is looked at.
+- a user's upload, paste, webcam shot or example click in a tab *publishes* the image
+  (its version goes up);
+- the tab's own listeners on ``image.change`` are moved to a hidden *relay* number that
+  goes up when the box shows a new image *and the tab is open*: so an image that arrives
+  in a closed tab computes nothing;
+- selecting the tab runs one handler (:func:`select_js`): the first time, it puts the
+  latest image in the box and opens the tab (:mod:`vitviz.ui.lazy`): the tab's first views
+  compute once, with that image; later, it puts a newer image in the box and moves the
+  relay, so the tab redraws once; with nothing new, it changes nothing, and no request
+  reaches the server.
 
-Nothing runs on the server but these two tiny, unqueued functions; the image stays a
-path in Gradio's upload cache.
+A tab's first views (its ``load`` handlers) must therefore draw everything its
+``image.change`` listeners draw.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from .common import example_images
+from .lazy import WAIT_FOR_TAB_JS
 
 
 def default_image() -> str | None:
@@ -54,50 +61,89 @@ def input_of(handles: Any) -> ImageInput | None:
     return found if isinstance(found, ImageInput) else None
 
 
-def publish(value: Any, shared: tuple[int, Any] | None) -> tuple:
-    """A user put ``value`` in a tab's box -> the new shared ``(version, path)`` and that tab's seen version.
+#: The page's shared image: ``v`` its version, ``value`` the box value (Gradio's file data), ``seen``
+#: the version each tab shows, ``shown`` the file each tab's relay last announced ("" for none).
+_STATE_JS = "const S = window.__vitvizImage || (window.__vitvizImage = {v: 0, value: null, seen: {}, shown: {}});"
 
-    An empty box (the user removed the image) publishes nothing: the other tabs keep theirs.
+
+def publish_js(tab_id: str, clear: bool = False) -> str:
+    """Browser code of a user's new image in a tab's box: ``(image, relay) -> [relay]``.
+
+    A file (upload, paste, webcam, example) becomes the shared image and moves the tab's
+    relay once (Gradio sends ``upload`` and ``input`` for one upload); ``clear=True`` (the box
+    emptied) moves the relay only: the other tabs keep their image.
     """
-    if value is None or (isinstance(value, str) and not value):
-        return gr.skip(), gr.skip()
-    version = (shared[0] if shared else 0) + 1
-    return (version, value), version
+    return """(image, relay) => {
+  const id = %s; %s
+  const key = %s;
+  if (key === null || S.shown[id] === key) return [relay];
+  S.shown[id] = key;
+  if (key) { S.v += 1; S.value = image; S.seen[id] = S.v; }
+  return [(relay || 0) + 1];
+}""" % (json.dumps(tab_id), _STATE_JS, '""' if clear else "(image && image.path) || null")
 
 
-def pull(shared: tuple[int, Any] | None, seen: int | None) -> tuple:
-    """A tab was selected -> the shared image for its box, if the tab has not seen this version yet."""
-    if not shared or shared[1] is None or seen == shared[0]:
-        return gr.skip(), gr.skip()
-    return shared[1], shared[0]
+def select_js(tab_id: str, label: str) -> str:
+    """Browser code of a subscribed tab's ``select``: ``(image, relay, opened) -> [image, relay, opened]``.
+
+    First selection (``opened`` 0): the latest image goes in the box and the tab opens
+    (its first views compute once, with it). Later: a newer image goes in the box and the
+    relay moves (the tab redraws once). Nothing new: the same values, so nothing runs.
+    """
+    return """async (image, relay, opened) => {
+  const id = %s, label = %s;
+  %s
+  %s
+  const pending = S.value !== null && S.v > (S.seen[id] || 0);
+  if (!pending) return opened ? [image, relay, opened] : [image, relay, 1];
+  S.seen[id] = S.v; S.shown[id] = S.value.path;
+  return opened ? [S.value, (relay || 0) + 1, opened] : [S.value, relay, 1];
+}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[image, relay, opened]", _STATE_JS)
+
+
+def relay_image_changes(demo: gr.Blocks, image: gr.Image, relay: gr.Number) -> int:
+    """Move every listener of ``image.change`` to ``relay.change``; returns how many were moved."""
+    moved = 0
+    for fn in demo.fns.values():
+        targets = [(relay._id, "change") if (block, event) == (image._id, "change") else (block, event)
+                   for block, event in fn.targets]
+        if targets != list(fn.targets):
+            fn.targets = targets
+            moved += 1
+    return moved
 
 
 class SharedImage:
-    """The app's current image, shared by every tab that subscribes.
+    """The app's current image, shared by every tab that subscribes (held in the page).
 
     Args:
-        default: the image every tab starts with (a path, or None).
+        demo: the app (its events are rewired by :meth:`subscribe`).
     """
 
-    def __init__(self, default: str | None) -> None:
-        self.default = default
-        self.state = gr.State((0, default))
+    def __init__(self, demo: gr.Blocks) -> None:
+        self.demo = demo
         self.tabs: list[str] = []
 
-    def subscribe(self, tab: gr.Tab, image: gr.Image, examples: gr.Examples | None = None) -> None:
-        """Link a tab's image box to the shared image (call inside that tab's ``gr.Tab`` context: the
-        tab's own state created here would otherwise sit among the tabs and be drawn as one).
+    def subscribe(self, tab: gr.Tab, tab_id: str, label: str, image: gr.Image, examples: gr.Examples | None,
+                  opened: gr.Number) -> None:
+        """Link a tab's image box to the shared image and open the tab on its first selection (call inside
+        that tab's ``gr.Tab`` context, after its ``build``: the relay created here is part of the tab).
 
         Args:
             tab: the tab whose selection pulls the shared image.
-            image: the tab's image box (``type="filepath"``); it should start at :attr:`default`.
+            tab_id, label: the tab's id and the text of its button.
+            image: the tab's image box (``type="filepath"``); it should start at :func:`default_image`.
             examples: the tab's example photos, if any: a click publishes like an upload.
+            opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
         """
-        seen = gr.State(0)
-        kw: dict[str, Any] = dict(queue=False, api_visibility="private")
+        relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
+                          elem_id=f"image-relay-{tab_id}")
+        relay_image_changes(self.demo, image, relay)
+        kw: dict[str, Any] = dict(fn=None, queue=False, api_visibility="private")
         for event in (image.upload, image.input):
-            event(publish, [image, self.state], [self.state, seen], **kw)
+            event(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id), **kw)
+        image.clear(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id, clear=True), **kw)
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
-            examples.load_input_event.then(publish, [image, self.state], [self.state, seen], **kw)
-        tab.select(pull, [self.state, seen], [image, seen], **kw)
-        self.tabs.append(str(getattr(tab, "id", None) or getattr(tab, "label", "")))
+            examples.load_input_event.then(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id), **kw)
+        tab.select(inputs=[image, relay, opened], outputs=[image, relay, opened], js=select_js(tab_id, label), **kw)
+        self.tabs.append(tab_id)

@@ -1,0 +1,99 @@
+"""Opening a tab computes its view once, even with a new shared image; selecting it again sends nothing.
+
+Counts the server handlers the page starts (vitviz.ui.lazy, vitviz.ui.shared_image): the
+tab openers and the shared image run in the page, so a tab's selection itself is no request.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
+
+
+class _Requests:
+    """Every POST the page sends to the app, and the handlers (dependency ids) among them."""
+
+    def __init__(self, page) -> None:  # noqa: ANN001
+        self.posts: list[str] = []
+        self.handlers: list[int] = []
+        page.on("request", self._record)
+
+    def _record(self, request) -> None:  # noqa: ANN001
+        if request.method != "POST":
+            return
+        self.posts.append(request.url)
+        body = request.post_data_json if "/upload" not in request.url else None
+        if isinstance(body, dict) and body.get("fn_index") is not None:
+            self.handlers.append(int(body["fn_index"]))
+
+
+def _writers(page, elem_id: str) -> set[int]:  # noqa: ANN001
+    """Ids of the dependencies whose outputs include the component with ``elem_id``."""
+    config = page.evaluate("() => window.gradio_config")
+    target = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == elem_id)
+    return {d["id"] for d in config["dependencies"] if target in d["outputs"]}
+
+
+def _settle(page, ms: int = 3000) -> None:  # noqa: ANN001
+    page.wait_for_timeout(ms)  # lets any handler the page would start begin (the test counts, never times)
+
+
+def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_url, tmp_path):
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    upload = tmp_path / "lesson.png"
+    Image.open(EXAMPLES / "coffee.jpg").crop((0, 0, 300, 300)).save(upload)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        seen = _Requests(page)
+        page.goto(app_url)
+        page.wait_for_function("() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')",
+                               timeout=300_000)
+        overlay = _writers(page, "attn-query-overlay")
+        assert not set(seen.handlers) & overlay  # the page load ran no Attention view
+
+        # a new photo on the MAE tab, then the Attention tab opens for the first time: its view runs once
+        page.locator("#mae-input input[type=file]").set_input_files(str(upload))
+        page.wait_for_function("(document.querySelector('#mae-input img') || {}).src?.includes('lesson')",
+                               timeout=60_000)
+        _settle(page)
+        before = len(seen.handlers)
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_function("(document.querySelector('#attn-input img') || {}).src?.includes('lesson')",
+                               timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#attn-query-overlay img') !== null", timeout=300_000)
+        _settle(page)
+        views = [h for h in seen.handlers[before:] if h in overlay]
+        assert len(views) == 1, f"the Attention view ran {len(views)} times on first open"
+
+        # selecting tabs again with no new image: not one request reaches the server
+        posts = len(seen.posts)
+        for name in ("MAE", "Attention", "MAE", "Attention"):
+            page.get_by_role("tab", name=name).click()
+            _settle(page, 1000)
+        assert seen.posts[posts:] == []
+
+        # an example picked on the Attention tab: the MAE tab (already open) redraws once when selected
+        mae_view = _writers(page, "mae-metrics")
+        page.locator("#attn-examples").get_by_role("button").first.click()
+        page.wait_for_function("!(document.querySelector('#attn-input img') || {}).src?.includes('lesson')",
+                               timeout=60_000)
+        _settle(page)
+        before = len(seen.handlers)
+        page.get_by_role("tab", name="MAE").click()
+        page.wait_for_function("!(document.querySelector('#mae-input img') || {}).src?.includes('lesson')",
+                               timeout=60_000)
+        _settle(page)
+        views = [h for h in seen.handlers[before:] if h in mae_view]
+        assert len(views) == 1, f"the MAE view ran {len(views)} times for one new image"
+        browser.close()
