@@ -26,7 +26,7 @@ from ..models.registry import MAE_TINY_CONFIG
 from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import files, scrub, urlstate
+from . import files, mae_provenance, scrub, urlstate
 from .common import as_seed, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .mae_paint import HELP_PAINT, paint_controls, paint_stroke, painted_controls, start_paint
 from .shared_image import ImageInput, default_image
@@ -312,6 +312,7 @@ def build(demo: gr.Blocks) -> MaeTab:
                 error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
                 with gr.Column(min_width=200, elem_classes=["vitviz-help"]):
                     gr.Markdown(HELP_RATIO + "\n\n" + HELP_VISIBLE)
+            provenance = mae_provenance.build()  # click a hidden patch of a reconstruction
             with gr.Row(visible=False, equal_height=True) as compare_row:
                 c_recon = gr.Image(label="Comparison: reconstruction", elem_id="panel-compare-reconstruction",
                                    height=PANEL_HEIGHT, **kw)
@@ -386,6 +387,7 @@ def build(demo: gr.Blocks) -> MaeTab:
     api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
                   api_name="reconstruct")
     api_btn.click(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
+    mae_provenance.wire(provenance, [image, model, ratio, seed, pattern, paint, mask_state], metrics, api_btn)
     return MaeTab(model, ratio, seed, pattern,
                   show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
                             show_progress="minimal"),

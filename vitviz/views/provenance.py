@@ -116,8 +116,9 @@ def patch_view(image: Any, model_name: str, ratio: float, seed: int, pattern: st
 
 
 def click_view(image: Any, model_name: str, ratio: float, seed: int, pattern: str, painted: np.ndarray | None,
-               x: float, y: float, size: int, mask_tokens: bool = False) -> ProvenanceView:
-    """:func:`patch_view` of the patch under a click at pixel ``(x, y)`` of a ``size``-px reconstruction panel."""
-    model, rec = result(image, model_name, ratio, seed, pattern, painted)
-    rc = pixel_to_patch(x, y, rec.mask.shape, size)
+               x: float, y: float, size: float | None = None, mask_tokens: bool = False) -> ProvenanceView:
+    """:func:`patch_view` of the patch under a click at ``(x, y)`` of a ``size``-wide reconstruction panel
+    (default: the reconstruction's own side in pixels; ``size=1.0`` takes fractions of the panel)."""
+    _, rec = result(image, model_name, ratio, seed, pattern, painted)
+    rc = pixel_to_patch(x, y, rec.mask.shape, size or rec.original.shape[0])
     return patch_view(image, model_name, ratio, seed, pattern, painted, rc, mask_tokens)

@@ -1,0 +1,163 @@
+"""The MAE tab's decoder provenance: click a hidden patch of a reconstruction, see where the decoder copied it from.
+
+Wiring only: the panel, table and numbers come from :mod:`vitviz.views.provenance`. Nothing
+here runs while the slider moves: the provenance is computed on a click (or by the named
+endpoint ``decoder_provenance``), and a browser-only listener clears it when the picture
+changes, with no server call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import numpy as np
+
+from ..views import provenance as pv
+from .common import as_seed, require_image, user_errors
+
+PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
+          "to see where the decoder copied it from.")
+HELP_PROVENANCE = (
+    "**Where the decoder copied a patch from**: the decoder sees the encoded visible patches, the class token and, "
+    "at every hidden position, the same learned *mask token* plus that position's embedding, so a mask token "
+    "starts with no image content at all. The pixels predicted for a hidden patch are read off its mask token "
+    "after the last decoder block; attention is the only way image content reaches it. Each tile shows that "
+    "token's attention in one decoder layer (heads averaged) over the masked input; the last tile is the "
+    "**rollout** through the whole decoder: each layer's attention plus the identity of the residual "
+    "connection, renormalised and multiplied layer by layer. The table says how much went to visible patches, "
+    "to other mask tokens (which hold only what they gathered themselves), to the token itself and to the class "
+    "token. Attention shows where information *can* flow, not proof of what the prediction used. "
+    "*(MAE: He et al. 2021, §3; attention rollout: Abnar & Zuidema 2020)*"
+)
+#: Browser code of a hidden component: a click on a reconstruction panel sends where it landed, as fractions of
+#: the picture as drawn (object-fit: contain). Gradio's own ``select`` index assumes a picture is never drawn
+#: larger than its pixels, and these 224-px panels usually are, so it names the wrong patch or none.
+PICK_JS = r"""
+const attach = () => {
+  const ids = ['panel-pasted', 'panel-reconstruction'];
+  const panels = ids.map(id => document.getElementById(id));
+  if (panels.some(p => !p)) { setTimeout(attach, 300); return; }
+  panels.forEach((panel) => {
+    if (panel.__vitvizPick) return;
+    panel.__vitvizPick = true;
+    panel.addEventListener('click', (e) => {
+      if (e.button !== 0 || e.target.closest('.icon-button-wrapper, a')) return;  // the panel's download button
+      const img = panel.querySelector('img');
+      if (!img || !img.naturalWidth) return;
+      const r = img.getBoundingClientRect();
+      const s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
+      const w = img.naturalWidth * s, h = img.naturalHeight * s;
+      const fx = (e.clientX - r.left - (r.width - w) / 2) / w, fy = (e.clientY - r.top - (r.height - h) / 2) / h;
+      if (!(fx >= 0 && fx < 1 && fy >= 0 && fy < 1)) return;
+      props.value = JSON.stringify({panel: panel.id, x: Math.round(fx * 1e4) / 1e4, y: Math.round(fy * 1e4) / 1e4,
+                                    t: Date.now()});  // a new value fires the component's change
+    });
+  });
+};
+attach();
+"""
+#: Browser-only: a new picture (any change of the metrics line, server view or slider scrub) clears the map.
+CLEAR_JS = "() => [null, " + json.dumps(PROMPT) + ", null, null, null]"
+
+
+@dataclass
+class ProvenanceBox:
+    """Handles on the provenance components."""
+
+    panel: gr.Image
+    text: gr.Markdown
+    numbers: gr.JSON
+    mask_tokens: gr.Checkbox
+    row: gr.Number
+    col: gr.Number
+    pick: gr.HTML  # receives the clicks on the reconstruction panels (PICK_JS)
+
+    @property
+    def outputs(self) -> list[Any]:
+        """What a provenance call fills: panel, words, numbers."""
+        return [self.panel, self.text, self.numbers]
+
+
+def _outputs(view: pv.ProvenanceView) -> tuple:
+    return view.panel, view.text, view.summary
+
+
+def _painted(paint: bool, painted: list | None) -> np.ndarray | None:
+    return np.asarray(painted, dtype=bool) if paint and painted is not None else None
+
+
+@user_errors
+def pick_provenance(pick: str | None, image: str | None, model_name: str, ratio: float, seed: float,
+                    pattern: str, paint: bool, painted: list | None, mask_tokens: bool) -> tuple:
+    """A click on a reconstruction panel (``{"x", "y"}`` fractions of the picture, sent by :data:`PICK_JS`) ->
+    the provenance of the patch under it, and its (row, col) (private)."""
+    try:
+        point = json.loads(pick or "{}")
+        fx, fy = float(point["x"]), float(point["y"])
+    except (ValueError, KeyError, TypeError):
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    require_image(image)
+    view = pv.click_view(image, model_name, ratio, as_seed(seed), pattern, _painted(paint, painted), fx, fy,
+                         size=1.0, mask_tokens=bool(mask_tokens))
+    return _outputs(view) + (view.patch[0], view.patch[1])
+
+
+@user_errors
+def redraw(image: str | None, model_name: str, ratio: float, seed: float, pattern: str, paint: bool,
+           painted: list | None, row: float | None, col: float | None, mask_tokens: bool) -> tuple:
+    """The checkbox "colour the other mask tokens too" redraws the patch on screen (none shown: nothing to do)."""
+    if row is None or col is None or image is None:
+        return gr.skip(), gr.skip(), gr.skip()
+    view = pv.patch_view(image, model_name, ratio, as_seed(seed), pattern, _painted(paint, painted),
+                         (int(row), int(col)), bool(mask_tokens))
+    return _outputs(view)
+
+
+@user_errors
+def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, row: float,
+                   col: float, mask_tokens: bool = False) -> tuple:
+    """Endpoint ``decoder_provenance``: (image, model, ratio, seed, pattern, row, col, mask tokens) -> panel,
+    Markdown table, numbers (JSON). A visible patch gives no panel and a sentence saying so."""
+    require_image(image)
+    return _outputs(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern, None,
+                                  (int(row), int(col)), bool(mask_tokens)))
+
+
+def build() -> ProvenanceBox:
+    """Create the provenance components in the caller's layout context (below the reconstruction panels)."""
+    with gr.Group(elem_id="mae-provenance-box"):
+        text = gr.Markdown(PROMPT, elem_id="mae-provenance-text")
+        panel = gr.Image(label="Decoder attention from the clicked mask token: per layer, then rolled out",
+                         type="numpy", format="png", interactive=False, buttons=["download"],
+                         elem_id="mae-provenance")
+        with gr.Row():
+            mask_tokens = gr.Checkbox(False, label="Colour the other mask tokens too (hatched)",
+                                      elem_id="mae-provenance-mask-tokens", elem_classes=["vitviz-secondary"])
+            row = gr.Number(None, precision=0, label="Row", visible=False, elem_id="mae-provenance-row")
+            col = gr.Number(None, precision=0, label="Col", visible=False, elem_id="mae-provenance-col")
+        with gr.Accordion("Provenance numbers (JSON)", open=False, elem_classes=["vitviz-secondary"]):
+            numbers = gr.JSON(elem_id="mae-provenance-json")
+        gr.Markdown(HELP_PROVENANCE, elem_classes=["vitviz-help"])
+    pick = gr.HTML("", html_template="<span></span>", js_on_load=PICK_JS, elem_id="mae-provenance-pick",
+                   padding=False, container=False)
+    return ProvenanceBox(panel, text, numbers, mask_tokens, row, col, pick)
+
+
+def wire(box: ProvenanceBox, controls: list[Any], metrics: gr.Markdown, api_btn: gr.Button) -> None:
+    """Connect the box: clicks on the reconstruction panels, the checkbox, the clearing, the named endpoint.
+
+    Args:
+        controls: ``[image, model, ratio, seed, pattern, paint, painted mask state]``, the view's inputs.
+        metrics: the metrics line; any change means a new picture, so the map is cleared (in the page).
+    """
+    image, model, ratio, seed, pattern = controls[:5]
+    box.pick.change(pick_provenance, [box.pick] + controls + [box.mask_tokens], box.outputs + [box.row, box.col],
+                    api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+    box.mask_tokens.input(redraw, controls + [box.row, box.col, box.mask_tokens], box.outputs,
+                          api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+    metrics.change(None, None, box.outputs + [box.row, box.col], js=CLEAR_JS, queue=False, api_visibility="private")
+    api_btn.click(run_provenance, [image, model, ratio, seed, pattern, box.row, box.col, box.mask_tokens],
+                  box.outputs, api_name="decoder_provenance")
