@@ -151,11 +151,12 @@ def token_view(image: Any, choice: str | None, layer: Any, head: Any, token: Any
     what = f"which patches attend to the key of {name}" if is_key else f"where the query of {name} looks"
     overlay = heat_overlay(s.image, lay.scatter(weights), VIEW, query=where,
                            label=f"layer {s.layer + 1}, head {s.head + 1} · {'key' if is_key else 'query'}: {name}")
+    box = f"Red box: {name}." if where is not None else f"The {name} has no patch, so no box."
     if is_key:
-        text = (f"Red box: {name}. Colours: the share of each patch query's attention that lands on this key "
+        text = (f"{box} Colours: the share of each patch query's attention that lands on this key "
                 "(normalised over the patch queries).")
     else:
-        text = (f"Red box: {name}. Colours: its attention over the patches in this head "
+        text = (f"{box} Colours: its attention over the patches in this head "
                 f"({100 * float(a[i, :p0].sum()):.1f}% goes to prefix tokens).")
     return overlay, f"{what.capitalize()}. {text}"
 
