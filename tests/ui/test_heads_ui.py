@@ -19,6 +19,34 @@ def app(tmp_path_factory):
         yield url
 
 
+def test_handlers_without_a_browser(photo_path):
+    """The head click's target, the Attention tab's one-head view, and a clicked query or key."""
+    import gradio as gr
+
+    from vitviz.ui import attention_tab as t
+    from vitviz.ui import heads_tab as h
+
+    img = str(photo_path)
+    model, part, ratio, layer, head = t.on_goto('{"model": "vit-base:random", "layer": 5, "head": 7}', "mae-tiny")
+    assert model["value"] == "vit-base:random" and part == "encoder" and ratio == 0.0
+    assert layer == {"__type__": "update", "maximum": 12, "value": 5} and head == 7
+    with pytest.raises(gr.Error, match="no layer 9, head 1"):
+        t.on_goto('{"layer": 9, "head": 1}', "mae-tiny")
+    with pytest.raises(gr.Error, match="must name a layer and a head"):
+        t.on_goto("not json", "mae-tiny")
+    mean, grid, info = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 0)
+    one, grid1, info1 = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 2)
+    assert np.array_equal(grid, grid1) and not np.array_equal(mean, one)  # the left overlay shows head 2 alone
+    assert "Head 2 selected" in info1 and "Head" not in info.split("**Layer")[0]
+    assert t.update_all(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, False, "mean", 0.0, 2)[2] == info1
+    with pytest.raises(gr.Error, match="head must be 0"):
+        t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 4)
+    _, key_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 20, "kind": 1}')
+    assert "key of patch (row 1, col 5)" in key_text
+    _, cls_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 0, "kind": 0}')
+    assert "class token has no patch" in cls_text
+
+
 def test_named_endpoints(app, photo_path):
     from gradio_client import Client, handle_file
 
