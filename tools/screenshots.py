@@ -9,7 +9,8 @@ Starts ``app.py`` on a free loopback port, uploads an example photo, waits for t
 panels, and saves one PNG per tab of :data:`vitviz.ui.app.TABS` (``<tab id>.png``) and
 one of the presenter layout; first, the MAE tab's first screen (no scrolling) at 1280x720
 and 1920x1080, normal and presenter (``mae-WxH.png``, ``presenter-WxH.png``; only those with
-``--first-screens-only``). Stops the app afterwards.
+``--first-screens-only``); and the MAE tab's decoder provenance after a click on a hidden patch
+(``mae-provenance.png``; only that with ``--provenance-only``). Stops the app afterwards.
 """
 
 from __future__ import annotations
@@ -91,6 +92,38 @@ def first_screens(browser, url: str, out: Path) -> list[Path]:  # noqa: ANN001
     return written
 
 
+def provenance_shot(browser, url: str, out: Path) -> Path:  # noqa: ANN001
+    """The MAE tab after a click on the hidden patch nearest the centre of *Reconstruction + visible*:
+    ``mae-provenance.png``, from the panels down to the provenance tiles (where it copied from)."""
+    import numpy as np
+
+    from vitviz.core.masking import make_mask
+
+    hidden = np.argwhere(make_mask((14, 14), 0.75, 0, "random").numpy())  # the page's mask: 75%, seed 0
+    r, c = (int(v) for v in hidden[np.argmin(((hidden - 6.5) ** 2).sum(1))])
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.goto(url + "?ratio=0.75")
+    page.wait_for_function(METRICS_READY, timeout=180_000)
+    settle(page)
+    img = page.locator("#panel-pasted img").first
+    box = img.bounding_box()
+    side = min(box["width"], box["height"])  # object-fit: contain
+    page.mouse.click(box["x"] + (box["width"] - side) / 2 + (c + 0.5) / 14 * side,
+                     box["y"] + (box["height"] - side) / 2 + (r + 0.5) / 14 * side)
+    page.wait_for_function("() => { const i = document.querySelector('#mae-provenance img');"
+                           " return i && i.complete && i.naturalWidth > 0; }", timeout=180_000)
+    settle(page)
+    page.evaluate(LOAD_ALL_IMAGES_JS)
+    top, bottom = page.locator("#mae-panels").bounding_box(), page.locator("#mae-provenance").bounding_box()
+    scroll = page.evaluate("() => [window.scrollX, window.scrollY]")
+    path = out / "mae-provenance.png"
+    page.screenshot(path=str(path), full_page=True,
+                    clip={"x": top["x"] + scroll[0], "y": top["y"] + scroll[1], "width": top["width"],
+                          "height": bottom["y"] + bottom["height"] - top["y"]})
+    page.close()
+    return path
+
+
 def tab_shot(page, tab, out: Path) -> Path:  # noqa: ANN001
     """Open ``tab`` (a tab module) in ``page``, wait for its views, and take ``out/<id>.png`` (full page)."""
     page.get_by_role("tab", name=tab.LABEL).click()
@@ -131,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--image", type=Path, default=ROOT / "assets" / "examples" / "chelsea.jpg")
     ap.add_argument("--first-screens-only", action="store_true",
                     help="only the MAE tab's first screen at 1280x720 and 1920x1080, normal and presenter")
+    ap.add_argument("--provenance-only", action="store_true",
+                    help="only the MAE tab's decoder-provenance shot (a hidden patch clicked), mae-provenance.png")
     ap.add_argument("--tabs", nargs="+", metavar="TAB_ID",
                     help="only these tabs' full-page shots (e.g. --tabs heads), without the MAE and presenter shots")
     args = ap.parse_args(argv)
@@ -140,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            if args.provenance_only:
+                provenance_shot(browser, url, args.out)
+                browser.close()
+                print(f"screenshots in {args.out}")
+                return 0
             if args.tabs:
                 tab_shots(browser, url, args.out, args.tabs)
                 browser.close()
@@ -159,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
             page.wait_for_timeout(1500)
             full_page(page, args.out / "mae.png")
+            provenance_shot(browser, url, args.out)
             from vitviz.ui.app import TABS
 
             for tab in TABS:

@@ -131,8 +131,8 @@ def build() -> ProvenanceBox:
     with gr.Group(elem_id="mae-provenance-box"):
         text = gr.Markdown(PROMPT, elem_id="mae-provenance-text")
         panel = gr.Image(label="Decoder attention from the clicked mask token: per layer, then rolled out",
-                         type="numpy", format="png", interactive=False, buttons=["download"],
-                         elem_id="mae-provenance")
+                         show_label=False, type="numpy", format="png", interactive=False, buttons=["download"],
+                         elem_id="mae-provenance")  # the tiles carry their own titles
         with gr.Row():
             mask_tokens = gr.Checkbox(False, label="Colour the other mask tokens too (hatched)",
                                       elem_id="mae-provenance-mask-tokens", elem_classes=["vitviz-secondary"])
