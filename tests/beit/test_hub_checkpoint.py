@@ -28,9 +28,10 @@ from safetensors.torch import save_file
 
 import vitviz
 from vitviz import ModelUnavailable
-from vitviz.models import loading, reach
+from vitviz.models import loading
 from vitviz.models.beit import BEiTConfig, BEiTForMIM, load_beit_file
 from vitviz.models.registry import MODELS, get_spec
+from tests.models.test_zoo import offline  # noqa: F401 - offline, empty download caches, a fresh model cache
 
 NAME = "beit-base-pt22k"
 FOLDER = "beit-base-patch16-224-pt22k"
@@ -115,18 +116,8 @@ def write_snapshot(root: Path, sd: dict[str, torch.Tensor], config: dict | None 
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch, tmp_path):
-    """Offline, empty download caches, a fresh model cache, BEiT-Base cut to DEPTH blocks."""
-    import huggingface_hub.constants
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    monkeypatch.delenv("VITVIZ_WEIGHTS_DIR", raising=False)
-    monkeypatch.setattr(loading, "CACHE", loading.LRU(2))
-    monkeypatch.setattr(reach, "PROBE", lambda host, timeout: (False, "no network in tests"))
-    reach.forget_hosts()
-    reach.FAILURES.clear()
+def short_beit_base(offline, monkeypatch) -> None:
+    """Offline with empty caches (the zoo's ``offline`` fixture), BEiT-Base cut to DEPTH blocks."""
     spec = get_spec(NAME)
     monkeypatch.setitem(MODELS, NAME, dataclasses.replace(
         spec, beit_config=dataclasses.replace(spec.beit_config, depth=DEPTH)))

@@ -41,7 +41,7 @@ transformers.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -101,29 +101,45 @@ def official_to_hf(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Te
     Raises:
         ModelUnavailable: naming any key the official format does not have.
     """
-    out: dict[str, torch.Tensor] = {}
-    unknown: list[str] = []
-    for key, value in state_dict.items():
-        if key in TOP_KEYS:
-            out[TOP_KEYS[key]] = value
-            continue
-        m = _OFFICIAL_BLOCK.fullmatch(key)
-        if m is None:
-            unknown.append(key)
-            continue
+
+    def block(m: re.Match, value: torch.Tensor) -> dict[str, torch.Tensor] | None:
         prefix, idx, module, kind = m.groups()
         base = f"{BLOCK_PREFIXES[prefix]}.{idx}"
         if module == "attn.qkv":
             if value.shape[0] % 3:
-                raise ModelUnavailable(f"{key} has shape {tuple(value.shape)}: its first side is not 3 x width")
-            for part, chunk in zip(QKV_PARTS, value.chunk(3, dim=0)):
-                out[f"{base}.attention.attention.{part}.{kind}"] = chunk
-        elif module in BLOCK_MODULES:
-            out[f"{base}.{BLOCK_MODULES[module]}.{kind}"] = value
+                raise ModelUnavailable(f"{m.group(0)} has shape {tuple(value.shape)}: its first side is not 3 x width")
+            return {f"{base}.attention.attention.{part}.{kind}": chunk
+                    for part, chunk in zip(QKV_PARTS, value.chunk(3, dim=0))}
+        if module in BLOCK_MODULES:
+            return {f"{base}.{BLOCK_MODULES[module]}.{kind}": value}
+        return None
+
+    return _rename(state_dict, TOP_KEYS, _OFFICIAL_BLOCK, block, "not an official MAE state dict")
+
+
+def _rename(state_dict: Mapping[str, torch.Tensor], top: Mapping[str, str], pattern: re.Pattern,
+            block: Callable[[re.Match, torch.Tensor], dict[str, torch.Tensor] | None], what: str
+            ) -> dict[str, torch.Tensor]:
+    """Rename whole keys by ``top`` and block keys matching ``pattern`` by ``block(match, value)``
+    (the renamed entries, or None for a key the layout does not have).
+
+    Raises:
+        ModelUnavailable: ``"{what}: unexpected N keys (...)"`` naming every key not renamed.
+    """
+    out: dict[str, torch.Tensor] = {}
+    unknown: list[str] = []
+    for key, value in state_dict.items():
+        if key in top:
+            renamed: dict[str, torch.Tensor] | None = {top[key]: value}
         else:
+            m = pattern.fullmatch(key)
+            renamed = block(m, value) if m is not None else None
+        if renamed is None:
             unknown.append(key)
+        else:
+            out.update(renamed)
     if unknown:
-        raise ModelUnavailable(f"not an official MAE state dict: unexpected {len(unknown)} keys ({_list(sorted(unknown))})")
+        raise ModelUnavailable(f"{what}: unexpected {len(unknown)} keys ({_list(sorted(unknown))})")
     return out
 
 
@@ -238,28 +254,15 @@ def beit_to_hf(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor
     Raises:
         ModelUnavailable: naming any key this layout does not have.
     """
-    out: dict[str, torch.Tensor] = {}
-    unknown: list[str] = []
-    for key, value in state_dict.items():
-        if key in BEIT_TOP_KEYS:
-            out[BEIT_TOP_KEYS[key]] = value
-            continue
-        m = _BEIT_BLOCK.fullmatch(key)
-        if m is None:
-            unknown.append(key)
-            continue
-        base = f"beit.encoder.layer.{m.group(1)}"
-        if m.group(2) == "attn.qkv.weight":
-            for part, chunk in zip(QKV_PARTS, value.chunk(3, dim=0)):
-                out[f"{base}.attention.attention.{part}.weight"] = chunk
-        elif m.group(2) in BEIT_BLOCK_KEYS:
-            out[f"{base}.{BEIT_BLOCK_KEYS[m.group(2)]}"] = value
-        else:
-            unknown.append(key)
-    if unknown:
-        raise ModelUnavailable(f"not a BEiT state dict with BEiT blocks: unexpected {len(unknown)} keys "
-                               f"({_list(sorted(unknown))})")
-    return out
+
+    def block(m: re.Match, value: torch.Tensor) -> dict[str, torch.Tensor] | None:
+        base, name = f"beit.encoder.layer.{m.group(1)}", m.group(2)
+        if name == "attn.qkv.weight":
+            return {f"{base}.attention.attention.{part}.weight": chunk
+                    for part, chunk in zip(QKV_PARTS, value.chunk(3, dim=0))}
+        return {f"{base}.{BEIT_BLOCK_KEYS[name]}": value} if name in BEIT_BLOCK_KEYS else None
+
+    return _rename(state_dict, BEIT_TOP_KEYS, _BEIT_BLOCK, block, "not a BEiT state dict with BEiT blocks")
 
 
 def hf_to_beit(state_dict: Mapping[str, torch.Tensor], reference: Mapping[str, torch.Tensor],

@@ -215,7 +215,7 @@ def build(demo: gr.Blocks) -> BEiTTab:
         seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1, min_width=90)
     with gr.Row(equal_height=True):
         masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT, **img_kw)
-        predicted = gr.Image(label="predicted tokens: decoded + visible (or their ids)", elem_id="beit-predicted",
+        predicted = gr.Image(label="predicted tokens: decoded, or ids", elem_id="beit-predicted",
                              height=PANEL_HEIGHT, **img_kw)
         correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
         confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",

@@ -233,8 +233,9 @@ def _guess_view(model: LoadedModel, g: TokenGuess) -> PredictView:
     """Part 3 for a model whose tokenizer vitviz lacks: the guessed id map and the confidence, no pixels."""
     m = g.metrics()
     text = (f"**{model.name}'s guesses for the {m['hidden_patches']} hidden patches**, as token ids (middle "
-            f"panel: each hidden patch coloured by its guessed code, {m['distinct_predicted_ids']} distinct codes "
-            f"of {g.vocab_size}; mean confidence of the top-1 guess {m['mean_confidence_hidden']:.2f}). "
+            f"panel: each hidden patch coloured by its guessed code; distinct codes guessed: "
+            f"{m['distinct_predicted_ids']} of {g.vocab_size}; mean confidence of the top-1 guess "
+            f"{m['mean_confidence_hidden']:.2f}; the ids are in the numbers below). "
             f"**No decoded image and no accuracy:** {no_tokenizer_reason(model)}. beit-tiny shows the whole "
             "loop with vitviz's own tokenizer.")
     return PredictView(
