@@ -178,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=80)
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--ratio", type=float, default=0.4)
+    ap.add_argument("--visible-steps", type=int, default=0,
+                    help="a warm-up stage: for the first N steps of this run the loss scores every position "
+                         "(the visible patches' own tokens too: the ViT learns vq-tiny's codes); BEiT's "
+                         "hidden-only loss after it")
     ap.add_argument("--save-every", type=int, default=50)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
@@ -243,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         mask = torch.from_numpy(np.stack([block_mask(c.grid, args.ratio, rng) for _ in range(args.batch)]))
         mask = mask.flatten(1)
         logits = model(normalize(x, c), mask)
-        loss = mim_loss(logits, tgt, mask)
+        if step < args.visible_steps:  # warm-up: every position's token (see --visible-steps)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
+        else:
+            loss = mim_loss(logits, tgt, mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 3.0)
@@ -256,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         if step % 10 == 0 or done:
             acc = float((logits.detach()[mask].argmax(-1) == tgt[mask]).float().mean())
             rec = {"step": step, "loss": round(loss.item(), 4), "train_top1": round(acc, 4), "lr": lr,
+                   "stage": "all positions" if step <= args.visible_steps else "hidden only",
                    "elapsed_h": round(elapsed / 3600, 4)}
             if step % args.eval_every == 0 or done:
                 t = heldout_table(model, args.vq, args.data, most_frequent, (0, 1, 2), args.ratio)
@@ -268,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "most_frequent_code": str(most_frequent),
                                               "init_encoder": args.init_encoder.name if args.init_encoder else "none",
                                               "init": args.init.name if args.init else "none",
+                                              "visible_steps": str(args.visible_steps),
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
