@@ -98,3 +98,22 @@ def test_decoder_provenance_endpoint(app_url, photo_path):
     panel, text, numbers = client.predict(handle_file(str(photo_path)), "mae-tiny", 0.75, 0, "random", vr, vc,
                                           False, api_name="/decoder_provenance")
     assert panel is None and numbers is None and "This patch was visible" in text
+
+
+def test_handlers_without_a_browser(photo_path):
+    import gradio as gr
+
+    from vitviz.ui import mae_provenance as mp
+
+    mask = _mask()
+    r, c = (int(v) for v in np.argwhere(mask)[0])
+    args = (str(photo_path), "mae-tiny", 0.75, 0, "random", False, None)
+    # a click sent by the page as fractions of the picture lands on the patch under it
+    pick = '{"panel": "panel-pasted", "x": %f, "y": %f, "t": 1}' % ((c + 0.5) / GRID[1], (r + 0.5) / GRID[0])
+    panel, text, numbers, row, col = mp.pick_provenance(pick, *args, False)
+    assert (row, col) == (r, c) and panel is not None and numbers["patch"] == [r, c]
+    assert all(isinstance(v, type(gr.skip())) for v in mp.pick_provenance("not json", *args, False))
+    # the checkbox redraws the patch on screen with the other mask tokens coloured, and does nothing without one
+    again, _, numbers_again = mp.redraw(*args, r, c, True)
+    assert again.shape == panel.shape and not np.array_equal(again, panel) and numbers_again == numbers
+    assert all(isinstance(v, type(gr.skip())) for v in mp.redraw(*args, None, None, True))
