@@ -213,6 +213,7 @@ def build(demo: gr.Blocks) -> BEiTTab:
         ratio = gr.Slider(RATIO_MIN, RATIO_MAX, value=0.4, step=0.05, label="Masking ratio", elem_id="beit-ratio",
                           scale=2)
         seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1, min_width=90)
+    model_info = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
     with gr.Row(equal_height=True):
         masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT, **img_kw)
         predicted = gr.Image(label="predicted tokens: decoded, or ids", elem_id="beit-predicted",
@@ -220,7 +221,6 @@ def build(demo: gr.Blocks) -> BEiTTab:
         correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
         confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",
                               height=PANEL_HEIGHT, **img_kw)
-    model_info = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
     predict_text = gr.Markdown(elem_id="beit-predict-text")
     with gr.Accordion("Numbers (JSON)", open=False):
         numbers = gr.JSON(elem_id="beit-numbers")
