@@ -163,6 +163,11 @@ def test_hub_file_loads_strictly_and_predicts_8192_logits(monkeypatch, tmp_path,
     # the mask token reaches the encoder: hiding patches changes the logits
     with torch.no_grad():
         assert not torch.allclose(beit(x, torch.zeros_like(mask)), logits)
+    # the other kernel modes run BEiT's q/v-bias attention too (packed oneDNN and int8 linear layers)
+    for kernels in ("onednn", "int8"):
+        other = vitviz.load_model(NAME, device="cpu", kernels=kernels).module
+        with torch.no_grad():
+            assert other(x, mask).shape == logits.shape
 
 
 @pytest.mark.parametrize("change, message", [

@@ -147,6 +147,8 @@ class BEiTForMIM(nn.Module):
                            init_values=c.layer_scale or None, norm_layer=norm_layer,
                            window_size=c.grid if c.rel_pos_bias == "layer" else None) for _ in range(c.depth)]
             )
+            for blk in self.blocks:  # call the qkv layer, then add the q/0/v bias: works on packed or int8 layers
+                blk.attn.qkv_bias_separate = True
         else:
             self.blocks = nn.ModuleList(
                 [Block(c.embed_dim, c.num_heads, c.mlp_ratio, qkv_bias=True, norm_layer=norm_layer)
