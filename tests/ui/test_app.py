@@ -153,5 +153,6 @@ def test_every_named_endpoint_keeps_its_name():
     names = set(build_demo().get_api_info()["named_endpoints"])
     assert {"/reconstruct", "/sweep", "/patch_grid", "/pos_similarity", "/attention_query", "/rollout",
             "/attention_distance", "/swin_windows", "/swin_attention", "/attention_flops", "/model_flops",
-            "/patch_size_flops", "/mae_flops", "/measure_attention"} <= names
+            "/patch_size_flops", "/mae_flops", "/measure_attention", "/tokenize", "/beit_predict",
+            "/head_atlas", "/qk_space", "/explain", "/decoder_provenance"} <= names
     assert not [n for n in names if re.search(r"_\d+$", n)]
