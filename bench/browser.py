@@ -321,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         for i, (c, f) in enumerate(zip(cpu, floor)):
             print(f"| {'first (cold)' if i == 0 else f'#{i + 1}'} | {c:.2f} | {f:.2f} |")
         print()
+    if args.moves <= 0:
+        return 0
     rows = measure(args.moves, args.model)
     print("| in Chromium | moves | p50 ms | p95 ms |")
     print("| --- | ---: | ---: | ---: |")

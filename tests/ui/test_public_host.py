@@ -208,3 +208,48 @@ def test_readme_documents_every_serving_setting():
                                                 "SESSIONS", "PROBE", "FAILURE", "THREADS", "MEASURE", "CONCURRENCY"))]
     assert len(serving) >= 18
     assert [name for name in serving if f"| `{name}` |" not in README] == []
+
+
+def test_the_front_end_files_are_compressed_once_and_served_from_memory():
+    import asyncio
+    import gzip
+
+    import brotli
+
+    from vitviz.ui.http import StaticCache
+
+    script = b"console.log('vitviz');\n" * 400
+    calls: list[list] = []
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202 - a front-end file, sent in two chunks
+        calls.append(scope["headers"])
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/javascript"), (b"content-length", b"9200")]})
+        await send({"type": "http.response.body", "body": script[:5000], "more_body": True})
+        await send({"type": "http.response.body", "body": script[5000:]})
+
+    cache = StaticCache(app)
+
+    async def get(path: str, encoding: bytes) -> tuple[dict, bytes]:
+        sent: list[dict] = []
+
+        async def send(message):  # noqa: ANN001, ANN202
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": path, "query_string": b"",
+                 "headers": [(b"accept-encoding", encoding)]}
+        await cache(scope, None, send)
+        return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+    async def run() -> None:
+        for _ in range(3):
+            headers, body = await get("/assets/Index-abc.js", b"gzip, deflate, br")
+            assert headers[b"content-encoding"] == b"br" and brotli.decompress(body) == script
+        headers, body = await get("/assets/Index-abc.js", b"gzip")
+        assert gzip.decompress(body) == script and int(headers[b"content-length"]) == len(body)
+        await get("/gradio_api/info", b"br")  # not a front-end file: passed through every time
+        await get("/gradio_api/info", b"br")
+
+    asyncio.run(run())
+    assert len(calls) == 4  # br once, gzip once, and the two other requests
+    assert all(b"accept-encoding" not in dict(h) for h in calls[:2])  # the app is asked for the plain file

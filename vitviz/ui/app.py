@@ -157,7 +157,8 @@ def launch_options() -> dict:
         share=False,
         js=urlstate.page_js(TAB_LABELS),
         css=urlstate.CSS,
-        # Outermost first: refusals before any work; the page and its configuration (text) gzip-compressed.
-        app_kwargs={"middleware": [Middleware(http.Hardening),
-                                   Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)]},
+        # Outermost first: refusals before any work; the front end's files from memory; text gzip-compressed.
+        app_kwargs={"middleware": [Middleware(http.Hardening), Middleware(http.StaticCache),
+                                   Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1,
+                                              exclude_content_types=http.NOT_GZIPPED)]},
     )

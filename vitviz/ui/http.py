@@ -10,8 +10,13 @@
   minute, bursts of an eighth of that): a script whose every attempt uploads a photo and
   opens a new client spent a core on this alone while its queued calls were refused.
   Over the limit, the answer is HTTP 429 after a one-second pause;
-* text responses (the page and its 1.3 MB configuration) are gzip-compressed at level 1
-  (9 ms and 110 KB; level 9 took 105 ms of the event loop per page load for 70 KB).
+* text responses (the page and its configuration) are gzip-compressed at level 1
+  (9 ms and 110 KB for the 1.3 MB configuration of the time; level 9 took 105 ms of the event
+  loop per page load for 70 KB); binary files (PNG panels, the slider's packed panels) are not;
+* the page's own files (``/assets/``, ``/static/``: Gradio's front end, fixed while the server
+  runs) are answered from memory once sent (:class:`StaticCache`): every new visitor's
+  browser fetches about 120 of them (6.3 MB before compression), and Gradio compressed
+  each with Brotli again for every visitor, a third of the server's CPU per page load.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from types import SimpleNamespace
 from typing import Any
+
+from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from .. import settings
 from ..cache import LRU
@@ -112,6 +119,100 @@ class Hardening:
             await send_with_headers({"type": "http.response.start", "status": 400,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
             await send({"type": "http.response.body", "body": b"Upload one image file per request."})
+
+
+#: Content types the app's gzip leaves alone: Starlette's list (images, archives, event streams) and
+#: binary files such as the slider's packed PNG panels (compressed already: 4.8 MB per page load).
+NOT_GZIPPED: tuple[str, ...] = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/octet-stream")
+#: Path prefixes of the files of Gradio's front end, which do not change while the server runs.
+STATIC_PREFIXES = ("/assets/", "/static/")
+#: Largest response :class:`StaticCache` keeps.
+STATIC_MAX_BYTES = 16 * 1024 * 1024  # Plotly's bundle is 4.6 MB
+
+
+class StaticCache:
+    """ASGI middleware: the front end's files, compressed once and then answered from memory.
+
+    A file is fetched once per compression a request accepts (``br``, ``gzip`` or none),
+    uncompressed from the app, compressed here (Brotli quality 5, gzip level 6: once per file,
+    so a better ratio than the per-request levels) and kept with its headers in a bounded LRU
+    (at most ``capacity`` responses). Gradio's own Brotli middleware, outside this one, leaves
+    an encoded answer alone. Only whole ``200`` answers to plain ``GET`` requests are kept (no
+    ``Range`` or conditional request); anything else is passed on as it came.
+    """
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], capacity: int = 512) -> None:
+        self.app = app
+        self.responses: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(capacity)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = self._key(scope)
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        hit = self.responses.get(key)
+        if hit is None:
+            kept: list[Message] = []
+
+            async def keep(message: Message) -> None:
+                kept.append(message)
+
+            plain = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"]
+            await self.app({**scope, "headers": plain}, receive, keep)
+            hit = _encoded(kept, key[2])
+            if hit is None:  # not a whole 200 answer: passed on as it came, not kept
+                for message in kept:
+                    await send(message)
+                return
+            self.responses.put(key, hit)
+        start, body = hit
+        await send({**start, "headers": list(start["headers"])})
+        await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    def _key(scope: Scope) -> tuple[str, bytes, str] | None:
+        if scope.get("type") != "http" or scope.get("method") != "GET":
+            return None
+        path = scope.get("path", "")
+        if not path.startswith(STATIC_PREFIXES):
+            return None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if any(h in headers for h in ("range", "if-none-match", "if-modified-since", "if-range")):
+            return None
+        accepted = headers.get("accept-encoding", "")
+        encoding = "br" if "br" in accepted else "gzip" if "gzip" in accepted else ""
+        return path, scope.get("query_string", b""), encoding
+
+
+def _compressible(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media.startswith("text/") or media in {"application/javascript", "application/json",
+                                                  "application/xml", "image/svg+xml"}
+
+
+def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | None:
+    """A captured uncompressed ``200`` answer as ``(start message, body)`` in ``encoding``; None if not one."""
+    start = next((m for m in messages if m.get("type") == "http.response.start"), None)
+    bodies = [m for m in messages if m.get("type") == "http.response.body"]
+    if start is None or start.get("status") != 200 or len(messages) != 1 + len(bodies):
+        return None
+    body = b"".join(m.get("body", b"") for m in bodies)
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"content-encoding")]
+    content_type = next((v.decode("latin-1") for k, v in headers if k.lower() == b"content-type"), "")
+    if len(body) > STATIC_MAX_BYTES:
+        return None
+    if encoding and len(body) >= 512 and _compressible(content_type):
+        if encoding == "br":
+            import brotli
+
+            body = brotli.compress(body, quality=5)
+        else:
+            import gzip
+
+            body = gzip.compress(body, compresslevel=6)
+        headers += [(b"content-encoding", encoding.encode()), (b"vary", b"Accept-Encoding")]
+    headers.append((b"content-length", str(len(body)).encode()))
+    return {"type": "http.response.start", "status": 200, "headers": headers}, body
 
 
 class _TooManyFiles(Exception):
