@@ -154,7 +154,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "measurements capped. auto: on when running on a Hugging Face Space (SPACE_ID set)."),
     Setting("VITVIZ_DOWNLOADS", "auto", _names,
             "Models that may be downloaded at first use: comma-separated names, all, or none. auto: all; "
-            "on a public host, those of at most 500 MB (mae-base, vit-base, deit-small-distilled, "
+            "on a public host, those of at most 500 MB (mae-base, beit-base-pt22k, vit-base, deit-small-distilled, "
             "dino-small, swin-tiny)."),
     Setting("VITVIZ_MAX_LARGE_MODELS", "auto", _auto_int(0, 64),
             "Large models (a download over 1 GB: mae-large, mae-huge) kept in memory at once. auto: 1 on a "
