@@ -88,6 +88,10 @@ def test_every_bad_input_gets_a_plain_message(client, tmp_path, case):
         args[1] = "x" * 1_000_000
     else:
         args[4] = "zigzag"
+    if case == "not an image":  # refused at upload, before Gradio stores it (the page shows the sentence)
+        with pytest.raises(Exception, match="415"):
+            client.predict(*args, api_name="/reconstruct")
+        return
     with pytest.raises(AppError) as info:
         client.predict(*args, api_name="/reconstruct")
     message = str(info.value)
@@ -169,7 +173,7 @@ def test_user_errors_are_one_log_line_and_nothing_is_left_outside_gradio_cache(t
     assert leftovers == [], f"files outside Gradio's cache: {leftovers[:5]}"
 
 
-def test_uploads_are_one_file_and_responses_are_not_sniffed(app_url, tmp_path):
+def test_uploads_are_one_image_and_responses_are_not_sniffed(app_url, tmp_path):
     import httpx
 
     (tmp_path / "a.png").write_bytes(PHOTO.read_bytes())
@@ -178,6 +182,18 @@ def test_uploads_are_one_file_and_responses_are_not_sniffed(app_url, tmp_path):
         with (tmp_path / "a.png").open("rb") as a, (tmp_path / "b.png").open("rb") as b:
             r = http.post(f"{app_url}gradio_api/upload", files=[("files", ("a.png", a)), ("files", ("b.png", b))])
         assert r.status_code == 400 and "one image file" in r.text
+        # only images: text, an HTML page and an empty file renamed .png are refused, saying what is accepted
+        for name, data in (("notes.png", b"this is text, renamed .png"), ("page.jpg", b"<html><script>x</script>"),
+                           ("empty.png", b"")):
+            r = http.post(f"{app_url}gradio_api/upload", files={"files": (name, data, "image/png")})
+            assert r.status_code == 415 and "JPEG, PNG, WebP, GIF, BMP or TIFF" in r.text, (name, r.text)
+        webp = tmp_path / "photo.webp"
+        from PIL import Image
+
+        Image.open(PHOTO).save(webp)
+        for path in (webp, PHOTO):
+            with path.open("rb") as f:
+                assert http.post(f"{app_url}gradio_api/upload", files={"files": (path.name, f)}).status_code == 200
         with (tmp_path / "a.png").open("rb") as a:
             r = http.post(f"{app_url}gradio_api/upload", files={"files": ("a.png", a)})
         assert r.status_code == 200
@@ -253,3 +269,40 @@ def test_the_front_end_files_are_compressed_once_and_served_from_memory():
     asyncio.run(run())
     assert len(calls) == 4  # br once, gzip once, and the two other requests
     assert all(b"accept-encoding" not in dict(h) for h in calls[:2])  # the app is asked for the plain file
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_the_upload_check_reads_a_body_in_any_chunks(chunk):
+    import asyncio
+
+    from vitviz.ui.http import _checked_upload, _RefusedUpload
+
+    def body(*files: bytes) -> bytes:
+        parts = b"".join(b'--b\r\nContent-Disposition: form-data; name="files"; filename="x.png"\r\n'
+                         b"Content-Type: image/png\r\n\r\n" + f + b"\r\n" for f in files)
+        return parts + b"--b--\r\n"
+
+    def outcome(data: bytes) -> int:
+        pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+
+        async def receive():  # noqa: ANN202
+            piece = pieces.pop(0)
+            return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+
+        async def drain() -> int:
+            wrapped = _checked_upload(receive)
+            try:
+                while True:
+                    if not (await wrapped()).get("more_body"):
+                        return 200
+            except _RefusedUpload as refused:
+                return refused.status
+
+        return asyncio.run(drain())
+
+    photo = PHOTO.read_bytes()
+    assert outcome(body(photo)) == 200
+    assert outcome(body(b"GIF89a" + b"\0" * 20)) == 200
+    assert outcome(body(b"just some text in a .png")) == 415
+    assert outcome(body(b"")) == 415
+    assert outcome(body(photo, photo)) == 400

@@ -2,8 +2,10 @@
 
 * every response says ``X-Content-Type-Options: nosniff``, so an uploaded file served
   back is never sniffed into HTML or script by a browser;
-* an upload request carries one file (the page never sends more); a request with
-  several is refused with HTTP 400;
+* an upload request carries one file (the page never sends more), and an image: a request
+  with several files is refused with HTTP 400, a file that does not start like a JPEG, PNG,
+  WebP, GIF, BMP or TIFF with HTTP 415 and a sentence naming them (the page shows it), before
+  Gradio writes anything to disk (vitviz's reader checks the whole file later);
 * the requests that cost the server work outside the queue -- uploads (parsed and
   written to disk) and the page configuration (``/config``, about 1 MB, and the API
   description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS`` per
@@ -112,13 +114,13 @@ class Hardening:
                         "body": b"Too many requests from you: wait a moment (this server is shared)."})
             return
         if scope.get("method") == "POST" and scope.get("path", "").rstrip("/").endswith(UPLOAD_PATHS):
-            receive = _one_file_per_request(receive)
+            receive = _checked_upload(receive)
         try:
             await self.app(scope, receive, send_with_headers)
-        except _TooManyFiles:
-            await send_with_headers({"type": "http.response.start", "status": 400,
+        except _RefusedUpload as refused:
+            await send_with_headers({"type": "http.response.start", "status": refused.status,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-            await send({"type": "http.response.body", "body": b"Upload one image file per request."})
+            await send({"type": "http.response.body", "body": refused.message.encode()})
 
 
 #: Content types the app's gzip leaves alone: Starlette's list (images, archives, event streams) and
@@ -215,23 +217,54 @@ def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | 
     return {"type": "http.response.start", "status": 200, "headers": headers}, body
 
 
-class _TooManyFiles(Exception):
-    pass
+class _RefusedUpload(Exception):
+    """An upload refused before Gradio stores it: ``status`` and the sentence the client gets."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
-def _one_file_per_request(receive: Receive) -> Receive:
-    """Wrap ``receive`` so that a second ``name="files"`` part in the body aborts the request."""
+TOO_MANY_FILES = "Upload one image file per request."
+NOT_AN_IMAGE = "Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF (this file is none of these)."
+#: How the image files vitviz reads begin (WebP: ``RIFF????WEBP``).
+IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+
+
+def is_image_start(head: bytes) -> bool:
+    """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF."""
+    return head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+def _checked_upload(receive: Receive) -> Receive:
+    """Wrap ``receive`` so that an upload body with a second ``name="files"`` part, or whose file does not
+    start like an image, aborts the request (:class:`_RefusedUpload`) before Gradio writes it anywhere."""
     seen = [0]
     tail = [b""]
+    head = [b""]  # the body from the first file part's headers on, until its first bytes are checked
+    checked = [False]
+
+    def check(final: bool) -> None:
+        start = head[0].find(b"\r\n\r\n")
+        if start < 0 or (len(head[0]) < start + 4 + 12 and not final):
+            return
+        checked[0] = True
+        if not is_image_start(head[0][start + 4:start + 4 + 12]):
+            raise _RefusedUpload(415, NOT_AN_IMAGE)
 
     async def wrapped() -> Message:
         message = await receive()
         if message.get("type") == "http.request":
-            chunk = tail[0] + message.get("body", b"")
+            body = message.get("body", b"")
+            chunk = tail[0] + body
             seen[0] += chunk.count(b'name="files"') - tail[0].count(b'name="files"')
             tail[0] = chunk[-32:]
             if seen[0] > 1:
-                raise _TooManyFiles
+                raise _RefusedUpload(400, TOO_MANY_FILES)
+            if seen[0] == 1 and not checked[0]:
+                head[0] = head[0] + body if head[0] else chunk[chunk.find(b'name="files"'):]
+                check(final=not message.get("more_body", False))
         return message
 
     return wrapped
