@@ -15,6 +15,10 @@ could run at once on two cores. This module:
   ``VITVIZ_TRUSTED_PROXIES`` hop of ``X-Forwarded-For``. Loopback addresses (the
   machine's own user) have only the session cap;
 * refuses an unknown ``fn_index`` with HTTP 400 (it was a 500);
+* answers at once a request for a model known, without the network, not to be had here
+  (offline or not allowed to download, and not on disk): it is moved to its own group
+  (:data:`INSTANT`, no limit), where vitviz's own check fails it in a millisecond with
+  its sentence, instead of waiting for a slot behind sweeps and measurements;
 * puts every queued event in one of two concurrency groups: ``view`` (fast views,
   ``VITVIZ_CONCURRENCY`` at once) and ``heavy`` (sweeps, measurements, exports,
   comparisons: ``VITVIZ_HEAVY_CONCURRENCY``), the one place that sorts endpoints;
@@ -42,6 +46,9 @@ HEAVY_FUNCTIONS = frozenset({
     "run_sweep", "page_sweep", "prewarm_panels", "export", "measure_attention", "compare", "run_compare",
     "layer_probes", "scrub_payload",
 })
+
+#: Concurrency group of requests answered at once (a model known to be unavailable here).
+INSTANT = "vitviz-instant"
 
 #: Prefix of the API names of private events.
 PRIVATE_PREFIX = "_private_"
@@ -105,6 +112,44 @@ def exempt(address: str) -> bool:
         return False
 
 
+def names_unavailable_model(values: Any) -> bool:
+    """True when one of ``values`` picks a model whose trained weights are known, without asking the
+    network, not to be had here: not on disk, and offline or not allowed to download. Its request then
+    fails at once in vitviz's own check (:func:`vitviz.models.loading.load_choice`)."""
+    from ..models.registry import get_spec, parse_choice
+    from ..models.sources import availability
+
+    for value in values if isinstance(values, (list, tuple)) else ():
+        if not isinstance(value, str) or len(value) > 80:
+            continue
+        try:
+            name, random_init = parse_choice(value)
+            spec = get_spec(name)
+        except (ValueError, KeyError):
+            continue
+        if random_init:
+            continue
+        if settings.offline() or not settings.download_allowed(spec.name, spec.download_mb):
+            if not availability(spec)[0]:  # no network is asked in these two cases
+                return True
+    return False
+
+
+def _move(queue: Any, event: Any, group: str) -> None:
+    """Move a queued ``event`` to the concurrency group ``group`` (created without a limit)."""
+    from gradio.queueing import EventQueue
+
+    source = queue.event_queue_per_concurrency_id.get(event.concurrency_id)
+    if source is None or event not in source.queue:
+        return
+    source.queue.remove(event)
+    target = queue.event_queue_per_concurrency_id.get(group)
+    if target is None:
+        target = queue.event_queue_per_concurrency_id[group] = EventQueue(group, None)
+    event.concurrency_id = group
+    target.queue.append(event)
+
+
 def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int]:
     """``(same session, same address, same address in the heavy group)`` over queued and running events."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
@@ -150,6 +195,8 @@ def install() -> None:
                 event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
                 if event is not None:
                     event.vitviz_address = address
+                    if names_unavailable_model(getattr(body, "data", None)):
+                        _move(self, event, INSTANT)  # no await since the push: not yet picked up
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
         return False, BUSY_MESSAGE, "queue_full"
