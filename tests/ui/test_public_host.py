@@ -226,7 +226,7 @@ def test_readme_documents_every_serving_setting():
     assert [name for name in serving if f"| `{name}` |" not in README] == []
 
 
-def test_the_front_end_files_are_compressed_once_and_served_from_memory():
+def test_the_front_end_files_and_the_page_are_compressed_once_and_served_from_memory():
     import asyncio
     import gzip
 
@@ -246,14 +246,14 @@ def test_the_front_end_files_are_compressed_once_and_served_from_memory():
 
     cache = StaticCache(app)
 
-    async def get(path: str, encoding: bytes) -> tuple[dict, bytes]:
+    async def get(path: str, encoding: bytes, query: bytes = b"", host: bytes = b"a") -> tuple[dict, bytes]:
         sent: list[dict] = []
 
         async def send(message):  # noqa: ANN001, ANN202
             sent.append(message)
 
-        scope = {"type": "http", "method": "GET", "path": path, "query_string": b"",
-                 "headers": [(b"accept-encoding", encoding)]}
+        scope = {"type": "http", "method": "GET", "path": path, "query_string": query,
+                 "headers": [(b"accept-encoding", encoding), (b"host", host)]}
         await cache(scope, None, send)
         return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
 
@@ -265,9 +265,14 @@ def test_the_front_end_files_are_compressed_once_and_served_from_memory():
         assert gzip.decompress(body) == script and int(headers[b"content-length"]) == len(body)
         await get("/gradio_api/info", b"br")  # not a front-end file: passed through every time
         await get("/gradio_api/info", b"br")
+        # the page: one copy per root URL, whatever vitviz's own query says; a deep link is passed through
+        for query in (b"", b"tab=swin", b"tab=mae&ratio=0.5"):
+            assert brotli.decompress((await get("/", b"br", query))[1]) == script
+        await get("/", b"br", host=b"b")
+        await get("/", b"br", query=b"deep_link=abc")
 
     asyncio.run(run())
-    assert len(calls) == 4  # br once, gzip once, and the two other requests
+    assert len(calls) == 7  # br once, gzip once, the two other requests, the page per host, the deep link
     assert all(b"accept-encoding" not in dict(h) for h in calls[:2])  # the app is asked for the plain file
 
 

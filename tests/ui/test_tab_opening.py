@@ -46,6 +46,24 @@ def _settle(page, ms: int = 3000) -> None:  # noqa: ANN001
     page.wait_for_timeout(ms)  # lets any handler the page would start begin (the test counts, never times)
 
 
+def _shows(elem: str, name: str, present: bool = True) -> str:
+    """Page condition: the image box ``elem`` shows (or no longer shows) a file whose URL contains ``name``."""
+    test = f"(document.querySelector('#{elem} img') || {{}}).src?.includes('{name}')"
+    return test if present else f"!{test}"
+
+
+def _views_on_select(page, seen: _Requests, tab: str, box: str, writers: set[int],  # noqa: ANN001
+                     drawn: str | None = None) -> int:
+    """Select ``tab``, wait for condition ``box`` (and ``drawn``): how many handlers writing ``writers`` ran."""
+    before = len(seen.handlers)
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_function(box, timeout=60_000)
+    if drawn:
+        page.wait_for_function(drawn, timeout=300_000)
+    _settle(page)
+    return len([h for h in seen.handlers[before:] if h in writers])
+
+
 def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_url, tmp_path):
     from PIL import Image
     from playwright.sync_api import sync_playwright
@@ -54,27 +72,20 @@ def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_
     Image.open(EXAMPLES / "coffee.jpg").crop((0, 0, 300, 300)).save(upload)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
         seen = _Requests(page)
         page.goto(app_url)
-        page.wait_for_function("() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')",
-                               timeout=300_000)
+        page.locator("#mae-metrics").get_by_text("hidden").wait_for(timeout=300_000)  # the MAE view is drawn
         overlay = _writers(page, "attn-query-overlay")
         assert not set(seen.handlers) & overlay  # the page load ran no Attention view
 
         # a new photo on the MAE tab, then the Attention tab opens for the first time: its view runs once
         page.locator("#mae-input input[type=file]").set_input_files(str(upload))
-        page.wait_for_function("(document.querySelector('#mae-input img') || {}).src?.includes('lesson')",
-                               timeout=60_000)
+        page.wait_for_function(_shows("mae-input", "lesson"), timeout=60_000)
         _settle(page)
-        before = len(seen.handlers)
-        page.get_by_role("tab", name="Attention").click()
-        page.wait_for_function("(document.querySelector('#attn-input img') || {}).src?.includes('lesson')",
-                               timeout=60_000)
-        page.wait_for_function("() => document.querySelector('#attn-query-overlay img') !== null", timeout=300_000)
-        _settle(page)
-        views = [h for h in seen.handlers[before:] if h in overlay]
-        assert len(views) == 1, f"the Attention view ran {len(views)} times on first open"
+        runs = _views_on_select(page, seen, "Attention", _shows("attn-input", "lesson"), overlay,
+                                drawn="() => document.querySelector('#attn-query-overlay img') !== null")
+        assert runs == 1, f"the Attention view ran {runs} times on first open"
 
         # selecting tabs again with no new image: not one request reaches the server
         posts = len(seen.posts)
@@ -84,16 +95,10 @@ def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_
         assert seen.posts[posts:] == []
 
         # an example picked on the Attention tab: the MAE tab (already open) redraws once when selected
-        mae_view = _writers(page, "mae-metrics")
         page.locator("#attn-examples").get_by_role("button").first.click()
-        page.wait_for_function("!(document.querySelector('#attn-input img') || {}).src?.includes('lesson')",
-                               timeout=60_000)
+        page.wait_for_function(_shows("attn-input", "lesson", present=False), timeout=60_000)
         _settle(page)
-        before = len(seen.handlers)
-        page.get_by_role("tab", name="MAE").click()
-        page.wait_for_function("!(document.querySelector('#mae-input img') || {}).src?.includes('lesson')",
-                               timeout=60_000)
-        _settle(page)
-        views = [h for h in seen.handlers[before:] if h in mae_view]
-        assert len(views) == 1, f"the MAE view ran {len(views)} times for one new image"
+        runs = _views_on_select(page, seen, "MAE", _shows("mae-input", "lesson", present=False),
+                                _writers(page, "mae-metrics"))
+        assert runs == 1, f"the MAE view ran {runs} times for one new image"
         browser.close()

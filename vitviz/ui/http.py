@@ -128,12 +128,25 @@ class Hardening:
 NOT_GZIPPED: tuple[str, ...] = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/octet-stream")
 #: Path prefixes of the files of Gradio's front end, which do not change while the server runs.
 STATIC_PREFIXES = ("/assets/", "/static/")
+#: Query parameters of Gradio's page route that change the page (vitviz's own, ``tab=`` etc., do not).
+PAGE_PARAMETERS = (b"page=", b"deep_link=")
+#: Request headers the page's root URL is built from (with the scope's ``root_path``).
+ROOT_HEADERS = ("host", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-forwarded-prefix",
+                "forwarded")
+#: Size of the pieces files are sent in.
+FILE_CHUNK_BYTES = 1024 * 1024
 #: Largest response :class:`StaticCache` keeps.
 STATIC_MAX_BYTES = 16 * 1024 * 1024  # Plotly's bundle is 4.6 MB
 
 
 class StaticCache:
-    """ASGI middleware: the front end's files, compressed once and then answered from memory.
+    """ASGI middleware: the front end's files and the page, compressed once and then answered from memory.
+
+    The page (``/``: the HTML with the page configuration and the API description, the same
+    for every visitor: vitviz's own query, ``?tab=...``, is read by the page) cost about 40 ms
+    of server CPU per visitor to copy, serialise and compress; it is kept per root URL (the
+    headers it is built from) unless the request asks for another page or a deep link, or
+    carries a cookie or credentials.
 
     A file is fetched once per compression a request accepts (``br``, ``gzip`` or none),
     uncompressed from the app, compressed here (Brotli quality 5, gzip level 6: once per file,
@@ -176,14 +189,20 @@ class StaticCache:
         if scope.get("type") != "http" or scope.get("method") != "GET":
             return None
         path = scope.get("path", "")
-        if not path.startswith(STATIC_PREFIXES):
-            return None
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if any(h in headers for h in ("range", "if-none-match", "if-modified-since", "if-range")):
+        if any(h in headers for h in ("range", "if-none-match", "if-modified-since", "if-range", "cookie",
+                                      "authorization")):
             return None
         accepted = headers.get("accept-encoding", "")
         encoding = "br" if "br" in accepted else "gzip" if "gzip" in accepted else ""
-        return path, scope.get("query_string", b""), encoding
+        if path.startswith(STATIC_PREFIXES):
+            return path, scope.get("query_string", b""), encoding
+        query = scope.get("query_string", b"")
+        if path == "/" and not any(p in query for p in PAGE_PARAMETERS):
+            # the page: the same for every visitor but for the root URL (built from these headers)
+            where = "|".join(headers.get(h, "") for h in ROOT_HEADERS) + "|" + str(scope.get("root_path", ""))
+            return path, where.encode("latin-1", "replace"), encoding
+        return None
 
 
 def _compressible(content_type: str) -> bool:
@@ -309,4 +328,10 @@ def install() -> None:
         return _redact(original(self, *args, **kwargs), get_upload_folder())
 
     Blocks.get_api_info = get_api_info
+    # Files go out in 1 MiB pieces instead of Starlette's 64 KiB: every piece is a hand-off to a
+    # worker thread and a pass through every middleware, and each page load sends the slider's
+    # 4.8 MB of packed panels (75 pieces; a sixth of a warm page load's server CPU).
+    from starlette.responses import FileResponse
+
+    FileResponse.chunk_size = FILE_CHUNK_BYTES
     _INSTALLED = True
