@@ -54,7 +54,7 @@ def _kb(config: dict) -> str:
 
 
 slim = demo.get_config_file()
-full = Blocks.get_config_file.__wrapped__(demo)  # Gradio's own, before vitviz.ui.pageconfig
+full = getattr(Blocks.get_config_file, "__wrapped__", Blocks.get_config_file)(demo)  # Gradio's own
 tabs = [c["props"].get("label") for c in slim["components"] if c.get("type") == "tabitem"]
 print(f"page configuration ({len(tabs)} tabs: {', '.join(tabs)}): {_kb(slim)}; as Gradio builds it {_kb(full)}")
 print(f"  components {len(_json(slim['components'])) / 1000:.0f} KB ({len(slim['components'])}), "
