@@ -78,13 +78,15 @@ def build_demo() -> gr.Blocks:
             for module in TABS:
                 opened = openers[module.TAB_ID]
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
+                    # first: the page runs a tab's select handlers one after the other, and the opener's
+                    # waits for the URL's tab (the URL would be written after it, naming the wrong tab)
+                    tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
+                               api_visibility="private")
                     built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
                     image_input = shared_image.input_of(built[module.TAB_ID])
                     if image_input is not None:  # inside the tab: its relay must not become a tab of its own
                         hub.subscribe(tab, module.TAB_ID, module.LABEL, image_input.image, image_input.examples,
                                       opened)
-                tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
-                           api_visibility="private")
                 if image_input is None:  # a tab sharing the image opens through the hub (one handler, in the page)
                     tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID, module.LABEL), queue=False,
                                api_visibility="private")
