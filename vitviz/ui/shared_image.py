@@ -66,21 +66,27 @@ def input_of(handles: Any) -> ImageInput | None:
 _STATE_JS = "const S = window.__vitvizImage || (window.__vitvizImage = {v: 0, value: null, seen: {}, shown: {}});"
 
 
-def publish_js(tab_id: str, clear: bool = False) -> str:
-    """Browser code of a user's new image in a tab's box: ``(image, relay) -> [relay]``.
+def _compact(js: str) -> str:
+    """``js`` on one line (it is sent in the page configuration once per tab and event)."""
+    return " ".join(line.strip() for line in js.splitlines() if line.strip())
+
+
+def publish_js(tab_id: str) -> str:
+    """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``.
 
     A file (upload, paste, webcam, example) becomes the shared image and moves the tab's
-    relay once (Gradio sends ``upload`` and ``input`` for one upload); ``clear=True`` (the box
-    emptied) moves the relay only: the other tabs keep their image.
+    relay once (Gradio sends ``upload`` and ``input`` for one upload); an emptied box moves
+    the relay only: the other tabs keep their image. A value without a file yet (an upload
+    under way) changes nothing.
     """
-    return """(image, relay) => {
+    return _compact("""(image, relay) => {
   const id = %s; %s
-  const key = %s;
+  const key = image ? (image.path || null) : "";
   if (key === null || S.shown[id] === key) return [relay];
   S.shown[id] = key;
   if (key) { S.v += 1; S.value = image; S.seen[id] = S.v; }
   return [(relay || 0) + 1];
-}""" % (json.dumps(tab_id), _STATE_JS, '""' if clear else "(image && image.path) || null")
+}""" % (json.dumps(tab_id), _STATE_JS))
 
 
 def select_js(tab_id: str, label: str) -> str:
@@ -90,7 +96,7 @@ def select_js(tab_id: str, label: str) -> str:
     (its first views compute once, with it). Later: a newer image goes in the box and the
     relay moves (the tab redraws once). Nothing new: the same values, so nothing runs.
     """
-    return """async (image, relay, opened) => {
+    return _compact("""async (image, relay, opened) => {
   const id = %s, label = %s;
   %s
   %s
@@ -98,7 +104,7 @@ def select_js(tab_id: str, label: str) -> str:
   if (!pending) return opened ? [image, relay, opened] : [image, relay, 1];
   S.seen[id] = S.v; S.shown[id] = S.value.path;
   return opened ? [S.value, (relay || 0) + 1, opened] : [S.value, relay, 1];
-}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[image, relay, opened]", _STATE_JS)
+}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[image, relay, opened]", _STATE_JS))
 
 
 def relay_image_changes(demo: gr.Blocks, image: gr.Image, relay: gr.Number) -> int:
@@ -139,11 +145,11 @@ class SharedImage:
         relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
                           elem_id=f"image-relay-{tab_id}")
         relay_image_changes(self.demo, image, relay)
-        kw: dict[str, Any] = dict(fn=None, queue=False, api_visibility="private")
-        for event in (image.upload, image.input):
-            event(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id), **kw)
-        image.clear(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id, clear=True), **kw)
+        kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
+                                  queue=False, api_visibility="private")
+        gr.on([image.upload, image.input, image.clear], **kw)
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
-            examples.load_input_event.then(inputs=[image, relay], outputs=[relay], js=publish_js(tab_id), **kw)
-        tab.select(inputs=[image, relay, opened], outputs=[image, relay, opened], js=select_js(tab_id, label), **kw)
+            examples.load_input_event.then(**kw)
+        tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id, label), queue=False,
+                   api_visibility="private")
         self.tabs.append(tab_id)
