@@ -102,3 +102,20 @@ def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_
                                 _writers(page, "mae-metrics"))
         assert runs == 1, f"the MAE view ran {runs} times for one new image"
         browser.close()
+
+
+def test_emptying_the_box_redraws_the_tab(app_url):
+    """The Swin tab draws a synthetic picture when its box is emptied (the box's clear moves the tab's relay)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(app_url + "?tab=swin")
+        view = page.locator("#swin-regular img")
+        view.wait_for(timeout=300_000)
+        before = view.get_attribute("src")
+        page.locator("#swin-input button[aria-label='Remove Image']").click()
+        page.wait_for_function("(s) => (document.querySelector('#swin-regular img') || {}).src !== s", arg=before,
+                               timeout=120_000)
+        browser.close()

@@ -71,22 +71,24 @@ def _compact(js: str) -> str:
     return " ".join(line.strip() for line in js.splitlines() if line.strip())
 
 
-def publish_js(tab_id: str) -> str:
+def publish_js(tab_id: str, clear: bool = False) -> str:
     """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``.
 
     A file (upload, paste, webcam, example) becomes the shared image and moves the tab's
-    relay once (Gradio sends ``upload`` and ``input`` for one upload); an emptied box moves
-    the relay only: the other tabs keep their image. A value without a file yet (an upload
-    under way) changes nothing.
+    relay once (Gradio sends ``upload`` and ``input`` for one upload; a value without a file
+    yet, an upload under way, changes nothing). ``clear=True``, for the box's ``clear`` event
+    (sent while the box still holds the old value): the relay moves, so the tab redraws
+    without an image; the other tabs keep theirs.
     """
+    key = '""' if clear else "(image && image.path) || null"
     return _compact("""(image, relay) => {
   const id = %s; %s
-  const key = image ? (image.path || null) : "";
+  const key = %s;
   if (key === null || S.shown[id] === key) return [relay];
   S.shown[id] = key;
   if (key) { S.v += 1; S.value = image; S.seen[id] = S.v; }
   return [(relay || 0) + 1];
-}""" % (json.dumps(tab_id), _STATE_JS))
+}""" % (json.dumps(tab_id), _STATE_JS, key))
 
 
 def select_js(tab_id: str, label: str) -> str:
@@ -147,9 +149,10 @@ class SharedImage:
         relay_image_changes(self.demo, image, relay)
         kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
                                   queue=False, api_visibility="private")
-        gr.on([image.upload, image.input, image.clear], **kw)
+        gr.on([image.upload, image.input], **kw)
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
             examples.load_input_event.then(**kw)
+        image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
         tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id, label), queue=False,
                    api_visibility="private")
         self.tabs.append(tab_id)
