@@ -148,3 +148,14 @@ def test_sessions_are_small_and_bounded():
     assert len(holder.session_data) <= 50
     assert current / 50 < 100_000, "each kept session should hold far less than the page configuration"
     assert holder["session-199"][state._id] == [199]
+
+
+def test_the_costliest_views_of_the_real_app_queue_as_heavy():
+    """Deletion/insertion curves run the classifier dozens of times (5-6x a forward and backward
+    of ViT-B in bench/explain.py): they share the heavy group with sweeps and measurements."""
+    from vitviz.ui.app import build_demo
+
+    demo = build_demo()
+    groups = {getattr(fn.fn, "__name__", ""): fn.concurrency_id for fn in demo.fns.values() if fn.fn is not None}
+    assert groups["explain"] == limits.HEAVY and groups["update_curves"] == limits.HEAVY
+    assert groups["update_maps"] == limits.VIEW

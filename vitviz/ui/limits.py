@@ -44,7 +44,7 @@ HEAVY = "vitviz-heavy"
 #: Event functions (by Python name) that belong to the expensive group.
 HEAVY_FUNCTIONS = frozenset({
     "run_sweep", "page_sweep", "prewarm_panels", "export", "measure_attention", "compare", "run_compare",
-    "layer_probes", "scrub_payload",
+    "layer_probes", "scrub_payload", "explain", "update_curves",
 })
 
 #: Concurrency group of requests answered at once (a model known to be unavailable here).
