@@ -197,12 +197,22 @@ if (!window.__vitvizAttnKeys) {
 GOTO_JS = r"""
 window.__vitvizAttnGoto = props;
 if (!window.__vitvizAttnGotoPoll) {
+  // Sent once this tab's query view is drawn, and sent again (every 3 s, at most 5 times) until the
+  // view names the wanted layer and head: the tab's own first views may still be arriving and reset them.
   window.__vitvizAttnGotoPoll = setInterval(() => {
     const want = window.__vitvizGotoHead;
+    if (!want) return;
     const img = document.querySelector('#attn-query-overlay img');
-    if (!want || !img || img.offsetParent === null || !img.getAttribute('src')) return;
-    window.__vitvizGotoHead = null;
-    window.__vitvizAttnGoto.value = JSON.stringify(want);
+    if (!img || img.offsetParent === null || !img.getAttribute('src')) return;
+    const info = document.querySelector('#attn-query-info');
+    const text = info ? info.innerText : '';
+    const done = text.includes(`Layer ${want.layer} of`) && (!want.head || text.includes(`Head ${want.head} selected`));
+    const now = Date.now();
+    if ((want.sent && done) || (want.tries || 0) >= 5) { window.__vitvizGotoHead = null; return; }
+    if (want.sent && now - want.sent < 3000) return;
+    want.sent = now;
+    want.tries = (want.tries || 0) + 1;
+    window.__vitvizAttnGoto.value = JSON.stringify({model: want.model, layer: want.layer, head: want.head, t: now});
   }, 200);
 }
 """
