@@ -21,6 +21,7 @@ from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_ch
 from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
+from ..views.common import default_choice
 
 TAB_ID, LABEL = "attention", "Attention"
 TOUR_TITLE = "Attention"
@@ -226,8 +227,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = model_choices()
-    values = [v for _, v in choices]
-    default = DEFAULT_MODEL if DEFAULT_MODEL in values else (values[0] if values else None)
+    default = default_choice(choices, DEFAULT_MODEL)
     depth = gr.State(8)
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():

@@ -16,6 +16,7 @@ from ..views import features as v
 from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
+from ..views.common import default_choice
 
 TAB_ID, LABEL = "features", "Features"
 TOUR_TITLE = "Features"
@@ -110,8 +111,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = v.model_choices()
-    values = [c for _, c in choices]
-    default = v.DEFAULT_MODEL if v.DEFAULT_MODEL in values else (values[0] if values else None)
+    default = default_choice(choices, v.DEFAULT_MODEL)
     others = v.example_choices()
     first = default_image()
     second = next((path for _, path in others if path != first), None)

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from ..views import heads as hv
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
+from ..views.common import default_choice
 
 TAB_ID, LABEL = "heads", "Heads"
 TOUR_TITLE = "Heads"
@@ -132,8 +133,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = hv.model_choices()
-    values = [c for _, c in choices]
-    default = hv.DEFAULT_MODEL if hv.DEFAULT_MODEL in values else (values[0] if values else None)
+    default = default_choice(choices, hv.DEFAULT_MODEL)
     examples_box = None
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():

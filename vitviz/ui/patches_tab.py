@@ -19,6 +19,7 @@ from ..views import patches as pv
 from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readouts
 from .common import as_seed, example_images, memo_view, require_image, user_errors
 from .shared_image import ImageInput, default_image
+from ..views.common import default_choice
 
 TAB_ID, LABEL = "patches", "Patches"
 TOUR_TITLE = "Patches"
@@ -167,8 +168,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = pv.model_choices()
-    keys = [k for _, k in choices]
-    default_model = DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
+    default_model = default_choice(choices, DEFAULT_MODEL)
     point = gr.State(list(DEFAULT_POINT))
     on_cls = gr.State(False)
     overlay_layout, strip_layout, mosaic_layout = gr.State(None), gr.State(None), gr.State(None)

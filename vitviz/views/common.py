@@ -26,3 +26,10 @@ def require_image(image: Any) -> Any:
     if image is None or (isinstance(image, str) and not image):
         raise ValueError("Drop an image first (or pick one of the examples).")
     return image
+
+
+def default_choice(choices: list[tuple[str, str]], preferred: str | None) -> str | None:
+    """A picker's starting value: ``preferred`` when it is among the ``(label, value)`` choices, else
+    the first choice, else None (no choices)."""
+    values = [value for _, value in choices]
+    return preferred if preferred in values else (values[0] if values else None)
