@@ -30,6 +30,7 @@ from ..beit.masking import block_mask, random_patch_mask
 from ..models.beit import BEiTForMIM, export_beit, load_beit_file, mim_loss, normalize
 from ..models.registry import BEIT_TINY_CONFIG
 from ..models.vqvae import load_vq_file
+from .codebook_head import CodebookHead
 from .train_vq import heldout_images
 
 
@@ -160,6 +161,16 @@ def heldout_table(model: BEiTForMIM, vq_path: Path, data: Path, most_frequent: i
     return out
 
 
+def exportable(model: BEiTForMIM) -> BEiTForMIM:
+    """``model`` itself, or a copy whose tied head is folded into the usual linear ``lm_head``."""
+    if not isinstance(model.lm_head, CodebookHead):
+        return model
+    out = BEiTForMIM(model.config)
+    out.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("lm_head.")}, strict=False)
+    out.lm_head = model.lm_head.folded()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Train beit-tiny over vq-tiny tokens (resumable).")
     ap.add_argument("--data", type=Path, default=Path(".train/data"))
@@ -182,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a warm-up stage: for the first N steps of this run the loss scores every position "
                          "(the visible patches' own tokens too: the ViT learns vq-tiny's codes); BEiT's "
                          "hidden-only loss after it")
+    ap.add_argument("--codebook-head", action="store_true",
+                    help="train with a head tied to vq-tiny's codebook (logits = negative distance of a predicted "
+                         "point in code space to each code); exported folded into the usual linear head")
+    ap.add_argument("--latent-weight", type=float, default=0.0,
+                    help="with --codebook-head: add this weight x the MSE between the predicted point and vq-tiny's "
+                         "own encoder vector at hidden positions (divided by that vector's variance)")
     ap.add_argument("--save-every", type=int, default=50)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
@@ -220,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     log_path = args.ckpt.parent / "train_log.jsonl"
     if args.ckpt.exists():
         state = torch.load(args.ckpt, weights_only=True)
-        model.load_state_dict(state["model"], strict=True)
-        opt.load_state_dict(state["opt"])
+        if args.codebook_head:  # the head is swapped in below, its keys and the optimiser loaded there
+            model.load_state_dict({k: v for k, v in state["model"].items() if not k.startswith("lm_head.")},
+                                  strict=False)
+        else:
+            model.load_state_dict(state["model"], strict=True)
+            opt.load_state_dict(state["opt"])
         step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
     elif args.init is not None:
@@ -231,6 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args.init_encoder is not None:
         copied = init_encoder_from_mae(model, args.init_encoder)
         print(f"encoder initialised from {args.init_encoder} ({len(copied)} tensors)")
+    vq_model, _ = load_vq_file(args.vq)
+    if args.codebook_head:
+        model.lm_head = CodebookHead(c.embed_dim, vq_model.codebook)
+        opt.add_param_group({"params": list(model.lm_head.parameters()), "weight_decay": 0.0, "lr": args.lr})
+        if args.ckpt.exists():
+            model.lm_head.load_state_dict({k[len("lm_head."):]: v for k, v in state["model"].items()
+                                           if k.startswith("lm_head.")}, strict=True)
+            opt.load_state_dict(state["opt"])
     budget = args.hours * 3600.0
     vq_digest = file_digest(args.vq)
     model.train()
@@ -246,11 +275,17 @@ def main(argv: list[str] | None = None) -> int:
         x, tgt = sample_batch(crops, tokens, args.batch, c.img_size, g)
         mask = torch.from_numpy(np.stack([block_mask(c.grid, args.ratio, rng) for _ in range(args.batch)]))
         mask = mask.flatten(1)
-        logits = model(normalize(x, c), mask)
+        feats = model.features(normalize(x, c), mask)  # (B, L, D)
+        logits = model.lm_head(feats)
         if step < args.visible_steps:  # warm-up: every position's token (see --visible-steps)
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
         else:
             loss = mim_loss(logits, tgt, mask)
+        if args.codebook_head and args.latent_weight > 0:
+            with torch.no_grad():
+                z = vq_model.encode(x).flatten(1, 2)  # (B, L, C)
+            zt = z[mask]
+            loss = loss + args.latent_weight * (model.lm_head.point(feats[mask]) - zt).pow(2).mean() / zt.var()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 3.0)
@@ -272,11 +307,13 @@ def main(argv: list[str] | None = None) -> int:
             if step % args.save_every == 0 or done:
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                             "elapsed": elapsed, "images": seen}, args.ckpt)
-                export_beit(model, args.out, {"step": str(step), "images": str(seen), "vq": vq_digest,
+                export_beit(exportable(model), args.out, {"step": str(step), "images": str(seen), "vq": vq_digest,
                                               "most_frequent_code": str(most_frequent),
                                               "init_encoder": args.init_encoder.name if args.init_encoder else "none",
                                               "init": args.init.name if args.init else "none",
                                               "visible_steps": str(args.visible_steps),
+                                              "codebook_head": str(args.codebook_head),
+                                              "latent_weight": str(args.latent_weight),
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
