@@ -10,7 +10,8 @@ panels, and saves one PNG per tab of :data:`vitviz.ui.app.TABS` (``<tab id>.png`
 one of the presenter layout; first, the MAE tab's first screen (no scrolling) at 1280x720
 and 1920x1080, normal and presenter (``mae-WxH.png``, ``presenter-WxH.png``; only those with
 ``--first-screens-only``); and the MAE tab's decoder provenance after a click on a hidden patch
-(``mae-provenance.png``; only that with ``--provenance-only``). Stops the app afterwards.
+(``mae-provenance.png``; only that with ``--provenance-only``, or, adding ``--presenter``, the same in the
+presenter layout at both projector sizes). Stops the app afterwards.
 """
 
 from __future__ import annotations
@@ -92,20 +93,23 @@ def first_screens(browser, url: str, out: Path) -> list[Path]:  # noqa: ANN001
     return written
 
 
-def provenance_shot(browser, url: str, out: Path) -> Path:  # noqa: ANN001
+def provenance_shot(browser, url: str, out: Path, size: tuple[int, int] = (1600, 1000),  # noqa: ANN001
+                    presenter: bool = False) -> Path:
     """The MAE tab after a click on the hidden patch nearest the centre of *Reconstruction + visible*:
-    ``mae-provenance.png``, from the panels down to the provenance tiles (where it copied from)."""
+    ``mae-provenance.png``, from the panels down to the provenance tiles (where it copied from); with
+    ``presenter``, in the presenter layout at ``size``: ``presenter-provenance-WxH.png``."""
     import numpy as np
 
     from vitviz.core.masking import make_mask
 
     hidden = np.argwhere(make_mask((14, 14), 0.75, 0, "random").numpy())  # the page's mask: 75%, seed 0
     r, c = (int(v) for v in hidden[np.argmin(((hidden - 6.5) ** 2).sum(1))])
-    page = browser.new_page(viewport={"width": 1600, "height": 1000})
-    page.goto(url + "?ratio=0.75")
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(url + ("?presenter=1&ratio=0.75" if presenter else "?ratio=0.75"))
     page.wait_for_function(METRICS_READY, timeout=180_000)
     settle(page)
     img = page.locator("#panel-pasted img").first
+    img.scroll_into_view_if_needed()
     box = img.bounding_box()
     side = min(box["width"], box["height"])  # object-fit: contain
     page.mouse.click(box["x"] + (box["width"] - side) / 2 + (c + 0.5) / 14 * side,
@@ -116,7 +120,7 @@ def provenance_shot(browser, url: str, out: Path) -> Path:  # noqa: ANN001
     page.evaluate(LOAD_ALL_IMAGES_JS)
     top, bottom = page.locator("#mae-panels").bounding_box(), page.locator("#mae-provenance").bounding_box()
     scroll = page.evaluate("() => [window.scrollX, window.scrollY]")
-    path = out / "mae-provenance.png"
+    path = out / (f"presenter-provenance-{size[0]}x{size[1]}.png" if presenter else "mae-provenance.png")
     page.screenshot(path=str(path), full_page=True,
                     clip={"x": top["x"] + scroll[0], "y": top["y"] + scroll[1], "width": top["width"],
                           "height": bottom["y"] + bottom["height"] - top["y"]})
@@ -166,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the MAE tab's first screen at 1280x720 and 1920x1080, normal and presenter")
     ap.add_argument("--provenance-only", action="store_true",
                     help="only the MAE tab's decoder-provenance shot (a hidden patch clicked), mae-provenance.png")
+    ap.add_argument("--presenter", action="store_true",
+                    help="with --provenance-only: in the presenter layout at 1280x720 and 1920x1080 instead "
+                         "(presenter-provenance-WxH.png)")
     ap.add_argument("--tabs", nargs="+", metavar="TAB_ID",
                     help="only these tabs' full-page shots (e.g. --tabs heads), without the MAE and presenter shots")
     args = ap.parse_args(argv)
@@ -176,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             if args.provenance_only:
-                provenance_shot(browser, url, args.out)
+                if args.presenter:
+                    for size in VIEWPORTS:
+                        provenance_shot(browser, url, args.out, size, presenter=True)
+                else:
+                    provenance_shot(browser, url, args.out)
                 browser.close()
                 print(f"screenshots in {args.out}")
                 return 0

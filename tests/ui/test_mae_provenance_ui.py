@@ -46,7 +46,7 @@ def _click_until(page, elem_id: str, row: int, col: int, expected: str) -> None:
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_click_a_hidden_patch_shows_where_the_decoder_copied_it_from(app_url, tmp_path):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     mask = _mask()
     r, c = (int(v) for v in np.argwhere(mask)[20])
@@ -58,14 +58,18 @@ def test_click_a_hidden_patch_shows_where_the_decoder_copied_it_from(app_url, tm
             page.goto(app_url)  # the default photo (chelsea) at 75%, seed 0, random
             _wait_hidden(page, [147])
             assert "Click a hidden patch" in page.locator("#mae-provenance-text").inner_text()
+            frame = page.locator("#mae-provenance")
+            assert frame.count() == 1 and frame.is_hidden()  # no empty frame before a click
             _click_until(page, "panel-pasted", r, c, f"Mask token at row {r}, col {c}")
             page.wait_for_function("() => { const i = document.querySelector('#mae-provenance img');"
                                    " return i && i.complete && i.naturalWidth > 0; }", timeout=60_000)
+            expect(frame).to_be_visible(timeout=30_000)
             text = page.locator("#mae-provenance-text").inner_text()
             assert text.count("decoder layer") >= 4 and "rollout" in text and "other mask tokens" in text
             # a visible patch (on the raw reconstruction) gets a sentence, not a map
             _click_until(page, "panel-reconstruction", vr, vc, "This patch was visible; click a hidden one")
             assert page.locator("#mae-provenance img").count() == 0
+            expect(frame).to_be_hidden(timeout=30_000)  # a sentence, and no empty frame
             # a hidden patch again, then a new picture (the slider moves) clears the map in the page
             _click_until(page, "panel-pasted", r, c, f"Mask token at row {r}, col {c}")
             page.locator("#mae-ratio input[type=range]").focus()
@@ -73,6 +77,7 @@ def test_click_a_hidden_patch_shows_where_the_decoder_copied_it_from(app_url, tm
             _wait_hidden(page, [157])  # round(0.8 * 196)
             page.wait_for_function("() => document.querySelector('#mae-provenance-text').innerText"
                                    ".includes('Click a hidden patch')", timeout=60_000)
+            expect(frame).to_be_hidden(timeout=30_000)  # the new picture cleared the map: its frame goes too
         except Exception:
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             raise

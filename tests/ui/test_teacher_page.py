@@ -100,6 +100,8 @@ def test_key_panels_above_the_fold(page_url, browser, size, presenter):
                 assert b["width"] >= 300, (sel, b)
             if presenter:
                 assert b["width"] >= 0.28 * w, (sel, b)
+        # the decoder-provenance map has no frame until a hidden patch is clicked (tests/ui/test_mae_provenance_ui.py)
+        assert page.locator("#mae-provenance").count() == 1 and page.locator("#mae-provenance").is_hidden()
         labels = page.locator("#mae-panels label").all_inner_texts()
         assert any("Reconstruction + visible" in t for t in labels)
         if presenter:

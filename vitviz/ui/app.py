@@ -15,7 +15,7 @@ import gradio as gr
 from .. import settings
 from . import shared_image
 from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, files, gradio_fixes, heads_tab, http,
-               lazy, limits, mae_tab, patches_tab, swin_tab, urlstate)
+               lazy, limits, mae_provenance, mae_tab, patches_tab, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -158,7 +158,7 @@ def launch_options() -> dict:
         max_file_size=settings.max_upload_bytes(),
         share=False,
         js=urlstate.page_js(TAB_LABELS),
-        css=urlstate.CSS,
+        css=urlstate.CSS + mae_provenance.CSS,
         # Outermost first: refusals before any work; the front end's files from memory; text gzip-compressed.
         app_kwargs={"middleware": [Middleware(http.Hardening), Middleware(http.StaticCache),
                                    Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1,

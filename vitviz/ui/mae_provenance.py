@@ -61,6 +61,9 @@ attach();
 """
 #: Browser-only: a new picture (any change of the metrics line, server view or slider scrub) clears the map.
 CLEAR_JS = "() => [null, " + json.dumps(PROMPT) + ", null, null, null]"
+#: Page styles (added to the app's): the map's frame is shown only while it holds a map, so the page has no
+#: empty frame before a click, after a visible patch or once a new picture has cleared it (any layout).
+CSS = "#mae-provenance:not(:has(img)) { display: none !important; }\n"
 
 
 @dataclass
