@@ -72,6 +72,8 @@ ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
 
 #: Projector sizes: the first screen of the MAE tab is taken at each, normal and presenter (issue 15).
 VIEWPORTS: tuple[tuple[int, int], ...] = ((1280, 720), (1920, 1080))
+#: The MAE tab's page-load chain (view, sweep, slider stops shipped to the page) has run to its end.
+FIRST_VIEWS_DONE = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')"
 METRICS_READY = ("document.querySelector('#mae-metrics') && "
                  "document.querySelector('#mae-metrics').innerText.includes('of 196')")
 
@@ -203,12 +205,15 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(url)
+            # dropped once the page's first views are in (earlier, the tab's opening puts the example back),
+            # then the box must show it and every event chain it started must have run
+            page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
             page.locator("#mae-input input[type=file]").set_input_files(str(args.image))
-            page.wait_for_function("document.querySelector('#mae-metrics') && "
-                                   "document.querySelector('#mae-metrics').innerText.includes('of 196')",
-                                   timeout=120_000)
+            page.wait_for_function("(n) => (document.querySelector('#mae-input img') || {}).src?.includes(n)",
+                                   arg=args.image.name, timeout=120_000)
+            page.wait_for_function(METRICS_READY, timeout=120_000)
             page.wait_for_selector("#mae-sweep-chart .js-plotly-plot", timeout=300_000)
-            page.wait_for_timeout(1500)
+            settle(page)
             full_page(page, args.out / "mae.png")
             provenance_shot(browser, url, args.out)
             from vitviz.ui.app import TABS

@@ -6,12 +6,16 @@ tab openers and the shared image run in the page, so a tab's selection itself is
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
+from tests.ui.test_app import FIRST_VIEWS_DONE, metrics_marker, wait_metrics
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
+from vitviz.assets import example_images
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 
@@ -79,9 +83,12 @@ def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_
         overlay = _writers(page, "attn-query-overlay")
         assert not set(seen.handlers) & overlay  # the page load ran no Attention view
 
-        # a new photo on the MAE tab, then the Attention tab opens for the first time: its view runs once
+        # a new photo on the MAE tab (once the page's first views are all in: test_app.FIRST_VIEWS_DONE), then
+        # the Attention tab opens for the first time: its view runs once
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
         page.locator("#mae-input input[type=file]").set_input_files(str(upload))
         page.wait_for_function(_shows("mae-input", "lesson"), timeout=60_000)
+        wait_metrics(page, metrics_marker(upload, 0.75))  # the upload's own MAE view (not the first view's)
         _settle(page)
         runs = _views_on_select(page, seen, "Attention", _shows("attn-input", "lesson"), overlay,
                                 drawn="() => document.querySelector('#attn-query-overlay img') !== null")
@@ -98,8 +105,12 @@ def test_new_image_then_first_open_computes_once_and_reselects_send_nothing(app_
         page.locator("#attn-examples").get_by_role("button").first.click()
         page.wait_for_function(_shows("attn-input", "lesson", present=False), timeout=60_000)
         _settle(page)
+        picked = Path(urlparse(page.locator("#attn-input img").first.get_attribute("src")).path).name
+        example = next(e for e in example_images() if Path(e).name == picked)
+        drawn = ("() => (document.querySelector('#mae-metrics')?.innerText || '').includes("
+                 + json.dumps(metrics_marker(example, 0.75)) + ")")  # the picked photo's own MAE view
         runs = _views_on_select(page, seen, "MAE", _shows("mae-input", "lesson", present=False),
-                                _writers(page, "mae-metrics"))
+                                _writers(page, "mae-metrics"), drawn=drawn)
         assert runs == 1, f"the MAE view ran {runs} times for one new image"
         browser.close()
 

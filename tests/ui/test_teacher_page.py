@@ -13,7 +13,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.ui.test_app import FIRST_VIEWS_DONE, metrics_marker, wait_metrics
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
+from vitviz.assets import example_images
 
 pytestmark = pytest.mark.skipif(not shutil.which("chromium") and not os.path.exists(CHROMIUM),
                                 reason="Debian's chromium is not installed")
@@ -135,6 +137,7 @@ def test_one_image_across_tabs(page_url, browser, tmp_path):
     page = _open(browser, page_url, (1280, 720))
     toasts = Toasts(page)
     try:
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)  # before it, the tab's opening can undo an upload
         page.locator("#mae-input input[type=file]").set_input_files(str(upload))
         page.wait_for_function("(document.querySelector('#mae-input img') || {}).src?.includes('lesson')",
                                timeout=60_000)
@@ -151,7 +154,9 @@ def test_one_image_across_tabs(page_url, browser, tmp_path):
         page.get_by_role("tab", name="MAE").click()
         page.wait_for_function(f"(document.querySelector('#mae-input img') || {{}}).src?.includes('{picked}')",
                                timeout=60_000)
-        page.wait_for_function(READY, timeout=120_000)
+        # the MAE view of the picked photo itself (READY already held with the upload's view on screen)
+        example = next(e for e in example_images() if Path(e).name == picked)
+        wait_metrics(page, metrics_marker(example, 0.75))
         toasts.snap()
         toasts.assert_no_duplicates()
     finally:
