@@ -65,6 +65,17 @@ def attention_flops(model, ratios) -> int:  # noqa: ANN001
     return total
 
 
+def median_cpu_s(fn, repeats: int) -> float:  # noqa: ANN001
+    """Median CPU seconds of ``fn()`` over ``repeats`` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return sorted(times)[repeats // 2]
+
+
 def peak_gflops(repeats: int = 9) -> float:
     """Fastest fp32 GEMM rate in CPU time: a 2048x2048 matmul, or a packed 768->3072 linear on 2048 tokens."""
     from vitviz.models.kernels import PackedLinear, onednn_available
@@ -78,13 +89,7 @@ def peak_gflops(repeats: int = 9) -> float:
     best = 0.0
     with torch.inference_mode():
         for fn, work in fns.values():
-            fn()
-            times = []
-            for _ in range(repeats):
-                t0 = time.process_time()
-                fn()
-                times.append(time.process_time() - t0)
-            best = max(best, work / sorted(times)[repeats // 2] / 1e9)
+            best = max(best, work / median_cpu_s(fn, repeats) / 1e9)
     return best
 
 
@@ -111,13 +116,7 @@ def attention_alone(model, masks, repeats: int, batch: int = 10) -> dict[str, fl
                     for q, k, v in dec:
                         F.scaled_dot_product_attention(q, k, v)
 
-            run()
-            times = []
-            for _ in range(repeats):
-                t0 = time.process_time()
-                run()
-                times.append(time.process_time() - t0)
-            out[label] = sorted(times)[repeats // 2] * 1e3
+            out[label] = median_cpu_s(run, repeats) * 1e3
     out["scores"] = (sum(c.depth * c.num_heads * n * n for n in lengths)
                      + len(lengths) * c.decoder_depth * c.decoder_num_heads * (1 + c.num_patches) ** 2)
     return out

@@ -104,8 +104,8 @@ class SweepCache:
 CACHE = SweepCache(lambda: settings.get("VITVIZ_SWEEP_CACHE"))
 
 
-#: Stops whose panels are built together (the uint8 temporaries of two stops stay in cache;
-#: more is slower, see bench/README.md, issue 21).
+#: Stops whose panels are built together, so that their temporaries stay in cache (1 to 4
+#: cost the same for mae-tiny; 10 and all 19 at once are slower; bench/README.md, issue 21).
 PANEL_CHUNK = 2
 
 
@@ -114,8 +114,8 @@ def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tens
     """:func:`vitviz.mae.reconstruct.assemble` for several stops at once, in uint8 and exact sums.
 
     Same panels, byte for byte (the same rounding of the prediction; the hidden patches
-    pasted and greyed with uint8 arithmetic), and the same per-patch errors: squared
-    integer differences summed exactly (float64), then divided once, so the metrics
+    pasted and greyed with uint8 arithmetic), and the same per-patch errors: the squared
+    differences of the 0-255 levels summed exactly, then divided once, so the metrics
     differ from ``assemble``'s float64 means only by float rounding.
 
     Args:
@@ -138,18 +138,21 @@ def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tens
     orig_f = orig.float()
     to_grey = (HIDDEN_GREY - orig.to(torch.int16)).to(torch.uint8)  # added to orig (mod 256): grey
     loss_list = losses.float().cpu().tolist()
+    row_dtype = torch.float32 if 3 * p * 255**2 < 2**24 else torch.float64
     out: list[Reconstruction] = []
     for start in range(0, b, PANEL_CHUNK):
         n = min(PANEL_CHUNK, b - start)
         px, mk = pixels[start:start + n], masks[start:start + n]
-        rec = torch.empty(n, s, s, 3)
-        torch.clamp(px, 0, 1, out=rec.permute(0, 3, 1, 2))  # as unit_to_uint8, written as (n, S, S, 3)
-        rec = rec.mul_(255).round_().to(torch.uint8)
+        levels = torch.empty(n, s, s, 3).copy_(px.permute(0, 2, 3, 1))  # (n, S, S, 3)
+        levels.clamp_(0, 1).mul_(255).round_()  # as unit_to_uint8: whole numbers 0 ... 255
+        rec = levels.to(torch.uint8)
         hidden = mk.to(torch.uint8).view(n, gh, 1, gw, 1).expand(n, gh, p, gw, p * 3).reshape(n, s, s, 3)
         pasted = (rec - orig).mul_(hidden).add_(orig)  # uint8 wrap-around: rec where hidden, else orig
         masked = (hidden * to_grey).add_(orig)
-        diff = rec.float().sub_(orig_f)  # integers, so the squares and float64 sums are exact
-        sums = diff.mul_(diff).view(n, gh, p, gw, p * 3).sum(-1, dtype=torch.float64).sum(2)  # (n, gh, gw)
+        # Whole numbers: squares below 2**16 and sums of one patch row (3p values) below 2**24 are
+        # exact in float32; the sums over the p rows are taken in float64, exact as well.
+        diff = levels.sub_(orig_f)
+        sums = diff.mul_(diff).view(n, gh, p, gw, p * 3).sum(-1, dtype=row_dtype).double().sum(2)  # (n, gh, gw)
         per_patch = (sums / (p * p * 3 * 255.0**2)).numpy()
         for i in range(n):
             mask_np = mk[i].numpy()
