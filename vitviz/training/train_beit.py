@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a warm-up stage: for the first N steps of this run the loss scores every position "
                          "(the visible patches' own tokens too: the ViT learns vq-tiny's codes); BEiT's "
                          "hidden-only loss after it")
+    ap.add_argument("--visible-weight", type=float, default=0.0,
+                    help="after the warm-up stage, add this weight x the cross-entropy on the visible positions' own "
+                         "tokens (more signal for learning vq-tiny's codes; BEiT's loss alone is 0)")
     ap.add_argument("--codebook-head", action="store_true",
                     help="train with a head tied to vq-tiny's codebook (logits = negative distance of a predicted "
                          "point in code space to each code); exported folded into the usual linear head")
@@ -281,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
         else:
             loss = mim_loss(logits, tgt, mask)
+            if args.visible_weight > 0:
+                loss = loss + args.visible_weight * mim_loss(logits, tgt, ~mask)
         if args.codebook_head and args.latent_weight > 0:
             with torch.no_grad():
                 z = vq_model.encode(x).flatten(1, 2)  # (B, L, C)
@@ -313,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "init": args.init.name if args.init else "none",
                                               "visible_steps": str(args.visible_steps),
                                               "codebook_head": str(args.codebook_head),
+                                              "visible_weight": str(args.visible_weight),
                                               "latent_weight": str(args.latent_weight),
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
