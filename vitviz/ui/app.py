@@ -127,6 +127,7 @@ def build_demo() -> gr.Blocks:
     # api_open=False: queued endpoints cannot be called around the queue (and its limits).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"), api_open=False)
+    http.calm_queue(demo)  # Gradio's queue polls every 1 ms while idle
     demo.state_session_capacity = settings.get("VITVIZ_MAX_SESSIONS")
     demo.temp_file_sets.append(files.WRITTEN)  # every file vitviz writes goes to Gradio's cleaner
     limits.apply(demo)

@@ -375,13 +375,17 @@ def build(demo: gr.Blocks) -> MaeTab:
     # Painting: a click or drag on the Original panel (urlstate.PAINT_JS) sends its points; ticking the box
     # starts from the slider stop on screen. While painting, slider, seed and pattern are off and the slider
     # says how much is painted; the URL carries the mask (mask_code, urlstate.MASK_JS).
-    stroke.change(paint_stroke, [stroke, mask_state, image, model, ratio, seed, pattern, paint], [mask_state, paint],
-                  api_visibility="private").then(update_view, view_inputs, view_outputs, **quick)
-    paint.input(start_paint, [paint, mask_state, image, model, ratio, seed, pattern], mask_state,
-                api_visibility="private").then(update_view, view_inputs, view_outputs, **quick)
+    # The slider's label follows the painted mask after each stroke or tick, not on every view's new mask
+    # (a round trip that changed nothing while not painting: every page load and server view made one).
+    relabel = dict(fn=painted_controls, inputs=[paint, mask_state], outputs=[ratio, seed, pattern],
+                   api_visibility="private", queue=False)
+    for painted in (stroke.change(paint_stroke, [stroke, mask_state, image, model, ratio, seed, pattern, paint],
+                                  [mask_state, paint], api_visibility="private"),
+                    paint.input(start_paint, [paint, mask_state, image, model, ratio, seed, pattern], mask_state,
+                                api_visibility="private")):
+        painted.then(update_view, view_inputs, view_outputs, **quick)
+        painted.then(**relabel)
     paint.change(paint_controls, [paint, mask_state], [ratio, seed, pattern], api_visibility="private", queue=False)
-    mask_state.change(painted_controls, [paint, mask_state], [ratio, seed, pattern], api_visibility="private",
-                      queue=False)
     mask_code.change(None, [mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
     api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
