@@ -18,6 +18,9 @@ is the server path every move took before. "Uncached" moves change the seed firs
 waiting for its sweep, so they measure a reconstruction computed on demand. A drag across
 every stop counts the requests that reach the server (it should be none).
 
+``--page-loads N`` also measures the server CPU of N page loads, each in a fresh Chromium
+context, and then of 10 s with no page open (per second): the loads' waits include it.
+
 For scale, the same moves are timed on a minimal Gradio app (one slider, four image
 outputs of the same size and a line of text, panels precomputed so the server does no
 work): Gradio's own floor for showing four new images, on this machine, in this run.
@@ -245,8 +248,15 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _page_loads(url: str, pid: int, loads: int, ready: str) -> list[float]:
-    """Server CPU seconds (process ``pid``) of ``loads`` page loads, each in a fresh tab of one browser."""
+#: Seconds the server is left alone after the page loads, to measure what it spends idle.
+IDLE_SECONDS = 10.0
+
+
+def _page_loads(url: str, pid: int, loads: int, ready: str) -> tuple[list[float], float]:
+    """Server CPU seconds (process ``pid``) of ``loads`` page loads, each in a fresh tab of one browser; then the
+    server's CPU seconds per second over :data:`IDLE_SECONDS` with no page open (what the loads' waits include)."""
+    import time
+
     from playwright.sync_api import sync_playwright
 
     out = []
@@ -261,21 +271,24 @@ def _page_loads(url: str, pid: int, loads: int, ready: str) -> list[float]:
             out.append(_cpu_seconds(pid) - before)
             page.close()
         browser.close()
-    return out
+    time.sleep(2.0)  # the closed pages' connections wind down
+    before = _cpu_seconds(pid)
+    time.sleep(IDLE_SECONDS)
+    return out, (_cpu_seconds(pid) - before) / IDLE_SECONDS
 
 
-def page_load_cpu(loads: int = 3) -> list[float]:
-    """Server CPU seconds of each of ``loads`` page loads in a fresh tab (the first is cold).
+def page_load_cpu(loads: int = 3) -> tuple[list[float], float]:
+    """Server CPU seconds of each of ``loads`` page loads in a fresh tab (the first is cold), and idle CPU per second.
 
     Each load waits for the MAE tab's sweep thumbnails and then 4 s more, so the
     background work a page load starts (the visible tab's views, the sweep, the panels
-    shipped to the page) is included.
+    shipped to the page) is included, and so is what the server spends idle meanwhile.
     """
     with running_app() as (url, proc):
         return _page_loads(url, proc.pid, loads, "#mae-thumbs img")
 
 
-def floor_page_load_cpu(loads: int = 3) -> list[float]:
+def floor_page_load_cpu(loads: int = 3) -> tuple[list[float], float]:
     """The same page loads on the minimal Gradio app of :func:`_floor_demo`, run as its own process."""
     import subprocess
 
@@ -314,12 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         demo.launch(server_name="127.0.0.1", server_port=args.serve_floor, quiet=True)
         return 0
     if args.page_loads:
-        cpu = page_load_cpu(args.page_loads)
-        floor = floor_page_load_cpu(args.page_loads)
+        cpu, idle = page_load_cpu(args.page_loads)
+        floor, floor_idle = floor_page_load_cpu(args.page_loads)
         print("| page load | vitviz server CPU s | minimal Gradio app server CPU s |")
         print("| --- | ---: | ---: |")
         for i, (c, f) in enumerate(zip(cpu, floor)):
             print(f"| {'first (cold)' if i == 0 else f'#{i + 1}'} | {c:.2f} | {f:.2f} |")
+        print(f"| idle afterwards, per second ({IDLE_SECONDS:.0f} s) | {idle:.3f} | {floor_idle:.3f} |")
         print()
     if args.moves <= 0:
         return 0
