@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.images import ImageInput, denormalize, normalize, square_view, uint8_to_unit, unit_to_uint8
-from ..core.masking import check_mask, check_pattern, make_mask, masked_image, paste_visible, validate_ratio
+from ..core.images import ImageInput, denormalize, normalize, square_view, uint8_to_unit
+from ..core.masking import HIDDEN_GREY, check_mask, check_pattern, make_mask, validate_ratio
 from ..core.patches import patchify, unpatchify
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
@@ -85,8 +85,8 @@ def prepare(model: LoadedModel, image: ImageInput) -> np.ndarray:
 
 
 @torch.inference_mode()
-def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_batch: int = 8
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_batch: int = 8,
+            channels_last: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the MAE on one image under several masks, embedding the patches once.
 
     One mask runs the plain encoder and decoder. Several masks run in groups of
@@ -101,10 +101,13 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
         original: ``(S, S, 3)`` uint8 model view.
         masks: ``(B, gh, gw)`` bool, True = hidden.
         max_batch: most masks run together (bounds memory).
+        channels_last: return the pixels as ``(B, S, S, 3)`` (straight from the patch
+            layout, one copy), the layout of the panels.
 
     Returns:
         ``(pixels, loss)``: ``(B, 3, S, S)`` float predictions in [0, 1] space (not
-        clipped), and ``(B,)`` objective values in training space.
+        clipped; ``(B, S, S, 3)`` with ``channels_last``), and ``(B,)`` objective values
+        in training space.
     """
     mae = as_mae(model)
     cfg = model.data_config
@@ -121,62 +124,113 @@ def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_b
     else:
         target_space = target
     b = masks.shape[0]
-    grid = tuple(masks.shape[1:])
+    gh, gw = grid = tuple(masks.shape[1:])
     flat = masks.reshape(b, -1).to(model.device)
-    out = torch.empty(b, 3, x.shape[2], x.shape[3], device=model.device)
+    size = x.shape[2]
+    shape = (b, size, size, 3) if channels_last else (b, 3, size, size)
+    out = torch.empty(shape, device=model.device)
     losses = torch.empty(b, device=model.device)
     step = max(1, max_batch)
     for start in range(0, b, step):
-        group = list(range(start, min(b, start + step)))
-        ids = [(~flat[i]).nonzero().flatten() for i in group]
+        stop = min(b, start + step)
+        n = stop - start
+        ids = [(~flat[i]).nonzero().flatten() for i in range(start, stop)]
         with autocast(model.device):
-            if len(group) == 1:
+            if n == 1:
                 pred = mae.forward_decoder(mae.encode_tokens(tokens, ids[0]), ids[0])
             else:
                 pred = mae.decode_packed(mae.encode_packed(tokens, ids), ids)
             pred = pred.float()  # (n, L, p*p*3)
         err = (pred - target_space.unsqueeze(0)).pow(2).mean(dim=-1)  # (n, L)
-        hidden = flat[group].float()
-        rows = torch.tensor(group, device=model.device)
-        losses[rows] = (err * hidden).sum(dim=1) / hidden.sum(dim=1).clamp(min=1)
+        hidden = flat[start:stop].float()
+        losses[start:stop] = (err * hidden).sum(dim=1) / hidden.sum(dim=1).clamp(min=1)
         if model.norm_pix:
             pred = pred * (var + 1e-6).sqrt() + mu
-        out[rows] = denormalize(unpatchify(pred, p, grid), cfg)
+        # De-normalised in the patch layout (pixels in (row, col, channel) order), as (n, 3, L*p*p, 1)
+        # views for denormalize; the result keeps the layout: (n, L*p*p, 3) after the transpose back.
+        px = denormalize(pred.view(n, -1, 3).transpose(1, 2).unsqueeze(-1), cfg).squeeze(-1).transpose(1, 2)
+        if channels_last:
+            out[start:stop].view(n, gh, p, gw, p, 3).copy_(px.reshape(n, gh, gw, p, p, 3).permute(0, 1, 3, 2, 4, 5))
+        else:
+            out[start:stop] = unpatchify(px.reshape(n, gh * gw, p * p * 3), p, grid)
     return out, losses
+
+
+#: Stops whose panels :func:`assemble_stops` builds together, so that their temporaries stay in
+#: cache (1 to 4 cost the same for mae-tiny; 10 and all 19 at once are slower; bench/README.md).
+PANEL_CHUNK = 2
+
+
+def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tensor, losses: torch.Tensor,
+                   patch_size: int, norm_pix: bool) -> list[Reconstruction]:
+    """Build a :class:`Reconstruction` for each of several predictions of one image.
+
+    The panels are uint8 (the prediction clipped to [0, 1], scaled by 255 and rounded);
+    hidden patches are pasted and greyed with uint8 arithmetic. The per-patch errors are
+    the squared differences of the 0-255 levels, summed exactly (whole numbers: a row of
+    ``3p`` squares stays below 2**24 in float32, the ``p`` rows are added in float64),
+    then divided once by ``3 p^2 255^2``.
+
+    Args:
+        original: ``(S, S, 3)`` uint8.
+        pixels: ``(B, S, S, 3)`` float predictions in [0, 1] space (not clipped), as
+            :func:`predict` returns them with ``channels_last``.
+        masks: ``(B, gh, gw)`` bool, True = hidden.
+        losses: ``(B,)`` model objectives.
+        patch_size: patch side ``p``.
+        norm_pix: whether the model predicts per-patch normalised pixels.
+
+    Returns:
+        B results (their arrays are views of per-chunk buffers).
+    """
+    p = patch_size
+    b, s = pixels.shape[:2]
+    gh, gw = masks.shape[1:]
+    pixels = pixels.to("cpu", torch.float32).contiguous()
+    masks = masks.to("cpu", torch.bool)
+    orig = torch.tensor(original, dtype=torch.uint8)  # (S, S, 3)
+    orig_f = orig.float()
+    to_grey = (HIDDEN_GREY - orig.to(torch.int16)).to(torch.uint8)  # added to orig (mod 256): grey
+    loss_list = losses.double().cpu().tolist()
+    row_dtype = torch.float32 if 3 * p * 255**2 < 2**24 else torch.float64
+    out: list[Reconstruction] = []
+    for start in range(0, b, PANEL_CHUNK):
+        n = min(PANEL_CHUNK, b - start)
+        mk = masks[start:start + n]
+        levels = pixels[start:start + n].clamp(0, 1).mul_(255).round_()  # whole numbers 0 ... 255
+        rec = levels.to(torch.uint8)
+        hidden = mk.to(torch.uint8).view(n, gh, 1, gw, 1).expand(n, gh, p, gw, p * 3).reshape(n, s, s, 3)
+        pasted = (rec - orig).mul_(hidden).add_(orig)  # uint8 wrap-around: rec where hidden, else orig
+        masked = (hidden * to_grey).add_(orig)
+        diff = levels.sub_(orig_f)
+        sums = diff.mul_(diff).view(n, gh, p, gw, p * 3).sum(-1, dtype=row_dtype).double().sum(2)  # (n, gh, gw)
+        per_patch = (sums / (p * p * 3 * 255.0**2)).numpy()
+        for i in range(n):
+            mask_np = mk[i].numpy()
+            hidden_count = int(mask_np.sum())
+            out.append(Reconstruction(
+                original=original,
+                masked=masked[i].numpy(),
+                reconstruction=rec[i].numpy(),
+                pasted=pasted[i].numpy(),
+                mask=mask_np,
+                masked_mse=float(per_patch[i][mask_np].mean()) if hidden_count else 0.0,
+                error_map=per_patch[i].astype(np.float32),
+                model_loss=loss_list[start + i],
+                tokens_encoded=gh * gw - hidden_count,
+                num_patches=gh * gw,
+                patch_size=p,
+                mask_ratio=hidden_count / (gh * gw),
+                norm_pix=norm_pix,
+            ))
+    return out
 
 
 def assemble(original: np.ndarray, pixels: torch.Tensor, mask: torch.Tensor, loss: float, patch_size: int,
              norm_pix: bool) -> Reconstruction:
-    """Build a :class:`Reconstruction` from one prediction.
-
-    Args:
-        original: ``(S, S, 3)`` uint8.
-        pixels: ``(3, S, S)`` float prediction in [0, 1] space.
-        mask: ``(gh, gw)`` bool.
-    """
-    p = patch_size
-    mask_np = mask.cpu().numpy().astype(bool)
-    rec = unit_to_uint8(pixels)
-    diff = (rec.astype(np.float64) - original.astype(np.float64)) / 255.0
-    gh, gw = mask_np.shape
-    per_patch = (diff**2).reshape(gh, p, gw, p, 3).mean(axis=(1, 3, 4))
-    hidden = int(mask_np.sum())
-    mse = float(per_patch[mask_np].mean()) if hidden else 0.0
-    return Reconstruction(
-        original=original,
-        masked=masked_image(original, mask_np, p),
-        reconstruction=rec,
-        pasted=paste_visible(rec, original, mask_np, p),
-        mask=mask_np,
-        masked_mse=mse,
-        error_map=per_patch.astype(np.float32),
-        model_loss=float(loss),
-        tokens_encoded=int((~mask_np).sum()),
-        num_patches=gh * gw,
-        patch_size=p,
-        mask_ratio=hidden / (gh * gw),
-        norm_pix=norm_pix,
-    )
+    """:func:`assemble_stops` for one prediction ``(3, S, S)`` and its ``(gh, gw)`` mask."""
+    return assemble_stops(original, pixels.permute(1, 2, 0).unsqueeze(0), mask.unsqueeze(0),
+                          torch.tensor([loss], dtype=torch.float64), patch_size, norm_pix)[0]
 
 
 def reconstruct(
@@ -212,5 +266,5 @@ def reconstruct(
     else:
         m = check_mask(mask, grid)
     original = prepare(model, image)
-    pixels, losses = predict(model, original, m.unsqueeze(0))
-    return assemble(original, pixels[0], m, float(losses[0]), mae.patch_size, model.norm_pix)
+    pixels, losses = predict(model, original, m.unsqueeze(0), channels_last=True)
+    return assemble_stops(original, pixels, m.unsqueeze(0), losses, mae.patch_size, model.norm_pix)[0]

@@ -18,9 +18,9 @@ import torch
 from .. import settings
 from ..cache import LRU
 from ..core.images import ImageInput
-from ..core.masking import HIDDEN_GREY, MAX_RATIO, check_pattern, make_mask, validate_ratio
+from ..core.masking import MAX_RATIO, check_pattern, make_mask, validate_ratio
 from ..models.loading import LoadedModel
-from .reconstruct import Reconstruction, as_mae, predict, prepare
+from .reconstruct import Reconstruction, as_mae, assemble_stops, predict, prepare
 
 #: The slider's stops: 0.0, 0.05, ..., 0.95.
 STOPS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(int(round(MAX_RATIO / 0.05)) + 1))
@@ -104,77 +104,6 @@ class SweepCache:
 CACHE = SweepCache(lambda: settings.get("VITVIZ_SWEEP_CACHE"))
 
 
-#: Stops whose panels are built together, so that their temporaries stay in cache (1 to 4
-#: cost the same for mae-tiny; 10 and all 19 at once are slower; bench/README.md, issue 21).
-PANEL_CHUNK = 2
-
-
-def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tensor, losses: torch.Tensor,
-                   patch_size: int, norm_pix: bool) -> list[Reconstruction]:
-    """:func:`vitviz.mae.reconstruct.assemble` for several stops at once, in uint8 and exact sums.
-
-    Same panels, byte for byte (the same rounding of the prediction; the hidden patches
-    pasted and greyed with uint8 arithmetic), and the same per-patch errors: the squared
-    differences of the 0-255 levels summed exactly, then divided once, so the metrics
-    differ from ``assemble``'s float64 means only by float rounding.
-
-    Args:
-        original: ``(S, S, 3)`` uint8.
-        pixels: ``(B, 3, S, S)`` float predictions in [0, 1] space (not clipped).
-        masks: ``(B, gh, gw)`` bool, True = hidden.
-        losses: ``(B,)`` model objectives.
-        patch_size: patch side ``p``.
-        norm_pix: whether the model predicts per-patch normalised pixels.
-
-    Returns:
-        B :class:`Reconstruction` (their arrays are views of per-chunk buffers).
-    """
-    p = patch_size
-    b, _, s, _ = pixels.shape
-    gh, gw = masks.shape[1:]
-    pixels = pixels.to("cpu", torch.float32)
-    masks = masks.to("cpu", torch.bool)
-    orig = torch.tensor(original, dtype=torch.uint8)  # (S, S, 3)
-    orig_f = orig.float()
-    to_grey = (HIDDEN_GREY - orig.to(torch.int16)).to(torch.uint8)  # added to orig (mod 256): grey
-    loss_list = losses.float().cpu().tolist()
-    row_dtype = torch.float32 if 3 * p * 255**2 < 2**24 else torch.float64
-    out: list[Reconstruction] = []
-    for start in range(0, b, PANEL_CHUNK):
-        n = min(PANEL_CHUNK, b - start)
-        px, mk = pixels[start:start + n], masks[start:start + n]
-        levels = torch.empty(n, s, s, 3).copy_(px.permute(0, 2, 3, 1))  # (n, S, S, 3)
-        levels.clamp_(0, 1).mul_(255).round_()  # as unit_to_uint8: whole numbers 0 ... 255
-        rec = levels.to(torch.uint8)
-        hidden = mk.to(torch.uint8).view(n, gh, 1, gw, 1).expand(n, gh, p, gw, p * 3).reshape(n, s, s, 3)
-        pasted = (rec - orig).mul_(hidden).add_(orig)  # uint8 wrap-around: rec where hidden, else orig
-        masked = (hidden * to_grey).add_(orig)
-        # Whole numbers: squares below 2**16 and sums of one patch row (3p values) below 2**24 are
-        # exact in float32; the sums over the p rows are taken in float64, exact as well.
-        diff = levels.sub_(orig_f)
-        sums = diff.mul_(diff).view(n, gh, p, gw, p * 3).sum(-1, dtype=row_dtype).double().sum(2)  # (n, gh, gw)
-        per_patch = (sums / (p * p * 3 * 255.0**2)).numpy()
-        for i in range(n):
-            mask_np = mk[i].numpy()
-            hidden_count = int(mask_np.sum())
-            out.append(Reconstruction(
-                original=original,
-                masked=masked[i].numpy(),
-                reconstruction=rec[i].numpy(),
-                pasted=pasted[i].numpy(),
-                mask=mask_np,
-                masked_mse=float(per_patch[i][mask_np].mean()) if hidden_count else 0.0,
-                error_map=per_patch[i].astype(np.float32),
-                model_loss=loss_list[start + i],
-                tokens_encoded=gh * gw - hidden_count,
-                num_patches=gh * gw,
-                patch_size=p,
-                mask_ratio=hidden_count / (gh * gw),
-                norm_pix=norm_pix,
-            ))
-    return out
-
-
 def _check(pattern: str, seed: int) -> None:
     check_pattern(pattern)
     make_mask((2, 2), 0.0, seed, "random")  # validates the seed
@@ -221,7 +150,7 @@ def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern
     for start in range(0, len(todo), max(1, batch)):
         chunk = todo[start : start + batch]
         masks = torch.stack([make_mask(mae.config.grid, r, seed, pattern) for r in chunk])
-        pixels, losses = predict(model, original, masks, max_batch=batch)
+        pixels, losses = predict(model, original, masks, max_batch=batch, channels_last=True)
         for r, res in zip(chunk, assemble_stops(original, pixels, masks, losses, mae.patch_size, model.norm_pix)):
             done[r] = res
             if cache is not None:
@@ -233,7 +162,7 @@ def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern
         res = done.get(r) or (cache.get(key, r) if cache is not None else None)
         if res is None:  # evicted meanwhile by other users: recompute this one
             m = make_mask(mae.config.grid, r, seed, pattern)
-            px, ls = predict(model, original, m.unsqueeze(0))
+            px, ls = predict(model, original, m.unsqueeze(0), channels_last=True)
             res = assemble_stops(original, px, m.unsqueeze(0), ls, mae.patch_size, model.norm_pix)[0]
         results.append(res)
     return Sweep(rs, tuple(results))
