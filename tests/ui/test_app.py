@@ -80,9 +80,8 @@ def test_browser_upload_and_slider(app_url, tmp_path):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.goto(app_url)
-        # The upload is made once the page's first views have all arrived (the slider's stops are in the page):
-        # a photo dropped while the page is still opening its first tab is put back to the example (the tab's
-        # select handler, vitviz.ui.shared_image.select_js, returns the box value it read before the upload).
+        # The upload is made once the page's first views have all arrived (the slider's stops are in the page);
+        # an upload made while the page opens is the test below.
         page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
         page.locator("#mae-input input[type=file]").set_input_files(str(upload))
         wait_metrics(page, at_75)
@@ -124,6 +123,35 @@ def _hidden_count(text: str) -> int:
     import re
 
     return int(re.search(r"\((\d+) hidden\)", text).group(1))
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_upload_while_the_page_opens_is_kept(app_url, tmp_path):
+    """A photo dropped as soon as the box is there, before the page has opened its first tab, stays.
+
+    The tab's select handler (``vitviz.ui.shared_image.select_js``) waits for the page's tab; it used to
+    return the box value it had read before that wait, which put the example back over the upload.
+    """
+    from playwright.sync_api import sync_playwright
+
+    upload = tmp_path / "early.png"
+    Image.open(__import__("pathlib").Path(__file__).parents[2] / "assets/examples/coffee.jpg").crop(
+        (50, 20, 420, 390)).save(upload)
+    marker = metrics_marker(upload, 0.75)
+    assert metrics_marker(default_image(), 0.75) != marker
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.goto(app_url)
+            page.locator("#mae-input input[type=file]").set_input_files(str(upload))
+            wait_metrics(page, marker)
+            # once everything the page opened with has arrived, the upload's view is still the one shown
+            page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+            assert "early" in (page.locator("#mae-input img").first.get_attribute("src") or "")
+            assert marker in page.locator("#mae-metrics").inner_text()
+        finally:
+            browser.close()
 
 
 @pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="Debian's chromium is not installed")

@@ -96,14 +96,17 @@ def select_js(tab_id: str, label: str) -> str:
 
     First selection (``opened`` 0): the latest image goes in the box and the tab opens
     (its first views compute once, with it). Later: a newer image goes in the box and the
-    relay moves (the tab redraws once). Nothing new: the same values, so nothing runs.
+    relay moves (the tab redraws once). Nothing new: ``undefined`` for the box and the relay
+    (Gradio leaves an output alone then), so nothing runs. (Returning the values read at the
+    start would undo an upload made while the handler waited for the page's tab: the box
+    went back to the example.)
     """
     return _compact("""async (image, relay, opened) => {
   const id = %s, label = %s;
   %s
   %s
   const pending = S.value !== null && S.v > (S.seen[id] || 0);
-  if (!pending) return opened ? [image, relay, opened] : [image, relay, 1];
+  if (!pending) return [undefined, undefined, opened ? undefined : 1];
   S.seen[id] = S.v; S.shown[id] = S.value.path;
   return opened ? [S.value, (relay || 0) + 1, opened] : [S.value, relay, 1];
 }""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[image, relay, opened]", _STATE_JS))
