@@ -2,7 +2,13 @@
 
 import os
 
-from vitviz.ui import build_demo, launch_options
+# OpenMP threads that wait for work sleep instead of spinning: on a shared CPU (a Space's 2 cores, several
+# visitors) spinning threads steal the cores the computing ones need (bench/README.md, issue 21: the sweep
+# at 2 threads took 1161 ms wall with spinning waits, 359 ms with passive ones). Read once, when torch's
+# OpenMP runtime starts, so it is set before torch is imported; an explicit setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from vitviz.ui import build_demo, launch_options  # noqa: E402 - after the OpenMP setting above
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 demo = build_demo()

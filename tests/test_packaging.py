@@ -86,3 +86,19 @@ def test_built_wheel_works_from_any_directory(tmp_path):
     module, assets, name, examples = run.stdout.split()
     assert module.startswith(str(site)) and assets == str(site / "vitviz" / "_assets")
     assert name == "mae-tiny" and int(examples) >= 1
+
+
+def test_app_sets_passive_openmp_waits_before_torch_is_imported():
+    """``OMP_WAIT_POLICY`` is read when torch's OpenMP runtime starts: app.py sets it before its first import of
+    vitviz (which imports torch), and leaves an explicit setting alone."""
+    import ast
+
+    tree = ast.parse((ROOT / "app.py").read_text())
+    order = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vitviz"):
+            order.append("vitviz")
+        elif isinstance(node, ast.Expr) and "setdefault" in ast.unparse(node) and "OMP_WAIT_POLICY" in ast.unparse(node):
+            assert "'PASSIVE'" in ast.unparse(node)
+            order.append("omp")
+    assert order.index("omp") < order.index("vitviz")
