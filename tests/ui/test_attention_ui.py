@@ -195,13 +195,19 @@ def test_browser_click_a_patch_changes_the_overlay(attention_app, tmp_path):
             page.wait_for_function("document.querySelector('#attn-query-info') && "
                                    "document.querySelector('#attn-query-info').innerText.includes('row 7, col 7')",
                                    timeout=120_000)
+            # every first view has arrived (the last outputs of the page load's chain: rollout text, distance
+            # plot): nothing moves the overlay any more (a box measured earlier went stale when they arrived)
+            page.wait_for_function("(document.querySelector('#attn-rollout-info')?.innerText || '').trim() && "
+                                   "document.querySelector('#attn-distance .js-plotly-plot')", timeout=180_000)
             before = _src(page, "attn-query-overlay")
-            box = page.locator("#attn-query-overlay img").first.bounding_box()
-            side = min(box["width"], box["height"])  # the square image is drawn centred (object-fit: contain)
-            x0, y0 = box["x"] + (box["width"] - side) / 2, box["y"] + (box["height"] - side) / 2
-            page.wait_for_timeout(1000)  # let the first render settle before clicking
+            overlay = page.locator("#attn-query-overlay img").first
             for attempt in range(3):  # a click that lands while the image re-renders is retried
-                page.mouse.click(x0 + (2.5 / 14) * side, y0 + (11.5 / 14) * side)  # patch (row 11, col 2)
+                box = overlay.bounding_box()  # measured right before each click
+                side = min(box["width"], box["height"])  # the square image is drawn centred (object-fit: contain)
+                x0, y0 = (box["width"] - side) / 2, (box["height"] - side) / 2
+                # patch (row 11, col 2), relative to the element: Playwright scrolls it into view and waits until
+                # it is stable before clicking
+                overlay.click(position={"x": x0 + (2.5 / 14) * side, "y": y0 + (11.5 / 14) * side})
                 try:
                     page.wait_for_function(
                         "document.querySelector('#attn-query-info').innerText.includes('row 11, col 2')",
