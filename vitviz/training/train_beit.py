@@ -166,8 +166,14 @@ def exportable(model: BEiTForMIM) -> BEiTForMIM:
     if not isinstance(model.lm_head, CodebookHead):
         return model
     out = BEiTForMIM(model.config)
-    out.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("lm_head.")}, strict=False)
-    out.lm_head = model.lm_head.folded()
+    out.load_state_dict(with_head(model.state_dict(), model.lm_head.folded()), strict=True)
+    return out
+
+
+def with_head(state: dict[str, torch.Tensor], head: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``state`` (a BEiTForMIM state dict) with its ``lm_head.*`` entries replaced by ``head``'s."""
+    out = {k: v for k, v in state.items() if not k.startswith("lm_head.")}
+    out.update({f"lm_head.{k}": v for k, v in head.state_dict().items()})
     return out
 
 
@@ -230,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
 
     model = BEiTForMIM(BEIT_TINY_CONFIG)
     c = model.config
+    vq_model, _ = load_vq_file(args.vq)
+    if args.codebook_head:  # swapped in before the optimiser and any loading: checkpoints hold its keys
+        model.lm_head = CodebookHead(c.embed_dim, vq_model.codebook)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "token" not in n and "pos_embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "token" not in n
                                                                 and "pos_embed" not in n)]
@@ -240,29 +249,18 @@ def main(argv: list[str] | None = None) -> int:
     log_path = args.ckpt.parent / "train_log.jsonl"
     if args.ckpt.exists():
         state = torch.load(args.ckpt, weights_only=True)
-        if args.codebook_head:  # the head is swapped in below, its keys and the optimiser loaded there
-            model.load_state_dict({k: v for k, v in state["model"].items() if not k.startswith("lm_head.")},
-                                  strict=False)
-        else:
-            model.load_state_dict(state["model"], strict=True)
-            opt.load_state_dict(state["opt"])
+        model.load_state_dict(state["model"], strict=True)
+        opt.load_state_dict(state["opt"])
         step, elapsed, seen = int(state["step"]), float(state["elapsed"]), int(state["images"])
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
     elif args.init is not None:
-        start, _ = load_beit_file(args.init)
-        model.load_state_dict(start.state_dict(), strict=True)
+        start, _ = load_beit_file(args.init)  # a tied head starts fresh: the file's linear head is not its kind
+        model.load_state_dict(with_head(start.state_dict(), model.lm_head) if args.codebook_head
+                              else start.state_dict(), strict=True)
         print(f"weights initialised from {args.init}")
     elif args.init_encoder is not None:
         copied = init_encoder_from_mae(model, args.init_encoder)
         print(f"encoder initialised from {args.init_encoder} ({len(copied)} tensors)")
-    vq_model, _ = load_vq_file(args.vq)
-    if args.codebook_head:
-        model.lm_head = CodebookHead(c.embed_dim, vq_model.codebook)
-        opt.add_param_group({"params": list(model.lm_head.parameters()), "weight_decay": 0.0, "lr": args.lr})
-        if args.ckpt.exists():
-            model.lm_head.load_state_dict({k[len("lm_head."):]: v for k, v in state["model"].items()
-                                           if k.startswith("lm_head.")}, strict=True)
-            opt.load_state_dict(state["opt"])
     budget = args.hours * 3600.0
     vq_digest = file_digest(args.vq)
     model.train()
