@@ -6,7 +6,7 @@ import torch
 
 from vitviz.core.images import unit_to_uint8
 from vitviz.core.masking import make_mask, masked_image, paste_visible
-from vitviz.mae.reconstruct import PANEL_CHUNK, assemble, assemble_stops, predict, prepare
+from vitviz.mae.reconstruct import PANEL_CHUNK, assemble_stops, predict, prepare
 
 
 def _reference(original: np.ndarray, pixels: torch.Tensor, mask: np.ndarray, p: int):
@@ -43,7 +43,8 @@ def test_batched_panels_equal_the_numpy_definitions(norm_pix):
         assert got.masked_mse == pytest.approx(mse, rel=1e-12, abs=1e-15)
         assert got.model_loss == float(losses[i]) and got.norm_pix == norm_pix
         assert got.tokens_encoded == int((~mask).sum()) and got.mask_ratio == mask.mean()
-        single = assemble(original, pixels[i], masks[i], float(losses[i]), p, norm_pix)
+        single = assemble_stops(original, pixels[i : i + 1].permute(0, 2, 3, 1), masks[i : i + 1],
+                                losses[i : i + 1], p, norm_pix)[0]  # the same stop on its own
         assert np.array_equal(single.pasted, got.pasted) and single.masked_mse == got.masked_mse
 
 

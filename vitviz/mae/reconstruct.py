@@ -226,13 +226,6 @@ def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tens
     return out
 
 
-def assemble(original: np.ndarray, pixels: torch.Tensor, mask: torch.Tensor, loss: float, patch_size: int,
-             norm_pix: bool) -> Reconstruction:
-    """:func:`assemble_stops` for one prediction ``(3, S, S)`` and its ``(gh, gw)`` mask."""
-    return assemble_stops(original, pixels.permute(1, 2, 0).unsqueeze(0), mask.unsqueeze(0),
-                          torch.tensor([loss], dtype=torch.float64), patch_size, norm_pix)[0]
-
-
 def reconstruct(
     model: LoadedModel,
     image: ImageInput,
