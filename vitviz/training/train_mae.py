@@ -23,6 +23,7 @@ The model card (``assets/models/README.md``) gives the exact command of the ship
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import math
@@ -76,6 +77,15 @@ def hidden_loss(model: MaskedAutoencoderViT, imgs: torch.Tensor, ids_keep: torch
     g = gradient_loss(pred_img, imgs, hidden_pixels(hidden, model.patch_size, grid), model.patch_size,
                       inside_weight)
     return mse + grad_weight * g, mse
+
+
+@torch.no_grad()
+def update_ema(ema: torch.nn.Module, model: torch.nn.Module, decay: float) -> None:
+    """Move every parameter of ``ema`` a fraction ``1 - decay`` of the way to ``model``'s (in place).
+
+    The fixed buffers (sin-cos position tables) are equal in both and left alone.
+    """
+    torch._foreach_lerp_(list(ema.parameters()), list(model.parameters()), 1.0 - decay)
 
 
 @torch.inference_mode()
@@ -141,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jitter", type=float, default=0.0, help="brightness/contrast/saturation jitter")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = budget only)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ema", type=float, default=0.0,
+                    help="keep an exponential moving average of the weights with this decay (0 = off); "
+                         "the average is what is checked on the held-out photos and exported")
     ap.add_argument("--positional-head", action="append", default=[], metavar="LAYER:HEAD:SCALE",
                     help="with --init: give this encoder head a positional query/key start "
                          "(recipe.positional_head; repeatable)")
@@ -163,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     step, elapsed, images_seen = 0, 0.0, 0
     log_path = args.ckpt.parent / "train_log.jsonl"
     args.ckpt.parent.mkdir(parents=True, exist_ok=True)
+    state: dict | None = None
     if args.ckpt.exists():
         state = torch.load(args.ckpt, weights_only=True)
         model.load_state_dict(state["model"], strict=True)
@@ -178,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
             layer, head, scale = spec.split(":")
             positional_head(model, int(layer), int(head), float(scale))
             print(f"positional start for layer {layer} head {head} (scale {scale})")
+    ema = None
+    if args.ema > 0:
+        ema = copy.deepcopy(model).requires_grad_(False)
+        if state is not None and "ema" in state:
+            ema.load_state_dict(state["ema"], strict=True)
+    exported = ema if ema is not None else model
     budget = args.hours * 3600.0
     length = config.num_patches
     lo, hi = args.ratio_range
@@ -200,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if ema is not None:
+            update_ema(ema, model, args.ema)
         step += 1
         images_seen += args.batch
         now = time.perf_counter()
@@ -209,13 +231,19 @@ def main(argv: list[str] | None = None) -> int:
                   "elapsed_h": round(elapsed / 3600, 4)}
         done = elapsed >= budget or (args.max_steps > 0 and step >= args.max_steps)
         if step % args.eval_every == 0 or done:
-            s = heldout_scores(model, heldout)
+            s = heldout_scores(exported, heldout)
             record.update(heldout_model=s["model"], heldout_baseline=s["baseline"],
                           improvement=1 - s["model"] / s["baseline"], mosaic=s["mosaic"])
+            if ema is not None:  # the raw weights too, to see what the average buys
+                raw = heldout_scores(model, heldout)
+                record.update(raw_improvement=1 - raw["model"] / raw["baseline"], raw_mosaic=raw["mosaic"])
         if step % args.save_every == 0 or done:
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                        "elapsed": elapsed, "images": images_seen, "gen": g.get_state()}, args.ckpt)
-            export_mae(model, args.out, {"step": str(step), "images": str(images_seen),
+            state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                     "elapsed": elapsed, "images": images_seen, "gen": g.get_state()}
+            if ema is not None:
+                state["ema"] = ema.state_dict()
+            torch.save(state, args.ckpt)
+            export_mae(exported, args.out, {"step": str(step), "images": str(images_seen),
                                           "train_hours": f"{elapsed / 3600:.2f}", "loss": f"{loss.item():.4f}",
                                           "recipe": json.dumps({k: str(v) for k, v in vars(args).items()})})
         if step % 20 == 0 or "improvement" in record:
