@@ -17,6 +17,7 @@ The v2 recipe (:mod:`vitviz.training.recipe`) adds, each behind a flag whose def
 is the first recipe: a deeper decoder (``--decoder-depth``; with ``--init`` the new
 blocks start as identities), a loss on neighbour differences that flat tiles cannot
 satisfy (``--grad-weight``), and stronger augmentation (``--area-min``, ``--jitter``).
+v4 added ``--ema``: a moving average of the weights is checked, checkpointed and exported.
 The model card (``assets/models/README.md``) gives the exact command of the shipped run.
 """
 
@@ -85,7 +86,8 @@ def update_ema(ema: torch.nn.Module, model: torch.nn.Module, decay: float) -> No
 
     The fixed buffers (sin-cos position tables) are equal in both and left alone.
     """
-    torch._foreach_lerp_(list(ema.parameters()), list(model.parameters()), 1.0 - decay)
+    for avg, new in zip(ema.parameters(), model.parameters()):
+        avg.lerp_(new, 1.0 - decay)
 
 
 @torch.inference_mode()
