@@ -120,13 +120,26 @@ def test_click_a_key_shows_its_patch(app):
             page.wait_for_function("(() => { const gd = document.querySelector('#heads-qk .js-plotly-plot');"
                                    " return gd && gd.__vitvizClick && gd.calcdata && gd._fullData &&"
                                    " gd._fullData.some(t => t.name === 'keys (patches)'); })()", timeout=120_000)
-            # The key of the first patch (trace 1: patch keys): its position on the page.
+            # A patch key that no other point covers (Plotly gives a click to the closest point of any
+            # trace, and where the scatter puts each point depends on the weights): the key whose
+            # nearest other point is farthest away, and its position on the page.
             x, y = page.evaluate("""() => {
               const gd = document.querySelector('#heads-qk .js-plotly-plot');
               const tr = gd._fullData.findIndex(t => t.name === 'keys (patches)');
-              const pt = gd.calcdata[tr][0];
               const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-              return [r.left + xa._offset + xa.c2p(pt.x), r.top + ya._offset + ya.c2p(pt.y)];
+              const px = pt => [r.left + xa._offset + xa.c2p(pt.x), r.top + ya._offset + ya.c2p(pt.y)];
+              const all = gd.calcdata.flatMap((trace, i) => trace.map((pt, j) => [i, j, ...px(pt)]));
+              let best = null, bestGap = -1;
+              for (const [i, j, x, y] of all) {
+                if (i !== tr) continue;
+                let gap = Infinity;
+                for (const [i2, j2, x2, y2] of all) {
+                  if (i2 === i && j2 === j) continue;
+                  gap = Math.min(gap, Math.hypot(x2 - x, y2 - y));
+                }
+                if (gap > bestGap) { bestGap = gap; best = [x, y]; }
+              }
+              return best;
             }""")
             page.mouse.click(x, y)
             page.wait_for_function("document.querySelector('#heads-token-info').innerText.includes('attend to the key')",
