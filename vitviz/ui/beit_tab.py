@@ -18,6 +18,7 @@ from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from . import urlstate
 from .common import example_images, memo_view, require_image, user_errors
+from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
 TOUR_TITLE = "Visual tokens (BEiT)"
@@ -155,11 +156,12 @@ def url_controls(state: Any) -> tuple:
 
 
 class BEiTTab:
-    """Handles to the controls that the app's URL state sets."""
+    """Handles to the controls that the app's URL state sets, and the image box the app shares."""
 
     def __init__(self, model: gr.Dropdown, ratio: gr.Slider, seed: gr.Number, pattern: gr.Radio,
-                 show: dict) -> None:
+                 show: dict, image_input: ImageInput) -> None:
         self.model, self.ratio, self.seed, self.pattern, self.show = model, ratio, seed, pattern, show
+        self.image_input = image_input
 
 
 def build(demo: gr.Blocks) -> BEiTTab:
@@ -175,11 +177,10 @@ def build(demo: gr.Blocks) -> BEiTTab:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(value=examples[0] if examples else None, type="filepath",
+            image = gr.Image(value=default_image(), type="filepath",
                              sources=["upload", "webcam", "clipboard"], label="Your image", height=PANEL_HEIGHT,
                              elem_id="beit-input")
-            if examples:
-                gr.Examples(examples=examples, inputs=image, label="Example photos")
+            examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos") if examples else None
         with gr.Column(scale=3):
             gr.Markdown(HELP_TOKENS, elem_classes=["vitviz-help"])
             with gr.Row(equal_height=True):
@@ -264,4 +265,4 @@ def build(demo: gr.Blocks) -> BEiTTab:
                   api_name="tokenize")
     api_btn.click(predict_endpoint, [image, model, ratio, seed, pattern], [masked, predicted, correct, confidence,
                                                                           numbers], api_name="beit_predict")
-    return BEiTTab(model, ratio, seed, pattern, show)
+    return BEiTTab(model, ratio, seed, pattern, show, ImageInput(image, examples_box))

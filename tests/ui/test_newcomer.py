@@ -1,0 +1,47 @@
+"""Issue 34's bugs, as a newcomer met them in the page: each test failed before its fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.ui.test_app import FIRST_VIEWS_DONE
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
+
+
+def _shows(elem: str, name: str) -> str:
+    """Page condition: the image box ``elem`` shows a file whose URL contains ``name``."""
+    return f"() => (document.querySelector('#{elem} img') || {{}}).src?.includes('{name}')"
+
+
+def _browser(p):  # noqa: ANN001, ANN202
+    return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+
+
+def test_beit_tab_shows_the_photo_uploaded_in_another_tab(app_url, tmp_path):
+    """Bug 1: after an upload in the MAE tab the BEiT tab kept its own example photo."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    upload = tmp_path / "lesson.png"
+    Image.open(EXAMPLES / "coffee.jpg").crop((0, 0, 300, 300)).save(upload)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+        page.locator("#mae-input input[type=file]").set_input_files(str(upload))
+        page.wait_for_function(_shows("mae-input", "lesson"), timeout=60_000)
+        before = page.evaluate("() => window.gradio_config.components.length")
+        page.get_by_role("tab", name="BEiT tokens").click()
+        page.wait_for_function(_shows("beit-input", "lesson"), timeout=60_000)
+        # the tab's token panels are those of the upload: its own box feeds them
+        page.wait_for_function("() => document.querySelector('#beit-original img') !== null", timeout=300_000)
+        assert page.evaluate("() => window.gradio_config.components.length") == before
+        browser.close()
