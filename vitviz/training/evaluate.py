@@ -1,8 +1,9 @@
-"""Held-out evaluation of MAEs against the ring-mean baseline.
+"""Evaluation of MAEs against the ring-mean baseline, on the validation photos or the test set.
 
 Usage::
 
     python -m vitviz.training.evaluate --data .train/data --out assets/models/heldout
+    python -m vitviz.training.evaluate --split test --json assets/models/mae-tiny.test.json   # once per release
     python -m vitviz.training.evaluate --data .train/data \\
         --model first=.train/mae-tiny-v1.safetensors --model new=assets/models/mae-tiny.safetensors \\
         --out assets/models/heldout --json assets/models/heldout.json
@@ -11,8 +12,9 @@ Usage::
 exported vitviz MAE file (safetensors with its config in the metadata, loaded
 strictly); give it several times to compare models side by side.
 
-For every held-out photo (listed in ``manifest.json`` by :mod:`vitviz.training.data`,
-never used in training) and each seed, the photo is masked at 75% (random
+For every evaluation photo (``--split validation``: the photos listed in ``manifest.json``
+by :mod:`vitviz.training.data`, never trained on but used to choose between runs;
+``--split test``: :mod:`vitviz.training.testset`, looked at once per release) and each seed, the photo is masked at 75% (random
 pattern), reconstructed by each model and by :func:`vitviz.mae.baseline.ring_mean_fill`,
 and these are recorded (definitions in :mod:`vitviz.training.measures`):
 
@@ -49,6 +51,7 @@ from ..models.mae import MAEConfig
 from ..models.registry import get_spec
 from ..render._draw import label_row
 from .measures import mosaic_factor, most_local_head
+from .testset import split_paths
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def evaluate(candidates: list[Candidate], photos: list[Path], seeds: list[int], 
 
 
 def markdown(rows: list[dict], summary: dict, labels: list[str]) -> str:
-    """The held-out table: per photo, the MSEs, MSE ÷ baseline, mosaic factors and locality."""
+    """The evaluation table: per photo, the MSEs, MSE ÷ baseline, mosaic factors and locality."""
     head = ["photo", "baseline MSE"]
     for k in labels:
         head += [f"{k} MSE", f"{k} ÷ baseline", f"{k} mosaic", f"{k} locality"]
@@ -168,17 +171,19 @@ def markdown(rows: list[dict], summary: dict, labels: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Compare MAEs with the ring-mean baseline on held-out photos.")
+    ap = argparse.ArgumentParser(description="Compare MAEs with the ring-mean baseline on validation or test photos.")
     ap.add_argument("--data", type=Path, default=Path(".train/data"))
     ap.add_argument("--model", action="append", default=None,
                     help="registry name or LABEL=FILE (repeat to compare); default mae-tiny")
+    ap.add_argument("--split", choices=("validation", "test"), default="validation",
+                    help="evaluation photos: the validation photos of --data, or the test set (looked at once)")
+    ap.add_argument("--test-dir", type=Path, default=Path(".train/test"), help="PNGs of vitviz.training.testset")
     ap.add_argument("--ratio", type=float, default=0.75)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", type=Path, default=None, help="folder for comparison PNGs")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    manifest = json.loads((args.data / "manifest.json").read_text())
-    photos = [Path(h["path"]) for h in manifest["heldout"]]
+    photos = split_paths(args.data, args.split, args.test_dir)
     candidates = [load_candidate(a) for a in (args.model or ["mae-tiny"])]
     labels = [c.label for c in candidates]
     if len(set(labels)) != len(labels):
@@ -189,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.seeds}); bottom row: means over photos, ratio of the mean MSEs, locality of the mean "
           f"distances (uniform attention: {summary['uniform_distance_px']:.1f} px)")
     if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "ratio": args.ratio,
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "ratio": args.ratio, "split": args.split,
                                          "seeds": args.seeds, "models": args.model or ["mae-tiny"]}, indent=1))
     return 0
 

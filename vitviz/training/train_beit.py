@@ -3,7 +3,9 @@
 Usage::
 
     python -m vitviz.training.train_beit --data .train/data --hours 0.9      # train; rerun to resume
-    python -m vitviz.training.train_beit --data .train/data --eval-only      # held-out table vs baselines
+    python -m vitviz.training.train_beit --data .train/data --eval-only      # validation table vs baselines
+    python -m vitviz.training.train_beit --eval-only --split test --most-frequent-code 177 \\
+        --table assets/models/beit-tiny.test.json                        # the test set, once per release
 
 The targets come from ``vq-tiny`` (``--vq``). Its token ids for every 256 px
 training crop and its mirror image are computed once (``--tokens``, a 16x16 grid
@@ -31,7 +33,8 @@ from ..models.beit import BEiTForMIM, export_beit, load_beit_file, mim_loss, nor
 from ..models.registry import BEIT_TINY_CONFIG
 from ..models.vqvae import load_vq_file
 from .codebook_head import CodebookHead
-from .train_vq import heldout_images
+from .testset import split_paths
+from .train_vq import split_images
 
 
 
@@ -120,9 +123,9 @@ def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g
 
 
 @torch.inference_mode()
-def heldout_table(model: BEiTForMIM, vq_path: Path, data: Path, most_frequent: int,
+def heldout_table(model: BEiTForMIM, vq_path: Path, photos: list[Path], most_frequent: int,
                   seeds: tuple[int, ...], ratio: float, pattern: str = "block") -> dict:
-    """Top-1/top-5 token accuracy over hidden patches of the held-out photos, and both baselines.
+    """Top-1/top-5 token accuracy over hidden patches of the evaluation photos, and both baselines.
 
     Targets are vq-tiny's ids of each (224, centre-cropped) photo; masks are drawn with
     ``numpy.random.default_rng(seed)`` for each seed. Accuracies are pooled over all
@@ -132,7 +135,7 @@ def heldout_table(model: BEiTForMIM, vq_path: Path, data: Path, most_frequent: i
     model.eval()
     vq, _ = load_vq_file(vq_path)
     c = model.config
-    images = heldout_images(data, c.img_size)
+    images = split_images(photos, c.img_size)
     hits = {"top1": 0, "top5": 0, "most_frequent": 0, "nearest_visible": 0, "hidden": 0}
     per = {}
     for name, x in images.items():
@@ -212,24 +215,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--eval-only", action="store_true", help="print the held-out table of --out and exit")
+    ap.add_argument("--eval-only", action="store_true", help="print the evaluation table of --out and exit")
+    ap.add_argument("--split", choices=("validation", "test"), default="validation",
+                    help="evaluation photos: the validation photos of --data, or the test set (looked at once)")
+    ap.add_argument("--test-dir", type=Path, default=Path(".train/test"), help="PNGs of vitviz.training.testset")
+    ap.add_argument("--most-frequent-code", type=int, default=None,
+                    help="with --eval-only: the training crops' most frequent code, if already measured")
     ap.add_argument("--eval-seeds", type=int, default=10)
     ap.add_argument("--table", type=Path, default=Path("assets/models/beit-tiny.heldout.json"))
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
-    tokens = crop_tokens(args.vq, crops, args.tokens)
-    counts = np.bincount(tokens.reshape(-1).astype(np.int64), minlength=BEIT_TINY_CONFIG.vocab_size)
-    most_frequent = int(counts.argmax())
+    if args.eval_only and args.most_frequent_code is not None:
+        most_frequent = args.most_frequent_code  # measured on the training crops before (their JSON)
+    else:
+        crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
+        tokens = crop_tokens(args.vq, crops, args.tokens)
+        counts = np.bincount(tokens.reshape(-1).astype(np.int64), minlength=BEIT_TINY_CONFIG.vocab_size)
+        most_frequent = int(counts.argmax())
 
     if args.eval_only:
         model, meta = load_beit_file(args.out)
         seeds = tuple(range(args.eval_seeds))
+        photos = split_paths(args.data, args.split, args.test_dir)
         table = {"model": "beit-tiny", "step": meta.get("step"), "train_hours": meta.get("train_hours"),
-                 "vq": file_digest(args.vq), "most_frequent_code": most_frequent,
-                 "block": heldout_table(model, args.vq, args.data, most_frequent, seeds, args.ratio, "block"),
-                 "random": heldout_table(model, args.vq, args.data, most_frequent, seeds, args.ratio, "random")}
+                 "vq": file_digest(args.vq), "most_frequent_code": most_frequent, "split": args.split,
+                 "block": heldout_table(model, args.vq, photos, most_frequent, seeds, args.ratio, "block"),
+                 "random": heldout_table(model, args.vq, photos, most_frequent, seeds, args.ratio, "random")}
         args.table.write_text(json.dumps(table, indent=1) + "\n")
         print(json.dumps(table, indent=1))
         return 0
@@ -304,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                    "stage": "all positions" if step <= args.visible_steps else "hidden only",
                    "elapsed_h": round(elapsed / 3600, 4)}
             if step % args.eval_every == 0 or done:
-                t = heldout_table(model, args.vq, args.data, most_frequent, (0, 1, 2), args.ratio)
+                t = heldout_table(model, args.vq, split_paths(args.data, "validation", args.test_dir), most_frequent,
+                                  (0, 1, 2), args.ratio)
                 rec.update(heldout_top1=t["top1"], heldout_top5=t["top5"], heldout_most_frequent=t["most_frequent"],
                            heldout_nearest_visible=t["nearest_visible"])
             if step % args.save_every == 0 or done:

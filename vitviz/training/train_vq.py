@@ -1,13 +1,14 @@
-"""Train the ``vq-tiny`` visual tokenizer on CPU, resumably, and evaluate it on held-out photos.
+"""Train the ``vq-tiny`` visual tokenizer on CPU, resumably, and evaluate it on validation or test photos.
 
 Usage::
 
     python -m vitviz.training.train_vq --data .train/data --hours 0.7     # train; rerun to resume
-    python -m vitviz.training.train_vq --data .train/data --eval-only     # held-out table vs k-means
+    python -m vitviz.training.train_vq --data .train/data --eval-only     # validation table vs k-means
+    python -m vitviz.training.train_vq --eval-only --split test --no-baseline --table assets/models/vq-tiny.test.json
 
 Training data: random ``--crop`` px windows (128 by default; the model is
 convolutional, and small windows give more updates per CPU second) with horizontal
-flips, cut from the 256 px crops in ``train_crops.npy``; the held-out photos listed in ``manifest.json`` are never used
+flips, cut from the 256 px crops in ``train_crops.npy``; the validation photos listed in ``manifest.json`` (and the test set) are never used
 for training. The learning rate follows a cosine over a wall-clock budget
 (``--hours``). Every ``--save-every`` steps the full state goes to ``--ckpt`` and the
 weights to ``--out`` (fp16 safetensors, config in the metadata). A jsonl log sits
@@ -30,18 +31,19 @@ from PIL import Image
 from ..beit.baselines import kmeans_codebook, kmeans_roundtrip, nearest_centroid, patch_rows
 from ..models.registry import VQ_TINY_CONFIG
 from ..models.vqvae import VQTokenizer, export_vq, load_vq_file
+from .testset import split_paths
 
 
-def heldout_images(data: Path, size: int) -> dict[str, torch.Tensor]:
-    """Held-out photos from ``manifest.json``: shorter side resized to ``size``, centre crop.
+def split_images(paths: list[Path], size: int) -> dict[str, torch.Tensor]:
+    """Evaluation photos (validation or test, :func:`vitviz.training.testset.split_paths`):
+    shorter side resized to ``size``, centre crop.
 
     Returns:
         ``{name: (3, size, size) float in [0, 1]}`` (uint8-rounded first, as the app sees them).
     """
-    manifest = json.loads((data / "manifest.json").read_text())
     out = {}
-    for h in manifest["heldout"]:
-        img = Image.open(h["path"]).convert("RGB")
+    for path in paths:
+        img = Image.open(path).convert("RGB")
         w, hh = img.size
         s = size / min(w, hh)
         nw, nh = max(size, round(w * s)), max(size, round(hh * s))
@@ -49,7 +51,7 @@ def heldout_images(data: Path, size: int) -> dict[str, torch.Tensor]:
         left, top = (nw - size) // 2, (nh - size) // 2
         img = img.crop((left, top, left + size, top + size))
         arr = np.asarray(img, dtype=np.uint8)
-        out[Path(h["path"]).stem] = torch.from_numpy(arr.copy()).permute(2, 0, 1).float() / 255.0
+        out[Path(path).stem] = torch.from_numpy(arr.copy()).permute(2, 0, 1).float() / 255.0
     return out
 
 
@@ -92,7 +94,7 @@ def psnr(mse: float) -> float:
 
 @torch.inference_mode()
 def heldout_mse(model: VQTokenizer, images: dict[str, torch.Tensor]) -> tuple[dict[str, float], set[int]]:
-    """Round-trip MSE (pixels in [0, 1]) per held-out image and the set of codes used."""
+    """Round-trip MSE (pixels in [0, 1]) per evaluation image and the set of codes used."""
     was = model.training
     model.eval()
     per, used = {}, set()
@@ -106,11 +108,22 @@ def heldout_mse(model: VQTokenizer, images: dict[str, torch.Tensor]) -> tuple[di
 
 
 def evaluate(args: argparse.Namespace) -> dict:
-    """Held-out table: vq-tiny round trip vs a k-means patch codebook with the same number of codes."""
+    """Evaluation table (``args.split``): vq-tiny round trip vs a k-means patch codebook with the
+    same number of codes (fitted on training crops; left out with ``--no-baseline``)."""
     model, meta = load_vq_file(args.out)
     c = model.config
-    images = heldout_images(args.data, c.img_size)
+    images = split_images(split_paths(args.data, args.split, args.test_dir), c.img_size)
     per, used_heldout = heldout_mse(model, images)
+    table = {
+        "model": "vq-tiny", "step": meta.get("step"), "train_hours": meta.get("train_hours"),
+        "codebook_size": c.codebook_size, "split": args.split,
+        "per_image": {n: {"vq_mse": per[n], "vq_psnr": psnr(per[n])} for n in images},
+        "mean_vq_mse": float(np.mean(list(per.values()))),
+        "codes_used_heldout": len(used_heldout),
+    }
+    table["mean_vq_psnr"] = float(np.mean([v["vq_psnr"] for v in table["per_image"].values()]))
+    if args.no_baseline:
+        return table
     g = torch.Generator().manual_seed(args.seed)
     crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
     sample = random_crops(crops, args.kmeans_images, c.img_size, g)
@@ -122,19 +135,11 @@ def evaluate(args: argparse.Namespace) -> dict:
     with torch.inference_mode():
         for i in range(0, sample.shape[0], 32):
             usage += torch.bincount(model.tokenize(sample[i : i + 32]).flatten(), minlength=c.codebook_size)
-    table = {
-        "model": "vq-tiny", "step": meta.get("step"), "train_hours": meta.get("train_hours"),
-        "codebook_size": c.codebook_size,
-        "per_image": {n: {"vq_mse": per[n], "vq_psnr": psnr(per[n]), "kmeans_mse": km[n],
-                          "kmeans_psnr": psnr(km[n])} for n in images},
-        "mean_vq_mse": float(np.mean(list(per.values()))),
-        "mean_kmeans_mse": float(np.mean(list(km.values()))),
-        "codes_used_heldout": len(used_heldout),
-        "codes_used_train_sample": int((usage > 0).sum()),
-        "train_sample_patches": int(usage.sum()),
-        "kmeans": {"patches": int(rows.shape[0]), "iters": args.kmeans_iters, "seed": args.seed},
-    }
-    table["mean_vq_psnr"] = float(np.mean([v["vq_psnr"] for v in table["per_image"].values()]))
+    for n in images:
+        table["per_image"][n].update(kmeans_mse=km[n], kmeans_psnr=psnr(km[n]))
+    table.update(mean_kmeans_mse=float(np.mean(list(km.values()))),
+                 codes_used_train_sample=int((usage > 0).sum()), train_sample_patches=int(usage.sum()),
+                 kmeans={"patches": int(rows.shape[0]), "iters": args.kmeans_iters, "seed": args.seed})
     table["mean_kmeans_psnr"] = float(np.mean([v["kmeans_psnr"] for v in table["per_image"].values()]))
     return table
 
@@ -156,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--eval-only", action="store_true", help="print the held-out table of --out and exit")
+    ap.add_argument("--eval-only", action="store_true", help="print the evaluation table of --out and exit")
+    ap.add_argument("--split", choices=("validation", "test"), default="validation",
+                    help="evaluation photos: the validation photos of --data, or the test set (looked at once)")
+    ap.add_argument("--test-dir", type=Path, default=Path(".train/test"), help="PNGs of vitviz.training.testset")
+    ap.add_argument("--no-baseline", action="store_true", help="leave out the k-means baseline (needs training crops)")
     ap.add_argument("--kmeans-images", type=int, default=512)
     ap.add_argument("--kmeans-iters", type=int, default=25)
     ap.add_argument("--table", type=Path, default=Path("assets/models/vq-tiny.heldout.json"))
@@ -173,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
     model = VQTokenizer(VQ_TINY_CONFIG)
     c = model.config
-    images = heldout_images(args.data, c.img_size)
+    images = split_images(split_paths(args.data, "validation", args.test_dir), c.img_size)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.99))
     step, elapsed, seen = 0, 0.0, 0
     args.ckpt.parent.mkdir(parents=True, exist_ok=True)
