@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..assets import example_images
 from ..core.patches import pixel_to_patch
 from ..mae.provenance import DecoderProvenance, check_patch, decoder_provenance
+from ..models.loading import LoadedModel
 from ..render.provenance import provenance_grid
 from .mae import result
 
@@ -85,13 +87,59 @@ def describe(p: DecoderProvenance, mask_tokens: bool) -> str:
     return text
 
 
-def provenance(p: DecoderProvenance, mask_tokens: bool = False) -> ProvenanceView:
-    """The view of a computed :class:`DecoderProvenance` (panel, words, numbers)."""
+def image_dependence(model: LoadedModel, p: DecoderProvenance, images: list[str] | None = None) -> dict:
+    """How much the rollout map of ``p`` depends on the photo: the same patch under the same mask
+    on each example photo, compared with ``p``'s map.
+
+    Returns:
+        ``{"photos": n, "r": [...], "visible": [...]}``: per other photo (one identical to ``p``'s
+        image is skipped), the Pearson correlation of the two rollout maps over the visible cells,
+        and that photo's rollout share on visible patches; ``r`` is empty when a map is constant.
+    """
+    ref = p.rollout_map()
+    cells = ~np.isnan(ref)
+    rs, vis = [], []
+    for path in images if images is not None else example_images():
+        q = decoder_provenance(model, path, patch=p.patch, mask=p.mask)
+        if q.image.shape == p.image.shape and np.array_equal(q.image, p.image):
+            continue
+        a, b = ref[cells], q.rollout_map()[cells]
+        if a.std() > 0 and b.std() > 0:
+            rs.append(float(np.corrcoef(a, b)[0, 1]))
+        vis.append(q.rollout_shares()["visible"])
+    return {"photos": len(vis), "r": rs, "visible": vis}
+
+
+def dependence_sentence(dep: dict, own_visible: float) -> str:
+    """What :func:`image_dependence` measured, and what it means for this model."""
+    if not dep["r"]:
+        return ""
+    r, vis = np.asarray(dep["r"]), np.asarray(dep["visible"] + [own_visible])
+    text = (f"**Does the map depend on the photo?** The same patch under the same mask on the other "
+            f"{len(r)} example photos: their rollout maps correlate with this one at r = {r.mean():.3f} on average "
+            f"({r.min():.3f}–{r.max():.3f}), and {_pct(vis.min())}–{_pct(vis.max())} of the weight goes to visible "
+            "patches. ")
+    if r.mean() >= 0.9:
+        text += ("For this model the mask tokens attend mostly by **position**, whatever the photo shows: the map "
+                 "says where this decoder looks, not what in this picture it found.")
+    else:
+        text += "For this model the map changes with the photo: the decoder's attention depends on the content."
+    return text
+
+
+def provenance(p: DecoderProvenance, mask_tokens: bool = False, dependence: dict | None = None) -> ProvenanceView:
+    """The view of a computed :class:`DecoderProvenance` (panel, words, numbers); ``dependence``
+    (:func:`image_dependence`) adds its sentence and numbers."""
     others = p.mask.copy()
     others[p.patch] = False
     panel = provenance_grid(p.masked, p.layer_maps(mask_tokens), p.rollout_map(mask_tokens), p.patch, titles(p),
                             mask_cells=others if mask_tokens else None)
-    return ProvenanceView(panel, describe(p, mask_tokens), p.patch, p.summary())
+    text, summary = describe(p, mask_tokens), p.summary()
+    if dependence is not None:
+        sentence = dependence_sentence(dependence, p.rollout_shares()["visible"])
+        text += "\n\n" + sentence if sentence else ""
+        summary["image_dependence"] = dependence
+    return ProvenanceView(panel, text, p.patch, summary)
 
 
 def patch_view(image: Any, model_name: str, ratio: float, seed: int, pattern: str, painted: np.ndarray | None,
@@ -112,7 +160,8 @@ def patch_view(image: Any, model_name: str, ratio: float, seed: int, pattern: st
     rc = check_patch(patch, rec.mask.shape)
     if not rec.mask[rc]:
         return ProvenanceView(None, visible_sentence(rc), rc, None)
-    return provenance(decoder_provenance(model, image, patch=rc, mask=rec.mask), mask_tokens)
+    p = decoder_provenance(model, image, patch=rc, mask=rec.mask)
+    return provenance(p, mask_tokens, image_dependence(model, p))
 
 
 def click_view(image: Any, model_name: str, ratio: float, seed: int, pattern: str, painted: np.ndarray | None,
