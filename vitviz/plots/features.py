@@ -15,7 +15,8 @@ DECAY_COLORS = {0.65: "#d62728", 0.75: "#ff7f0e", 0.9: "#1f77b4"}
 
 
 def probe_figure(layers: Sequence[str], r2: np.ndarray, targets: Sequence[str], names: dict[str, str],
-                 title: str, control: np.ndarray | None = None) -> go.Figure:
+                 title: str, control: np.ndarray | None = None,
+                 layer0: str = "patch + position embedding") -> go.Figure:
     """R^2 of every probe target against depth.
 
     Args:
@@ -26,6 +27,7 @@ def probe_figure(layers: Sequence[str], r2: np.ndarray, targets: Sequence[str], 
         title: figure title.
         control: optional ``(n, len(targets))`` R^2 of the shuffled-target control, drawn
             as one grey dotted line per target.
+        layer0: what depth 0 is, for the axis title (Swin has no absolute position embedding).
 
     Returns:
         One line per target; hover gives the layer and the value.
@@ -45,9 +47,9 @@ def probe_figure(layers: Sequence[str], r2: np.ndarray, targets: Sequence[str], 
                                      customdata=list(layers),
                                      hovertemplate="%{customdata}: control R² %{y:.3f}<extra>" + t + "</extra>"))
     low = min(-0.1, float(np.nanmin(r)) if r.size else 0.0)
-    fig.update_xaxes(title_text="depth (0 = patch + position embedding)", tickmode="array", tickvals=x,
+    fig.update_xaxes(title_text=f"depth (0 = {layer0})", tickmode="array", tickvals=x,
                      ticktext=[str(i) for i in x], range=[-0.5, len(x) - 0.5])
-    fig.update_yaxes(title_text="R² on held-out images", range=[max(low, -1.0), 1.02])
+    fig.update_yaxes(title_text="R² on this image (fitted on the others)", range=[max(low, -1.0), 1.02])
     return layout(fig, title, height=400)
 
 

@@ -85,7 +85,7 @@ def on_model(choice: str, layer: float | None) -> tuple:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
     depth = v.depth_of(choice)
     value = depth if layer is None else min(max(0, int(round(float(layer)))), depth)
-    return v.model_note(choice), gr.update(maximum=depth, value=value)
+    return v.model_note(choice), gr.update(maximum=depth, value=value, label=f"Layer (0 = {v.layer0_label_of(choice)})")
 
 
 def on_load(choice: str, layer: float, request: gr.Request) -> tuple:

@@ -52,7 +52,8 @@ HELP_PCA = (
     "**PCA feature maps** (as in the DINOv2 paper): the patch tokens of the chosen layer, from all four images "
     "together, are projected on their first three principal components, which become red, green and blue. "
     "Because the PCA is fitted **jointly**, one colour means one direction of the token space in every image. "
-    "Layer 0 is the patch embedding plus the position embedding; each step right is one more block. "
+    "Layer 0 is the patch embedding plus the position embedding (the slider says when a model has none: "
+    "Swin adds position only as a relative bias inside attention); each step right is one more block. "
     "**Foreground only** splits each image on the first component (the side that touches the border less is "
     "the foreground) and refits the colours on the foreground tokens. *(DINOv2, Oquab et al. 2023, fig. 1)*"
 )
@@ -71,8 +72,10 @@ HELP_PROBES = (
     "image itself tells us: the patch's **row and column** (position), its **mean colour** and its **edge "
     "energy** (texture). The probes are fitted on the other example photos and scored, as R², on this one: "
     "1 = read perfectly, 0 = no better than the fitting photos' average. Dotted grey: the same probes with "
-    "the targets shuffled across all patches of all photos (the control: about 0)."
-    " *(linear probes: Alain & Bengio 2016)*"
+    "the targets shuffled across all patches of all photos (the control: about 0). A low R² says a *linear* "
+    "read-out fails, not that the information is absent: a non-linear read-out, or fine-tuning, may find it, "
+    "and in MAE linear probing and fine-tuning even rank masking ratios differently."
+    " *(linear probes: Alain & Bengio 2016; MAE §4.1, fig. 5)*"
 )
 HELP_POOLING = (
     "**Class token or average pooling?** A classifier summarises the image in one vector: the class token, or "
@@ -100,6 +103,25 @@ def tokens_for(image: Any, choice: str | None) -> tuple[LoadedModel, LayerTokens
     require_image(image)
     model = load_choice(choice)
     return model, layer_tokens(model, image)
+
+
+def has_absolute_position_embedding(model: LoadedModel) -> bool:
+    """Whether layer 0 includes an absolute position embedding: a ViT's ``pos_embed``, an MAE's fixed
+    sin-cos table, or Swin's ``absolute_pos_embed`` (off by default: Swin §3.2, ``ape=False``)."""
+    m = model.module
+    return any(getattr(m, name, None) is not None for name in ("pos_embed", "absolute_pos_embed"))
+
+
+def layer0_label(model: LoadedModel) -> str:
+    """What layer 0 of the picked model is, for the slider, the help and the probe chart's axis."""
+    if has_absolute_position_embedding(model):
+        return "patch + position embedding"
+    return "patch embedding; no absolute position embedding"
+
+
+def layer0_label_of(choice: str | None) -> str:
+    """:func:`layer0_label` of a model choice."""
+    return layer0_label(load_choice(choice))
 
 
 def depth_of(choice: str | None) -> int:
@@ -284,7 +306,8 @@ def probe_view(image: Any, choice: str | None) -> tuple[go.Figure, list[list[Any
     model, lt = tokens_for(image, choice)
     table, control = probe_tables(model, image)
     fig = probe_figure(table.layers, table.r2, table.targets, TARGET_NAMES,
-                       f"{model.name}{_tag(lt)}: what a linear probe reads from each layer", control.r2)
+                       f"{model.name}{_tag(lt)}: what a linear probe reads from each layer", control.r2,
+                       layer0=layer0_label(model))
     rows = [[i, name] + [round(float(v), 3) for v in table.r2[i]] for i, name in enumerate(table.layers)]
     text = f"{table.describe()} {_trend(table)}"
     return fig, rows, text
