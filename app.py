@@ -8,10 +8,11 @@ import os
 # OpenMP runtime starts, so it is set before torch is imported; an explicit setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from vitviz.ui import build_demo, launch_options  # noqa: E402 - after the OpenMP setting above
+from vitviz.ui import build_demo, launch_options, serve  # noqa: E402 - after the OpenMP setting above
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 demo = build_demo()
+serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/serve): caps, cost groups, fixes
 
 if __name__ == "__main__":
     demo.launch(**launch_options())

@@ -1,4 +1,4 @@
-"""Memory of one new browser session (Gradio 6.31's own SessionState against vitviz.ui.sessions),
+"""Memory of one new browser session (Gradio 6.31's own SessionState against vitviz.ui.serve.sessions),
 and the size of the page configuration every page load copies, serialises and sends.
 
 Usage::
@@ -9,7 +9,7 @@ Builds the app, then creates 50 sessions each way and prints the Python memory e
 holds (tracemalloc). Gradio copies every component's configuration into each session;
 vitviz keeps only the session's own state. Then prints the page configuration as the
 page receives it (compact JSON, and gzip-compressed at level 1 as the app sends it),
-with vitviz.ui.pageconfig and as Gradio builds it, and its largest components.
+with vitviz.ui.serve.pageconfig and as Gradio builds it, and its largest components.
 """
 
 import sys
@@ -25,9 +25,9 @@ import gradio.state_holder as sh
 from gradio.blocks import Blocks
 
 original = sh.SessionState.__init__
-from vitviz.ui import build_demo  # noqa: E402 - after the original is kept
+from vitviz.ui import build_demo, serve  # noqa: E402 - after the original is kept
 
-demo = build_demo()  # installs vitviz.ui.sessions
+demo = serve.install(build_demo())  # installs vitviz.ui.serve.sessions
 
 
 def per_session(n: int = 50) -> float:
@@ -41,7 +41,7 @@ def per_session(n: int = 50) -> float:
 lean = per_session()
 sh.SessionState.__init__ = original
 gradio_own = per_session()
-print(f"per new session: Gradio 6.31's SessionState {gradio_own:.0f} KiB, with vitviz.ui.sessions {lean:.0f} KiB")
+print(f"per new session: Gradio 6.31's SessionState {gradio_own:.0f} KiB, with vitviz.ui.serve.sessions {lean:.0f} KiB")
 
 
 def _json(value: object) -> bytes:

@@ -54,7 +54,8 @@ def test_pyproject_lists_every_package_and_maps_the_assets():
     import tomllib
 
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    on_disk = {"vitviz"} | {f"vitviz.{p.parent.name}" for p in (ROOT / "vitviz").glob("*/__init__.py")}
+    on_disk = {"vitviz"} | {"vitviz." + ".".join(p.parent.relative_to(ROOT / "vitviz").parts)
+                            for p in (ROOT / "vitviz").rglob("*/__init__.py")}
     assert set(cfg["packages"]) == (on_disk - {"vitviz.training"}) | {"vitviz._assets"}  # training is not shipped
     assert cfg["package-dir"]["vitviz._assets"] == "assets" and (ROOT / "assets" / "models").is_dir()
 

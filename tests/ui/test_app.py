@@ -202,9 +202,10 @@ def test_every_named_endpoint_keeps_its_name():
     which makes Gradio rename the endpoint ``<name>_<n>``)."""
     import re
 
+    from vitviz.ui import serve
     from vitviz.ui.app import build_demo
 
-    names = set(build_demo().get_api_info()["named_endpoints"])
+    names = set(serve.install(build_demo()).get_api_info()["named_endpoints"])
     assert {"/reconstruct", "/sweep", "/patch_grid", "/pos_similarity", "/attention_query", "/rollout",
             "/attention_distance", "/swin_windows", "/swin_attention", "/attention_flops", "/model_flops",
             "/patch_size_flops", "/mae_flops", "/measure_attention", "/tokenize", "/beit_predict",

@@ -1,4 +1,5 @@
-"""A request for a model that cannot be had here is answered while the expensive group is busy (vitviz.ui.limits)."""
+"""A request for a model that cannot be had here is answered while the expensive group is busy (vitviz.ui.serve.limits),
+and only the declared model input of the handler can send it there."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import pytest
 
 from tools.appserver import free_port
 from vitviz.models.loading import load_choice
-from vitviz.ui import limits
+from vitviz.ui.serve import limits
+from vitviz.ui.serve.costs import Cost, cost, model_cost
 from vitviz.ui.common import user_errors
 
 
 def test_unavailable_model_is_recognised_without_the_network(monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert limits.names_unavailable_model([None, "mae-large", 0.75])
-    assert not limits.names_unavailable_model(["mae-tiny", 0.75])  # embedded: always here
-    assert not limits.names_unavailable_model(["mae-large:random"])  # random weights need no file
-    assert not limits.names_unavailable_model(["no such model", "x" * 10_000, 3])
+    assert limits.unavailable("mae-large")
+    assert not limits.unavailable("mae-tiny")  # embedded: always here
+    assert not limits.unavailable("mae-large:random")  # random weights need no file
+    assert not any(limits.unavailable(v) for v in ("no such model", "x" * 10_000, 3, None))
 
 
 def test_an_unavailable_model_is_answered_while_the_heavy_group_is_busy(monkeypatch) -> None:
@@ -29,17 +31,20 @@ def test_an_unavailable_model_is_answered_while_the_heavy_group_is_busy(monkeypa
     monkeypatch.setenv("VITVIZ_HEAVY_CONCURRENCY", "1")
     started, release = threading.Event(), threading.Event()
 
-    def run_sweep(x: float) -> float:  # a name of the expensive group: holds its one slot until released
+    @cost(Cost.HEAVY)
+    def run_sweep(x: float) -> float:  # the expensive group: holds its one slot until released
         started.set()
         release.wait(timeout=600)
         return x
 
+    @cost(model_cost(0, base=Cost.HEAVY))
     @user_errors
     def compare(model: str) -> str:  # the expensive group too; fails in vitviz's own check for mae-large
         return load_choice(model).name
 
     with gr.Blocks(analytics_enabled=False) as demo:
-        number, name, out, text = gr.Number(), gr.Textbox(), gr.Number(), gr.Textbox()
+        number, out, text = gr.Number(), gr.Number(), gr.Textbox()
+        name = gr.Dropdown(["mae-tiny", "mae-large"], value="mae-tiny")
         gr.Button().click(run_sweep, number, out, api_name="run_sweep")
         gr.Button().click(compare, name, text, api_name="compare")
     demo.queue(default_concurrency_limit=2)

@@ -12,7 +12,8 @@ import pytest
 
 gr = pytest.importorskip("gradio")
 
-from vitviz.ui import limits, sessions  # noqa: E402
+from vitviz.ui.serve import limits, sessions  # noqa: E402
+from vitviz.ui.serve.costs import Cost, cost  # noqa: E402
 
 
 def _request(peer: str, xff: str | None = None) -> SimpleNamespace:
@@ -32,16 +33,19 @@ def test_client_address_trusts_only_the_proxy_hops():
     assert not limits.exempt("unknown")
 
 
+@cost(Cost.VIEW)
 def _slow(x: float) -> float:
     time.sleep(0.2)
     return x
 
 
+@cost(Cost.VIEW)
 def _fast(x: float) -> float:
     return x + 1
 
 
-def run_sweep(x: float) -> float:  # sorted into the heavy group by its name
+@cost(Cost.HEAVY)
+def run_sweep(x: float) -> float:  # the heavy group by its declared cost
     time.sleep(0.2)
     return x
 
@@ -148,14 +152,3 @@ def test_sessions_are_small_and_bounded():
     assert len(holder.session_data) <= 50
     assert current / 50 < 100_000, "each kept session should hold far less than the page configuration"
     assert holder["session-199"][state._id] == [199]
-
-
-def test_the_costliest_views_of_the_real_app_queue_as_heavy():
-    """Deletion/insertion curves run the classifier dozens of times (5-6x a forward and backward
-    of ViT-B in bench/explain.py): they share the heavy group with sweeps and measurements."""
-    from vitviz.ui.app import build_demo
-
-    demo = build_demo()
-    groups = {getattr(fn.fn, "__name__", ""): fn.concurrency_id for fn in demo.fns.values() if fn.fn is not None}
-    assert groups["explain"] == limits.HEAVY and groups["update_curves"] == limits.HEAVY
-    assert groups["update_maps"] == limits.VIEW

@@ -63,7 +63,7 @@ def test_the_page_says_what_the_cli_says(tmp_path, toasts, capsys):
 
 
 def test_a_whole_number_box_passes_fractions_to_the_handler_unrounded():
-    from vitviz.ui import inputs
+    from vitviz.ui.serve import inputs
 
     inputs.install()
     seed = gr.Number(value=0, precision=0, label="Seed")

@@ -1,4 +1,4 @@
-"""The page configuration carries what the page reads; the API description stays whole (vitviz.ui.pageconfig)."""
+"""The page configuration carries what the page reads; the API description stays whole (vitviz.ui.serve.pageconfig)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 from gradio_client.utils import value_is_file
 
 from vitviz.plots.windows import attention_mask_figure
-from vitviz.ui.pageconfig import EVENT_DEFAULTS
+from vitviz.ui.serve.pageconfig import EVENT_DEFAULTS
 
 
 @pytest.fixture(scope="module")
 def demo():  # noqa: ANN201
-    from vitviz.ui import build_demo
+    from vitviz.ui import build_demo, serve
 
-    return build_demo()
+    return serve.install(build_demo())
 
 
 def test_components_carry_no_api_schema_but_files_are_still_files(demo) -> None:  # noqa: ANN001

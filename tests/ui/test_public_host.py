@@ -206,7 +206,7 @@ def test_uploads_are_one_image_and_responses_are_not_sniffed(app_url, tmp_path):
 
 
 def test_the_rate_limiter_refills_per_address():
-    from vitviz.ui.http import RateLimiter
+    from vitviz.ui.serve.http import RateLimiter
 
     limiter = RateLimiter()
     granted = [limiter.allow("1.1.1.1", 60, now=0.0) for _ in range(20)]
@@ -232,7 +232,7 @@ def test_the_front_end_files_and_the_page_are_compressed_once_and_served_from_me
 
     import brotli
 
-    from vitviz.ui.http import StaticCache
+    from vitviz.ui.serve.http import StaticCache
 
     script = b"console.log('vitviz');\n" * 400
     calls: list[list] = []
@@ -280,7 +280,7 @@ def test_the_front_end_files_and_the_page_are_compressed_once_and_served_from_me
 def test_the_upload_check_reads_a_body_in_any_chunks(chunk):
     import asyncio
 
-    from vitviz.ui.http import _checked_upload, _RefusedUpload
+    from vitviz.ui.serve.http import _checked_upload, _RefusedUpload
 
     def body(*files: bytes) -> bytes:
         parts = b"".join(b'--b\r\nContent-Disposition: form-data; name="files"; filename="x.png"\r\n'

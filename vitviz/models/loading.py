@@ -270,6 +270,22 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
 CACHE: LRU[tuple, LoadedModel] = LRU(lambda: settings.get("VITVIZ_MAX_MODELS"))
 
 
+def _cache_key(spec: ModelSpec, dev: torch.device, random_init: bool, mode: str) -> tuple:
+    return (spec.name, str(dev), "" if random_init else str(weights_dir() or ""), random_init, mode)
+
+
+def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
+    """True when the model behind a picker value (see :func:`load_choice`) is in memory now, so a
+    request for it loads nothing; False for it not loaded, or for an unknown or malformed value."""
+    try:
+        name, random_init = parse_choice(choice)
+        spec = get_spec(name)
+        dev = default_device() if device is None else torch.device(device)
+        return _cache_key(spec, dev, bool(random_init), kernel_mode(dev, None)) in CACHE
+    except (ValueError, TypeError):
+        return False
+
+
 def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False,
                kernels: str | None = None) -> LoadedModel:
     """Load a registered model (cached).
@@ -302,7 +318,7 @@ def load_model(name: str, device: str | torch.device | None = None, random_init:
     mode = kernel_mode(dev, kernels)
     # The weights folder and kernel mode are part of the key: changing either must not
     # serve a model loaded under the other setting.
-    key = (spec.name, str(dev), "" if random_init else str(weights_dir() or ""), random_init, mode)
+    key = _cache_key(spec, dev, random_init, mode)
     load = (lambda: _load_random(spec, dev, mode)) if random_init else (lambda: _load_uncached(spec, dev, mode))
     cap = settings.max_large_models()
     if cap is None or not is_large(spec) or key in CACHE:

@@ -14,8 +14,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, files, gradio_fixes, heads_tab, http,
-               lazy, limits, mae_provenance, mae_tab, patches_tab, swin_tab, urlstate)
+from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, lazy, mae_provenance, mae_tab,
+               patches_tab, serve, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -42,7 +42,8 @@ TOUR: tuple[tuple[str, str, str], ...] = tuple(
 
 
 def build_demo() -> gr.Blocks:
-    """Build the whole app (no model is loaded until a request needs one).
+    """Build the whole app (no model is loaded until a request needs one). Serving it to others needs
+    :func:`vitviz.ui.serve.install` too (``app.py`` calls it): Gradio's patches, caps and cost groups.
 
     Raises:
         ValueError: a ``VITVIZ_*`` setting with a value it does not accept (naming it).
@@ -50,7 +51,6 @@ def build_demo() -> gr.Blocks:
     problems = settings.check()
     if problems:
         raise ValueError("invalid settings: " + "; ".join(problems))
-    gradio_fixes.install()
     _log_to_stderr()
     # One intra-op thread count for every computation, set once (results never depend on who set it).
     import torch
@@ -127,10 +127,6 @@ def build_demo() -> gr.Blocks:
     # api_open=False: queued endpoints cannot be called around the queue (and its limits).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"), api_open=False)
-    http.calm_queue(demo)  # Gradio's queue polls every 1 ms while idle
-    demo.state_session_capacity = settings.get("VITVIZ_MAX_SESSIONS")
-    demo.temp_file_sets.append(files.WRITTEN)  # every file vitviz writes goes to Gradio's cleaner
-    limits.apply(demo)
     return demo
 
 
@@ -150,9 +146,6 @@ def launch_options() -> dict:
     """Keyword arguments of ``demo.launch`` for a public host: page head/CSS, limits, no share link."""
     import os
 
-    from starlette.middleware import Middleware
-    from starlette.middleware.gzip import GZipMiddleware
-
     return dict(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
@@ -160,8 +153,5 @@ def launch_options() -> dict:
         share=False,
         js=urlstate.page_js(TAB_LABELS),
         css=urlstate.CSS + mae_provenance.CSS,
-        # Outermost first: refusals before any work; the front end's files from memory; text gzip-compressed.
-        app_kwargs={"middleware": [Middleware(http.Hardening), Middleware(http.StaticCache),
-                                   Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1,
-                                              exclude_content_types=http.NOT_GZIPPED)]},
+        app_kwargs={"middleware": serve.middleware()},
     )

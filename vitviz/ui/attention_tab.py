@@ -22,6 +22,7 @@ from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import default_choice
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "attention", "Attention"
 TOUR_TITLE = "Attention"
@@ -62,6 +63,7 @@ HELP_DISTANCE = (
 )
 
 
+@cost(model_cost(1))
 @user_errors
 def attention_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float,
                     query: str, row: float, col: float) -> tuple[np.ndarray, np.ndarray, str]:
@@ -74,6 +76,7 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
     return av.query_view(maps, layer, query, row, col)
 
 
+@cost(model_cost(1))
 @user_errors
 def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: float, head_fusion: str,
             discard_ratio: float) -> tuple[np.ndarray, str]:
@@ -82,6 +85,7 @@ def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: f
     return av.rollout_view(maps, head_fusion, discard_ratio)
 
 
+@cost(model_cost(1))
 @user_errors
 def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float) -> go.Figure:
     """Endpoint ``attention_distance``: mean attention distance per head vs layer (Plotly)."""
@@ -89,6 +93,7 @@ def attention_distance(image: str | None, model: str, part: str, mask_ratio: flo
     return av.distance_view(m, maps)
 
 
+@cost(model_cost(1))
 @user_errors
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
                row: float, col: float, head: float) -> tuple[np.ndarray, np.ndarray, str]:
@@ -97,6 +102,7 @@ def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed
     return hv.head_query_view(maps, layer, query, row, col, head)
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
@@ -112,6 +118,7 @@ def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed
     return out[:8] + (gr.update(value=top5, visible=top5 is not None),) + out[9:]
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_model(choice: str, layer: float, part: str, query: str | None = None) -> tuple:
     """New model -> the controls that apply to it (part, mask, layer range, query choices).
@@ -127,12 +134,14 @@ def on_model(choice: str, layer: float, part: str, query: str | None = None) -> 
             c["depth"])
 
 
+@cost(Cost.VIEW)
 def on_load(choice: str, layer: float, part: str, query: str | None, request: gr.Request) -> tuple:
     """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
     state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
     return on_model(choice, state.layer if state.layer else layer, part, query)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_part(choice: str, part: str, layer: float) -> tuple:
     """Encoder/decoder switch (MAE) -> the layer range of that part."""
@@ -140,6 +149,7 @@ def on_part(choice: str, part: str, layer: float) -> tuple:
     return gr.update(maximum=depth, value=av.layer_value(layer, depth)), depth
 
 
+@cost(model_cost(1))
 @user_errors
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mask_ratio: float,
                seed: float) -> tuple[int, int, str]:
@@ -148,6 +158,7 @@ def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mas
     return r, c, "patch"
 
 
+@cost(model_cost(1))
 @user_errors
 def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool
                 ) -> tuple[np.ndarray, str]:
@@ -156,6 +167,7 @@ def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed
     return av.class_view(maps, bool(mass))
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_goto(goto: str | None, choice: str) -> tuple:
     """A head clicked in the Heads tab (``{"model", "layer", "head"}``) -> this tab's model, layer and head,

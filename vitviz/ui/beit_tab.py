@@ -19,6 +19,7 @@ from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from . import urlstate
 from .common import example_images, memo_view, require_image, user_errors
+from .serve.costs import Cost, cost, model_cost
 from .shared_image import ImageInput, default_image
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
@@ -73,6 +74,7 @@ HELP_COMPARE = (
 # ----------------------------------------------------------------------------- handlers
 
 
+@cost(Cost.VIEW)
 @user_errors
 def tokenize_endpoint(image: str | None) -> tuple[np.ndarray, list, np.ndarray, float]:
     """Endpoint ``tokenize``: image -> token map image (ids written in), ids (JSON), decoded image, PSNR (dB)."""
@@ -81,6 +83,7 @@ def tokenize_endpoint(image: str | None) -> tuple[np.ndarray, list, np.ndarray, 
     return v.token_map, v.ids, v.decoded, round(v.psnr, 3)
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def update_tokens(image: str | None) -> tuple:
@@ -90,6 +93,7 @@ def update_tokens(image: str | None) -> tuple:
     return v.original, v.figure, v.decoded, v.text, v.token_map, v.ids
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def update_codebook(selected: int | None) -> tuple:
@@ -107,12 +111,14 @@ def _select_code(code: int | None, image: str | None) -> tuple:
     return code, mosaic, hl, text, bv.token_view(image, highlight=code).figure
 
 
+@cost(Cost.VIEW)
 @user_errors
 def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> tuple:
     """A click on the codebook selects a code: mosaic outline, highlight in the image, token map outline."""
     return _select_code(bv.code_at(layout, float(evt.index[0]), float(evt.index[1])), image)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def click_token(evt: gr.SelectData, image: str | None) -> tuple:
     """A click on the token map selects the code of that patch (same outputs as a codebook click)."""
@@ -120,6 +126,7 @@ def click_token(evt: gr.SelectData, image: str | None) -> tuple:
     return _select_code(bv.code_at_token_map(image, float(evt.index[0]), float(evt.index[1])), image)
 
 
+@cost(model_cost(1))
 @user_errors
 def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> tuple:
     """Endpoint ``beit_predict``: (image, model, ratio, seed, pattern) -> masked input, decoded prediction with
@@ -131,6 +138,7 @@ def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed
     return v.masked, v.decoded, v.correctness, v.confidence, v.metrics
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_predict(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
@@ -143,6 +151,7 @@ def update_predict(image: str | None, model_name: str, mask_ratio: float, seed: 
             v.prediction.mask.tolist())
 
 
+@cost(Cost.VIEW)
 @user_errors
 def paint_click(evt: gr.SelectData, current: list | None) -> tuple[list, str]:
     """A click on the masked panel toggles that patch (starting from the mask on screen) and switches to painted."""

@@ -10,8 +10,9 @@ import plotly.graph_objects as go
 
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
-from . import files
+from .serve import files
 from .common import memo_view, user_errors
+from .serve.costs import Cost, cost
 
 TAB_ID, LABEL = "compute", "Compute"
 TOUR_TITLE = "Compute"
@@ -64,30 +65,35 @@ def _served(out: tuple) -> tuple:
     return tuple(files.write_text(x.text, x.name) if isinstance(x, cv.CsvDownload) else x for x in out)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def attention_flops(dim: float, window: float) -> tuple[go.Figure, str, str]:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
     return _served(cv.attention_flops(dim, window))
 
 
+@cost(Cost.VIEW)
 @user_errors
 def model_flops(max_resolution: float) -> tuple[go.Figure, str]:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
     return _served(cv.model_flops(max_resolution))
 
 
+@cost(Cost.VIEW)
 @user_errors
 def patch_size_flops(resolution: float, base: str) -> tuple[go.Figure, str]:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
     return _served(cv.patch_size_flops(resolution, base))
 
 
+@cost(Cost.VIEW)
 @user_errors
 def mae_flops_chart(name: str) -> tuple[go.Figure, str, str]:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
     return _served(cv.mae_flops(name))
 
 
+@cost(Cost.HEAVY)
 @user_errors
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
                       progress: gr.Progress = gr.Progress()) -> tuple[go.Figure, str, str]:
@@ -103,6 +109,7 @@ def _default_charts() -> tuple:
             *cv.mae_flops(next(iter(mae_configs()))))
 
 
+@cost(Cost.VIEW)
 @user_errors
 def default_charts() -> tuple:
     """The four charts, their table, summary and CSVs at the default controls, when the tab is first shown

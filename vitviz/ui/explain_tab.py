@@ -16,6 +16,7 @@ from ..explain.faithfulness import DEFAULT_STEPS
 from ..views import explain as v
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "explain", "Explain"
 TOUR_TITLE = "Explain"
@@ -35,6 +36,7 @@ INTRO = (
 # --------------------------------------------------------------------------------------
 
 
+@cost(Cost.HEAVY)
 @user_errors
 def explain(image: str | None, model: str, target: str | None, method: str, removal: str, steps: float
             ) -> tuple[np.ndarray, go.Figure, list[list[Any]], str]:
@@ -46,6 +48,7 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
     return v.explain_view(image, model, target, method, removal, steps)
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_maps(image: str | None, model: str, target: str | None, method: str) -> tuple:
@@ -56,6 +59,7 @@ def update_maps(image: str | None, model: str, target: str | None, method: str) 
     return panels, text, gr.update(choices=v.class_choices(e), value=value)
 
 
+@cost(Cost.HEAVY)
 @user_errors
 @memo_view()
 def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,

@@ -17,6 +17,7 @@ from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import default_choice
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "features", "Features"
 TOUR_TITLE = "Features"
@@ -36,12 +37,14 @@ INTRO = (
 # --------------------------------------------------------------------------------------
 
 
+@cost(model_cost(1))
 @user_errors
 def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -> tuple[np.ndarray, str]:
     """Endpoint ``feature_pca``: joint PCA maps of this image and three examples at one layer (0 = embedding)."""
     return v.pca_view(image, model, layer, bool(foreground))
 
 
+@cost(model_cost(1))
 @user_errors
 def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str
                      ) -> tuple[np.ndarray, np.ndarray, str]:
@@ -49,6 +52,7 @@ def patch_similarity(image: str | None, model: str, layer: float, row: float, co
     return v.similarity_view(image, model, layer, row, col, other)
 
 
+@cost(Cost.HEAVY)
 @user_errors
 def layer_probes(image: str | None, model: str) -> tuple[go.Figure, str, str]:
     """Endpoint ``layer_probes``: probe R^2 by layer for row, column, mean colour and edge energy
@@ -57,6 +61,7 @@ def layer_probes(image: str | None, model: str) -> tuple[go.Figure, str, str]:
     return fig, v.probe_markdown(rows), text
 
 
+@cost(Cost.HEAVY)
 @user_errors
 @memo_view()
 def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
@@ -71,6 +76,7 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
             shown(cls_top), shown(gap_top), shown(att), pool_text)
 
 
+@cost(model_cost(1))
 @user_errors
 def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
                 other: str) -> tuple:
@@ -80,6 +86,7 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
     return pca, pca_text, left, right, sim_text
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_model(choice: str, layer: float | None) -> tuple:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
@@ -88,16 +95,24 @@ def on_model(choice: str, layer: float | None) -> tuple:
     return v.model_note(choice), gr.update(maximum=depth, value=value, label=f"Layer (0 = {v.layer0_label_of(choice)})")
 
 
+@cost(Cost.VIEW)
 def on_load(choice: str, layer: float, request: gr.Request) -> tuple:
     """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
     state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
     return on_model(choice, state.layer if state.layer is not None else None)
 
 
+@cost(model_cost(1))
 @user_errors
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float) -> tuple[int, int]:
     """A click on the left similarity map -> the clicked patch's grid (row, col) at this layer."""
     return v.pick_patch(image, model, layer, evt.index[0], evt.index[1])
+
+
+@cost(Cost.VIEW)
+def llrd_chart() -> tuple[go.Figure, str]:
+    """The layer-wise learning-rate decay chart and its explanation (private; no model)."""
+    return v.llrd_view()
 
 
 def build(demo: gr.Blocks) -> ImageInput:
@@ -187,7 +202,7 @@ def build(demo: gr.Blocks) -> ImageInput:
 
     demo.load(on_load, [model, layer], [note, layer], api_visibility="private").then(
         update_all, all_in, all_out, api_visibility="private").then(
-        v.llrd_view, None, [llrd_plot, llrd_text], api_visibility="private")
+        llrd_chart, None, [llrd_plot, llrd_text], api_visibility="private")
     model.change(on_model, [model, layer], [note, layer], **quick).then(update_all, all_in, all_out, **quick)
     image.change(update_all, all_in, all_out, **quick)
     layer.change(layer_views, all_in, [pca, pca_text, left, right, sim_text], **quick)

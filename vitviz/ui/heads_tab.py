@@ -19,6 +19,7 @@ from ..views import heads as hv
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import default_choice
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "heads", "Heads"
 TOUR_TITLE = "Heads"
@@ -32,6 +33,7 @@ INTRO = (
 )
 
 
+@cost(model_cost(1))
 @user_errors
 def head_atlas(image: str | None, model: str, source: str) -> tuple[go.Figure, go.Figure, str]:
     """Endpoint ``head_atlas``: (layer x head grid coloured by type, distance-entropy scatter, summary).
@@ -41,12 +43,14 @@ def head_atlas(image: str | None, model: str, source: str) -> tuple[go.Figure, g
     return hv.atlas_view(image, model, source)
 
 
+@cost(model_cost(1))
 @user_errors
 def qk_space(image: str | None, model: str, layer: float, head: float) -> tuple[go.Figure, str]:
     """Endpoint ``qk_space``: the queries and keys of one head (layer and head 1-based), PCA to 2-D, and a sentence."""
     return hv.qk_view(image, model, layer, head)
 
 
+@cost(model_cost(1))
 @user_errors
 def qk_token(image: str | None, model: str, layer: float, head: float, click: str | None
              ) -> tuple[np.ndarray, str]:
@@ -58,6 +62,7 @@ def qk_token(image: str | None, model: str, layer: float, head: float, click: st
     return hv.token_view(image, model, layer, head, data.get("token"), data.get("kind", 0))
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_all(image: str | None, model: str, source: str, layer: float, head: float) -> tuple:
@@ -68,6 +73,7 @@ def update_all(image: str | None, model: str, source: str, layer: float, head: f
     return grid, scatter, text, qk, qk_text, token, token_text
 
 
+@cost(model_cost(1))
 @user_errors
 def qk_views(image: str | None, model: str, layer: float, head: float) -> tuple:
     """The query-key views for a new layer or head."""
@@ -75,6 +81,7 @@ def qk_views(image: str | None, model: str, layer: float, head: float) -> tuple:
     return (qk, qk_text) + hv.token_view(image, model, layer, head)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_model(choice: str, layer: float, head: float) -> tuple:
     """New model -> the layer and head sliders' ranges (values kept when they fit)."""

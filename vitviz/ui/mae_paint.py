@@ -17,6 +17,7 @@ from ..mae.sweep import stop_of
 from ..models.loading import load_model
 from ..views import mae as mae_view
 from .common import as_seed, require_image, user_errors
+from .serve.costs import cost, model_cost
 
 HELP_PAINT = (
     "**Paint the mask**: click or drag across the *Original* panel to hide patches (starting on a hidden "
@@ -31,6 +32,7 @@ def _stop_mask(model_name: str, ratio: float, seed: float, pattern: str) -> np.n
     return make_mask(model.module.config.grid, stop_of(ratio), as_seed(seed), pattern).numpy()
 
 
+@cost(model_cost(3))
 @user_errors
 def paint_stroke(stroke: str | None, mask: list | None, image: str | None, model_name: str, ratio: float,
                  seed: float, pattern: str, paint: bool) -> tuple:
@@ -50,6 +52,7 @@ def paint_stroke(stroke: str | None, mask: list | None, image: str | None, model
     return mae_view.paint_stroke(np.asarray(mask, dtype=bool), points).tolist(), True
 
 
+@cost(model_cost(3))
 @user_errors
 def start_paint(paint: bool, mask: list | None, image: str | None, model_name: str, ratio: float, seed: float,
                 pattern: str) -> list | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..views import provenance as pv
 from .common import as_seed, require_image, user_errors
+from .serve.costs import cost, model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
@@ -96,6 +97,7 @@ def _painted(paint: bool, painted: list | None) -> np.ndarray | None:
     return np.asarray(painted, dtype=bool) if paint and painted is not None else None
 
 
+@cost(model_cost(2))
 @user_errors
 def pick_provenance(pick: str | None, image: str | None, model_name: str, ratio: float, seed: float,
                     pattern: str, paint: bool, painted: list | None, mask_tokens: bool) -> tuple:
@@ -112,6 +114,7 @@ def pick_provenance(pick: str | None, image: str | None, model_name: str, ratio:
     return _outputs(view) + (view.patch[0], view.patch[1])
 
 
+@cost(model_cost(1))
 @user_errors
 def redraw(image: str | None, model_name: str, ratio: float, seed: float, pattern: str, paint: bool,
            painted: list | None, row: float | None, col: float | None, mask_tokens: bool) -> tuple:
@@ -123,6 +126,7 @@ def redraw(image: str | None, model_name: str, ratio: float, seed: float, patter
     return _outputs(view)
 
 
+@cost(model_cost(1))
 @user_errors
 def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, row: float,
                    col: float, mask_tokens: bool = False) -> tuple:

@@ -26,10 +26,12 @@ from ..models.registry import MAE_TINY_CONFIG
 from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import files, mae_provenance, scrub, urlstate
+from . import mae_provenance, scrub, urlstate
+from .serve import files
 from .common import as_seed, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .mae_paint import HELP_PAINT, paint_controls, paint_stroke, painted_controls, start_paint
 from .shared_image import ImageInput, default_image
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "mae", "MAE"
 TOUR_TITLE = "Masked autoencoder"
@@ -106,6 +108,7 @@ HELP_VISIBLE = (
 )
 
 
+@cost(model_cost(1))
 @user_errors
 def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
@@ -122,6 +125,7 @@ def _view_cleared(message: str) -> tuple:
             None, None, None, "")
 
 
+@cost(model_cost(1))
 @shown_once(_view_cleared)
 def update_view(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
                 paint: bool, painted: list | None, compare_name: str) -> tuple:
@@ -145,6 +149,7 @@ def update_view(image: str | None, model_name: str, mask_ratio: float, seed: flo
     return tuple(out)
 
 
+@cost(Cost.HEAVY)
 @user_errors
 def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
               progress: gr.Progress = gr.Progress()) -> tuple:
@@ -152,6 +157,7 @@ def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
     return _sweep(image, model_name, seed, pattern, progress)
 
 
+@cost(Cost.HEAVY)
 @quiet_errors(lambda: (None, [], None))
 def page_sweep(image: str | None, model_name: str, seed: float, pattern: str,
                progress: gr.Progress = gr.Progress()) -> tuple:
@@ -180,11 +186,12 @@ def _sweep_outputs(image: str, model_name: str, seed: int, pattern: str) -> tupl
 _PAYLOADS: LRU[tuple[str, str], str] = LRU(256)
 
 
+@cost(Cost.HEAVY)
 def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str) -> str:
     """Every cached slider stop's panels, shipped once to the page (private, after a sweep).
 
     Encodes the panels of each stop the sweep filled into Gradio's image cache (the content
-    memo of :mod:`vitviz.ui.gradio_fixes` then serves a later server view of that stop
+    memo of :mod:`vitviz.ui.serve.image_cache` then serves a later server view of that stop
     without encoding it again) and packs them for the browser
     (:func:`vitviz.ui.scrub.build_payload`): the slider then moves through those stops with
     no server call. A payload already built is reused (the next visitor on the same
@@ -222,6 +229,7 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
         return ""
 
 
+@cost(Cost.HEAVY)
 @user_errors
 def export(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool,
            painted: list | None, compare_name: str) -> tuple[str, str]:

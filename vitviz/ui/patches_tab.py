@@ -20,6 +20,7 @@ from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readou
 from .common import as_seed, example_images, memo_view, require_image, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import default_choice
+from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "patches", "Patches"
 TOUR_TITLE = "Patches"
@@ -71,6 +72,7 @@ EXPLAIN_SHUFFLE = (
 # ----------------------------------------------------------------------------- handlers
 
 
+@cost(Cost.VIEW)
 @user_errors
 def patch_grid(image: str | None, patch_size: float, resolution: float) -> tuple[np.ndarray, str, dict]:
     """Endpoint ``patch_grid``: (image, patch size, resolution) -> overlay, readout (Markdown), numbers (JSON)."""
@@ -80,6 +82,7 @@ def patch_grid(image: str | None, patch_size: float, resolution: float) -> tuple
     return overlay, readout_markdown(g), readouts(g)
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def update_grid(image: str | None, patch_size: float, resolution: float, point: Any, on_cls: bool) -> tuple:
@@ -87,6 +90,7 @@ def update_grid(image: str | None, patch_size: float, resolution: float, point: 
     return pv.grid_views(image, patch_size, resolution, point, on_cls)
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_model(image: str | None, model_key: str, resolution: float, point: Any, on_cls: bool) -> tuple:
@@ -94,6 +98,7 @@ def update_model(image: str | None, model_key: str, resolution: float, point: An
     return pv.embedding_views(image, model_key, resolution, point, on_cls)
 
 
+@cost(model_cost(0))
 @user_errors
 def pos_similarity(model_key: str, row: float, col: float) -> tuple[np.ndarray, np.ndarray]:
     """Endpoint ``pos_similarity``: (model, row, column) -> that patch's map, the full grid of maps."""
@@ -101,12 +106,14 @@ def pos_similarity(model_key: str, row: float, col: float) -> tuple[np.ndarray, 
     return one, mosaic
 
 
+@cost(model_cost(0))
 @user_errors
 def pos_views(model_key: str, row: float, col: float) -> tuple[np.ndarray, np.ndarray, MosaicLayout]:
     """Like :func:`pos_similarity`, plus the mosaic's layout for clicks (private)."""
     return pv.pos_views(model_key, row, col)
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_resolution(image: str | None, model_key: str, resolution: float) -> tuple:
@@ -116,6 +123,7 @@ def update_resolution(image: str | None, model_key: str, resolution: float) -> t
     return (text, interp, gr.update(value=recomputed, visible=mae), gr.update(visible=mae), recon)
 
 
+@cost(model_cost(1))
 @user_errors
 @memo_view()
 def update_shuffle(image: str | None, model_key: str, seed: float, row: float, col: float) -> tuple:
@@ -132,12 +140,14 @@ def next_seed(seed: float | None) -> int:
 # ----------------------------------------------------------------------------- clicks
 
 
+@cost(Cost.VIEW)
 @user_errors
 def click_overlay(evt: gr.SelectData, layout: OverlayLayout | None, point: Any) -> tuple:
     """A click on the grid selects the patch under it (clicks on the cropped bands are ignored)."""
     return pv.click_overlay(layout, float(evt.index[0]), float(evt.index[1]), point)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def click_strip(evt: gr.SelectData, layout: StripLayout | None, patch_size: float, resolution: float,
                 point: Any, on_cls: bool) -> tuple:
@@ -145,12 +155,14 @@ def click_strip(evt: gr.SelectData, layout: StripLayout | None, patch_size: floa
     return pv.click_strip(layout, float(evt.index[0]), float(evt.index[1]), patch_size, resolution, point, on_cls)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def click_mosaic(evt: gr.SelectData, layout: MosaicLayout | None, point: Any) -> tuple:
     """A click on a tile of the map of maps selects that tile's patch."""
     return pv.click_mosaic(layout, float(evt.index[0]), float(evt.index[1]), point)
 
 
+@cost(model_cost(0))
 @user_errors
 def rowcol_to_point(model_key: str, row: float, col: float) -> tuple:
     """Typed row/column (in the model's grid) -> the selected point."""

@@ -41,7 +41,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import files
+from .serve import files
 
 #: Panel kinds that change with the masking ratio, in output order.
 PANEL_KINDS: tuple[str, ...] = ("masked", "reconstruction", "pasted", "error")

@@ -17,6 +17,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, block_choices, stage_choices
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
+from .serve.costs import Cost, cost
 
 TAB_ID, LABEL = "swin", "Swin"
 TOUR_TITLE = "Swin"
@@ -60,6 +61,7 @@ EXPLAIN_BIAS = (
 )
 
 
+@cost(Cost.VIEW)
 @user_errors
 def swin_windows(image: str | None, stage: float, x: float, y: float
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, go.Figure, list, str]:
@@ -71,6 +73,7 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
     return sv.windows_view(image, stage, x, y)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
                    ) -> tuple[list, np.ndarray, go.Figure, str]:
@@ -78,6 +81,7 @@ def swin_attention(image: str | None, stage: float, block: float, x: float, y: f
     return sv.attention_view(image, stage, block, x, y)
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def first_windows(image: str | None, stage: float, x: float, y: float
@@ -86,6 +90,7 @@ def first_windows(image: str | None, stage: float, x: float, y: float
     return sv.windows_view(image, stage, x, y)
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def first_attention(image: str | None, stage: float, block: float, x: float, y: float
@@ -94,18 +99,21 @@ def first_attention(image: str | None, stage: float, block: float, x: float, y: 
     return sv.attention_view(image, stage, block, x, y)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def pick_on_image(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def pick_on_rolled(stage: float, evt: gr.SelectData) -> tuple[int, int]:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
 
 
+@cost(Cost.VIEW)
 @user_errors
 @memo_view(32)
 def swin_bias(stage: float, block: float, head: float) -> tuple[go.Figure, str]:
@@ -113,6 +121,7 @@ def swin_bias(stage: float, block: float, head: float) -> tuple[go.Figure, str]:
     return sv.bias_view(stage, block, head)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the head slider's range (heads double with the channels)."""
@@ -121,6 +130,7 @@ def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a
     return gr.update(maximum=g.num_heads, value=h)
 
 
+@cost(Cost.VIEW)
 @user_errors
 def on_stage(stage: float, block: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the block choices, keeping regular/shifted when possible."""

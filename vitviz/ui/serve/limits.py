@@ -15,13 +15,17 @@ could run at once on two cores. This module:
   ``VITVIZ_TRUSTED_PROXIES`` hop of ``X-Forwarded-For``. Loopback addresses (the
   machine's own user) have only the session cap;
 * refuses an unknown ``fn_index`` with HTTP 400 (it was a 500);
-* answers at once a request for a model known, without the network, not to be had here
-  (offline or not allowed to download, and not on disk): it is moved to its own group
-  (:data:`INSTANT`, no limit), where vitviz's own check fails it in a millisecond with
-  its sentence, instead of waiting for a slot behind sweeps and measurements;
-* puts every queued event in one of two concurrency groups: ``view`` (fast views,
-  ``VITVIZ_CONCURRENCY`` at once) and ``heavy`` (sweeps, measurements, exports,
-  comparisons: ``VITVIZ_HEAVY_CONCURRENCY``), the one place that sorts endpoints;
+* puts every queued request, when it is queued, in the concurrency group of its handler's
+  declared cost class (:mod:`.costs`, computed from the checked inputs): ``view`` (fast views,
+  ``VITVIZ_CONCURRENCY`` at once) or ``heavy`` (sweeps, probes, explanations, curves,
+  measurements, exports, a model not yet in memory: ``VITVIZ_HEAVY_CONCURRENCY``); an
+  undeclared handler is heavy;
+* answers at once a request whose declared model input names a model known, without the
+  network, not to be had here (offline or not allowed to download, and not on disk): it goes
+  to its own group (:data:`INSTANT`, no limit), where vitviz's own check fails it in a
+  millisecond with its sentence, instead of waiting for a slot behind sweeps and measurements.
+  Only that input's value, checked against the picker's choices, is read (a stray value
+  elsewhere in the payload moved any event there, out of the heavy cap);
 * renames private events so they never take a public endpoint's name (a private
   ``swin_attention`` chained before the public one pushed it to ``/swin_attention_5``).
 """
@@ -34,18 +38,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import settings
+from ... import settings
+from .costs import Cost, checked_inputs, fixed, model_positions, resolve
 
-#: Concurrency group of fast views.
+#: Concurrency group of fast views (:attr:`Cost.VIEW`).
 VIEW = "vitviz-view"
-#: Concurrency group of expensive work.
+#: Concurrency group of expensive work (:attr:`Cost.HEAVY`).
 HEAVY = "vitviz-heavy"
-
-#: Event functions (by Python name) that belong to the expensive group.
-HEAVY_FUNCTIONS = frozenset({
-    "run_sweep", "page_sweep", "prewarm_panels", "export", "measure_attention", "compare", "run_compare",
-    "layer_probes", "scrub_payload", "explain", "update_curves",
-})
+#: The concurrency group of each cost class.
+GROUPS = {Cost.VIEW: VIEW, Cost.HEAVY: HEAVY}
 
 #: Concurrency group of requests answered at once (a model known to be unavailable here).
 INSTANT = "vitviz-instant"
@@ -112,27 +113,43 @@ def exempt(address: str) -> bool:
         return False
 
 
-def names_unavailable_model(values: Any) -> bool:
-    """True when one of ``values`` picks a model whose trained weights are known, without asking the
-    network, not to be had here: not on disk, and offline or not allowed to download. Its request then
-    fails at once in vitviz's own check (:func:`vitviz.models.loading.load_choice`)."""
-    from ..models.registry import get_spec, parse_choice
-    from ..models.sources import availability
+def unavailable(choice: Any) -> bool:
+    """True when ``choice`` (a model picker value) names a model whose trained weights are known, without
+    asking the network, not to be had here: not on disk, and offline or not allowed to download. Its
+    request then fails at once in vitviz's own check (:func:`vitviz.models.loading.load_choice`)."""
+    from ...models.registry import get_spec, parse_choice
+    from ...models.sources import availability
 
-    for value in values if isinstance(values, (list, tuple)) else ():
-        if not isinstance(value, str) or len(value) > 80:
-            continue
-        try:
-            name, random_init = parse_choice(value)
-            spec = get_spec(name)
-        except (ValueError, KeyError):
-            continue
-        if random_init:
-            continue
-        if settings.offline() or not settings.download_allowed(spec.name, spec.download_mb):
-            if not availability(spec)[0]:  # no network is asked in these two cases
-                return True
+    if not isinstance(choice, str) or len(choice) > 80:
+        return False
+    try:
+        name, random_init = parse_choice(choice)
+        spec = get_spec(name)
+    except (ValueError, KeyError):
+        return False
+    if random_init:
+        return False
+    if settings.offline() or not settings.download_allowed(spec.name, spec.download_mb):
+        return not availability(spec)[0]  # no network is asked in these two cases
     return False
+
+
+def queue_group(fn: Any, data: Any) -> str:
+    """The concurrency group of one request to the event ``fn`` (a Gradio ``BlockFunction``), decided when
+    it is queued from the handler's declared cost on its checked inputs (:mod:`.costs`).
+
+    A request whose declared model inputs (:func:`.costs.model_cost`) name a model that cannot be had
+    here, the others being in memory already, goes to :data:`INSTANT`: vitviz's own check answers it at
+    once. Values at other positions, or that are not one of the model picker's choices, are never read.
+    """
+    from ...models.loading import is_loaded
+
+    values = checked_inputs(fn.inputs, data)
+    positions = [p for p in model_positions(fn.fn) if p < len(values)]
+    missing = [p for p in positions if unavailable(values[p])]
+    if missing and all(p in missing or (isinstance(values[p], str) and is_loaded(values[p])) for p in positions):
+        return INSTANT
+    return GROUPS[resolve(fn.fn, fn.inputs, data)]
 
 
 def _move(queue: Any, event: Any, group: str) -> None:
@@ -184,7 +201,9 @@ def install() -> None:
         if body.fn_index is None or body.fn_index not in self.blocks.fns:
             return False, "There is no endpoint with this function index.", "error"
         address = client_address(request, limits.trusted_proxies)
-        heavy = self.blocks.fns[body.fn_index].concurrency_id == HEAVY
+        fn = self.blocks.fns[body.fn_index]
+        group = queue_group(fn, getattr(body, "data", None))
+        heavy = group == HEAVY
         async with lock:  # the count and the append happen together
             same_session, same_address, same_heavy = _count(self, body.session_hash, address)
             capped = not exempt(address)
@@ -195,8 +214,8 @@ def install() -> None:
                 event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
                 if event is not None:
                     event.vitviz_address = address
-                    if names_unavailable_model(getattr(body, "data", None)):
-                        _move(self, event, INSTANT)  # no await since the push: not yet picked up
+                    if group != event.concurrency_id:
+                        _move(self, event, group)  # no await since the push: not yet picked up
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
         return False, BUSY_MESSAGE, "queue_full"
@@ -219,9 +238,8 @@ def apply(demo: Any) -> None:
     heavy_limit = settings.get("VITVIZ_HEAVY_CONCURRENCY")
     public_names: set[str] = set()
     for fn in demo.fns.values():
-        name = getattr(fn.fn, "__name__", "")
         if fn.queue is not False and fn.fn is not None:
-            heavy = name in HEAVY_FUNCTIONS
+            heavy = fixed(fn.fn) is Cost.HEAVY  # a computed cost is resolved again when a request is queued
             fn.concurrency_id = HEAVY if heavy else VIEW
             fn.concurrency_limit = heavy_limit if heavy else view_limit
         if fn.api_visibility == "public" and isinstance(fn.api_name, str):

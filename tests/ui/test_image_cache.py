@@ -4,7 +4,7 @@ import numpy as np
 from PIL import Image
 
 from vitviz.cache import LRU
-from vitviz.ui import gradio_fixes
+from vitviz.ui.serve import image_cache
 
 
 def _img(seed: int) -> Image.Image:
@@ -13,20 +13,20 @@ def _img(seed: int) -> Image.Image:
 
 def test_png_outputs_are_lossless_and_memoised(tmp_path, monkeypatch):
     calls = []
-    real = gradio_fixes.encode
-    monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt) or real(img, fmt))
-    monkeypatch.setattr(gradio_fixes, "_MEMO", LRU(8))
-    a = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    real = image_cache.encode
+    monkeypatch.setattr(image_cache, "encode", lambda img, fmt: calls.append(fmt) or real(img, fmt))
+    monkeypatch.setattr(image_cache, "_MEMO", LRU(8))
+    a = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
     assert np.array_equal(np.asarray(Image.open(a)), np.asarray(_img(0)))
-    again = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    again = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
     assert again == a and len(calls) == 1  # same pixels: the file is reused, nothing encoded
-    b = gradio_fixes._atomic_save_pil_to_cache(_img(1), str(tmp_path), format="png")
+    b = image_cache._atomic_save_pil_to_cache(_img(1), str(tmp_path), format="png")
     assert b != a and len(calls) == 2
     # A file removed by Gradio's cache cleaner is written again, not served missing.
     import os
 
     os.remove(a)
-    c = gradio_fixes._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    c = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
     assert os.path.exists(c) and len(calls) == 3
     assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no staging files left behind
 
@@ -37,9 +37,9 @@ def test_memo_is_bounded_and_keyed_by_format():
         memo.put(k, k)
     assert memo.get("a") is None and memo.get("c") == "c"
     img = _img(2)
-    assert gradio_fixes.pixel_key(img, "/x", "image", "png") != gradio_fixes.pixel_key(img, "/x", "image", "webp")
+    assert image_cache.pixel_key(img, "/x", "image", "png") != image_cache.pixel_key(img, "/x", "image", "webp")
     img.info["comment"] = "metadata"
-    assert gradio_fixes.pixel_key(img, "/x", "image", "png") is None
+    assert image_cache.pixel_key(img, "/x", "image", "png") is None
 
 
 def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, photo_path):
@@ -61,16 +61,16 @@ def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, pho
     monkeypatch.setattr(mae_tab, "reconstruct_cached",
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
-    monkeypatch.setattr(gradio_fixes, "_MEMO", LRU(4096))
+    monkeypatch.setattr(image_cache, "_MEMO", LRU(4096))
     monkeypatch.setattr(mae_tab, "_PAYLOADS", LRU(256))
-    gradio_fixes.install()
+    image_cache.install()
     model = load_model("mae-tiny")
     sweep(model, photo_path, 0, "random", cache=cache)
     payload = json.loads(mae_tab.scrub_payload(str(photo_path), "mae-tiny", 0, "random"))
     assert len(list(tmp_path.rglob("image.png"))) >= 3 * len(STOPS)
     assert sorted(payload["stops"]) == [f"{r:.2f}" for r in STOPS] and Path(payload["pack"]).is_file()
     calls = []
-    monkeypatch.setattr(gradio_fixes, "encode", lambda img, fmt: calls.append(fmt))
+    monkeypatch.setattr(image_cache, "encode", lambda img, fmt: calls.append(fmt))
     r, hit = reconstruct_cached(model, photo_path, 0.4, 0, "random", cache=cache)
     assert hit
     p = mae_view.panels(r)

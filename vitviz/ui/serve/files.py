@@ -5,7 +5,7 @@ but only the files it knows about, in its own cache folder. vitviz used to write
 CSVs (four at every start) and export folders to the system temp folder, where nothing
 deleted them (1,319 CSVs after one afternoon), and pre-encoded panels that were never
 handed out stayed until a restart. Now every file vitviz writes is written by
-:func:`write_bytes` (or the image writer of :mod:`vitviz.ui.gradio_fixes`) into
+:func:`write_bytes` (or the image writer of :mod:`vitviz.ui.serve.image_cache`) into
 Gradio's cache folder and recorded in :data:`WRITTEN`, a set the app registers with
 Gradio's cleaner (``demo.temp_file_sets``): each is deleted ``VITVIZ_CACHE_SECONDS``
 after it was last written or served, handed out or not.

@@ -78,8 +78,8 @@ def _image(block: Any, payload: Any, original: Any) -> Any:
         return original(block, payload)
     if getattr(block, "type", None) == "filepath" and getattr(block, "image_mode", None) is None:
         return str(path)  # vitviz's reader checks the file in the handler
-    from ..core.images import check_image_file
-    from ..errors import ImageError
+    from ...core.images import check_image_file
+    from ...errors import ImageError
 
     try:
         check_image_file(path)

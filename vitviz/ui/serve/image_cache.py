@@ -1,4 +1,4 @@
-"""Process-wide settings for serving: a faster, race-free image cache and PIL's pixel limit.
+"""Gradio's image-cache writer made race-free and fast; PIL's pixel limit set to vitviz's.
 
 ``gradio.processing_utils.save_pil_to_cache`` (6.31) names each output image by the
 hash of its bytes and rewrites the file in place on every call. When two requests
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from .. import settings
-from ..cache import LRU
-from . import files, http, inputs, limits, sessions
+from ... import settings
+from ...cache import LRU
+from . import files
 
 _INSTALLED = False
 
@@ -107,8 +107,4 @@ def install() -> None:
     # Gradio opens every uploaded image with PIL before vitviz sees it; make PIL's own
     # decompression-bomb check use vitviz's pixel limit (it raises above twice the value).
     Image.MAX_IMAGE_PIXELS = settings.max_pixels()
-    inputs.install()
-    sessions.install()
-    limits.install()
-    http.install()
     _INSTALLED = True

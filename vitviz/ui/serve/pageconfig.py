@@ -105,6 +105,39 @@ def slim(config: dict[str, Any], api_ids: set[int], builtin_ids: set[int] = froz
     return config
 
 
+def server_folders() -> tuple[str, ...]:
+    """Absolute folders of this server that must not appear in answers: the checkout (or installed
+    package) and the examples' folder."""
+    from pathlib import Path
+
+    import vitviz
+
+    package = Path(vitviz.__file__).resolve().parent
+    return tuple(dict.fromkeys((str(package.parent), str(package))))
+
+
+def redact(value: Any, folders: tuple[str, ...]) -> Any:
+    """``value`` with every string holding an absolute path under one of ``folders`` cut to its file name.
+
+    Gradio 6.31 lists each input's default value in the API description, with the absolute path of
+    the server's cache folder (``/tmp/gradio/<hash>/chelsea.jpg``) or of the checkout.
+    """
+    if isinstance(value, str):
+        for folder in folders:
+            while folder and folder in value:
+                i = value.index(folder)
+                j = i + len(folder)
+                while j < len(value) and not value[j].isspace() and value[j] not in "'\",)]":
+                    j += 1
+                value = value[:i] + value[i:j].rsplit("/", 1)[-1] + value[j:]
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v, folders) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, folders) for v in value]
+    return value
+
+
 class _WithFullConfig:
     """``blocks`` seen with Gradio's full configuration (what ``Blocks.get_api_info`` reads)."""
 
@@ -135,7 +168,10 @@ def install() -> None:
 
     @functools.wraps(original_api_info)
     def get_api_info(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return original_api_info(_WithFullConfig(self, full_config(self)), *args, **kwargs)
+        from gradio.utils import get_upload_folder
+
+        info = original_api_info(_WithFullConfig(self, full_config(self)), *args, **kwargs)
+        return redact(info, (get_upload_folder(), *server_folders()))
 
     Blocks.get_config_file = get_config_file
     Blocks.get_api_info = get_api_info

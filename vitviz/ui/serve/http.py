@@ -32,8 +32,8 @@ from typing import Any
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
-from .. import settings
-from ..cache import LRU
+from ... import settings
+from ...cache import LRU
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -313,48 +313,19 @@ def _checked_upload(receive: Receive) -> Receive:
     return wrapped
 
 
-def _redact(value: Any, folder: str) -> Any:
-    """``value`` with every absolute path under ``folder`` replaced by its file name."""
-    if isinstance(value, str) and folder in value:
-        return value.rsplit("/", 1)[-1]
-    if isinstance(value, dict):
-        return {k: _redact(v, folder) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact(v, folder) for v in value]
-    return value
-
-
 _INSTALLED = False
 
 
 def install() -> None:
-    """Make the API description (``/gradio_api/info``) name default files by their file names only.
+    """Send files in 1 MiB pieces (idempotent).
 
-    Gradio 6.31 lists each input's default value there, with the absolute path of the
-    server's cache folder (``/tmp/gradio/<hash>/chelsea.jpg``).
+    Starlette's ``FileResponse.chunk_size`` is 64 KiB: every piece is a hand-off to a worker
+    thread and a pass through every middleware, and each page load sends the slider's 4.8 MB
+    of packed panels (75 pieces; a sixth of a warm page load's server CPU).
     """
     global _INSTALLED
     if _INSTALLED:
         return
-    import functools
-
-    from gradio.blocks import Blocks
-
-    from . import pageconfig
-
-    pageconfig.install()  # first: the redaction below wraps its full API description
-    from gradio.utils import get_upload_folder
-
-    original = Blocks.get_api_info
-
-    @functools.wraps(original)
-    def get_api_info(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return _redact(original(self, *args, **kwargs), get_upload_folder())
-
-    Blocks.get_api_info = get_api_info
-    # Files go out in 1 MiB pieces instead of Starlette's 64 KiB: every piece is a hand-off to a
-    # worker thread and a pass through every middleware, and each page load sends the slider's
-    # 4.8 MB of packed panels (75 pieces; a sixth of a warm page load's server CPU).
     from starlette.responses import FileResponse
 
     FileResponse.chunk_size = FILE_CHUNK_BYTES

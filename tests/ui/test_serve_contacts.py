@@ -1,0 +1,139 @@
+"""Every contact of vitviz.ui.serve with Gradio's and Starlette's internals, checked against the installed
+Gradio: each test fails when Gradio changes the behaviour a patch relies on (then re-check the patch)."""
+
+from __future__ import annotations
+
+import inspect
+
+import gradio as gr
+import pytest
+
+from vitviz.ui import serve
+
+
+def _source(obj) -> str:  # noqa: ANN001
+    return inspect.getsource(inspect.unwrap(obj))
+
+
+def test_an_untested_gradio_is_refused_with_a_sentence() -> None:
+    serve.check_gradio(gr.__version__)  # the installed one is tested
+    with pytest.raises(serve.UntestedGradio, match=r"tested with Gradio 6\.31\.x, and Gradio 7\.0\.0 is installed"):
+        serve.check_gradio("7.0.0")
+    with pytest.raises(serve.UntestedGradio):
+        serve.check_gradio("6.30.2")
+
+
+def test_pyproject_pins_the_tested_range() -> None:
+    import tomllib
+    from pathlib import Path
+
+    deps = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    pins = [d for d in deps["dependencies"] if d.startswith("gradio")]
+    (a, b), = serve.TESTED_GRADIO
+    assert pins == [f"gradio>={a}.{b},<{a}.{b + 1}"]
+
+
+def test_nothing_is_installed_on_import_or_by_build_demo() -> None:
+    import subprocess
+    import sys
+
+    code = ("import gradio.processing_utils as pu, gradio.queueing as q; orig = (pu.save_pil_to_cache, q.Queue.push); "
+            "from vitviz.ui import build_demo; build_demo(); "
+            "print(pu.save_pil_to_cache is orig[0] and q.Queue.push is orig[1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_image_cache_contact() -> None:
+    """image_cache replaces ``processing_utils.save_pil_to_cache(img, cache_dir, name, format)``, which Gradio's
+    image postprocessing calls through the module (so the replacement is seen); it hashes with ``hash_bytes``."""
+    from gradio import processing_utils as pu
+
+    params = list(inspect.signature(inspect.unwrap(pu.save_pil_to_cache)).parameters)
+    assert params[:4] == ["img", "cache_dir", "name", "format"]
+    assert callable(pu.hash_bytes) and callable(pu.encode_pil_to_bytes) and callable(pu.get_pil_metadata)
+    assert "processing_utils.save_pil_to_cache(" in _source(gr.Image.postprocess) or \
+        "save_pil_to_cache(" in inspect.getsource(pu)
+
+
+def test_inputs_contact() -> None:
+    """inputs wraps ``preprocess(self, payload)`` of these classes; Gradio calls it per input before a handler."""
+    for name in ("Number", "Slider", "Dropdown", "Radio", "Image"):
+        cls = getattr(gr, name)
+        assert list(inspect.signature(inspect.unwrap(cls.preprocess)).parameters)[:2] == ["self", "payload"], name
+    assert hasattr(gr.Error(""), "print_exception")
+
+
+def test_sessions_contact() -> None:
+    """sessions replaces four ``SessionState`` methods; Gradio's own ``__init__`` builds the per-session
+    configuration copy (``config_values``) that vitviz drops, and it still sets the attributes vitviz sets."""
+    from gradio.state_holder import SessionState
+
+    own = _source(SessionState.__init__) if SessionState.__init__.__module__ == "gradio.state_holder" else ""
+    from vitviz.ui.serve import sessions
+
+    if not sessions._INSTALLED:
+        assert "config_values" in own and "blocks_config" in own and "_state_ttl" in own
+    for name in ("__setitem__", "_update_config", "_update_value_in_config", "__getitem__"):
+        assert hasattr(SessionState, name), name
+
+
+def test_queue_contact() -> None:
+    """limits wraps ``Queue.push(self, body, request, username)`` and reads the queue's internals: groups in
+    ``event_queue_per_concurrency_id`` (``EventQueue(concurrency_id, limit)`` with ``.queue`` a list picked
+    from its head), ``active_jobs``, ``event_ids_to_events``; events carry ``concurrency_id``, ``session_hash``."""
+    from gradio import queueing
+
+    push = inspect.unwrap(queueing.Queue.push)
+    assert list(inspect.signature(push).parameters) == ["self", "body", "request", "username"]
+    eq = queueing.EventQueue("x", 3)
+    assert eq.queue == [] and eq.concurrency_limit == 3 and eq.concurrency_id == "x"
+    source = inspect.getsource(queueing.Queue)
+    for name in ("event_queue_per_concurrency_id", "active_jobs", "event_ids_to_events", "sleep_when_free",
+                 "progress_update_sleep_when_free", "ANAYLTICS_CACHE_FREQUENCY", "first_event = event_queue.queue[0]"):
+        assert name in source, name
+    assert "self.max_size is not None and len(self) >= self.max_size" in inspect.getsource(push)
+    assert {"concurrency_id", "session_hash"} <= set(inspect.signature(queueing.Event.__init__).parameters) | {
+        "concurrency_id"} and "self.concurrency_id = fn.concurrency_id" in inspect.getsource(queueing.Event)
+
+
+def test_pageconfig_contact() -> None:
+    """pageconfig wraps ``Blocks.get_config_file(self)`` and ``Blocks.get_api_info(self)``; the API description
+    is built from ``self.config``; ``gradio_client.utils.value_is_file`` reads an ``api_info`` schema."""
+    from gradio.blocks import Blocks
+    from gradio_client.utils import value_is_file
+
+    from vitviz.ui.serve.pageconfig import FILE_SCHEMA
+
+    assert list(inspect.signature(inspect.unwrap(Blocks.get_config_file)).parameters) == ["self"]
+    assert "self.config" in _source(Blocks.get_api_info)
+    assert value_is_file(FILE_SCHEMA)
+
+
+def test_http_contacts() -> None:
+    """http sets ``FileResponse.chunk_size``; its door knows Gradio's routes and the upload field name."""
+    from gradio import route_utils, routes
+    from starlette.responses import FileResponse
+
+    assert isinstance(FileResponse.chunk_size, int)
+    source = inspect.getsource(routes)
+    for route in ('"/upload"', '"/config"', '"/info"', '"/queue/join"'):
+        assert route in source, route
+    # Gradio keeps the parts named "files"; a part is a file when its Content-Disposition (parsed by
+    # parse_options_header, so any case and quoting) has a filename: the door parses the same way.
+    assert 'form.getlist("files")' in inspect.getsource(route_utils.upload_fn)
+    parser = inspect.getsource(route_utils.GradioMultiPartParser)
+    assert "parse_options_header" in parser and 'b"filename" in options' in parser
+
+
+def test_files_contact() -> None:
+    """files registers a set with ``Blocks.temp_file_sets``, which Gradio's cache cleaner empties; the cache
+    folder is ``gradio.utils.get_upload_folder()``."""
+    from gradio.utils import get_upload_folder
+
+    with gr.Blocks() as demo:
+        pass
+    assert isinstance(demo.temp_file_sets, list) and isinstance(get_upload_folder(), str)
+    assert hasattr(demo, "state_session_capacity")

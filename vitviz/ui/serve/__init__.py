@@ -1,0 +1,119 @@
+"""Serving vitviz on a shared host: every contact with Gradio's and Starlette's internals, in one package.
+
+Installed by one explicit call, after ``build_demo()`` and before ``demo.launch``::
+
+    demo = build_demo()
+    serve.install(demo)                  # patches Gradio, sorts events, attaches the caps
+    demo.launch(**launch_options())      # with serve.middleware(): the HTTP door
+
+Nothing here is installed on import. It lives inside ``vitviz/ui/`` because only
+``vitviz/ui/`` may import gradio (tests/test_layout.py). Each module names the Gradio
+behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio changes it:
+
+* :mod:`.image_cache` -- ``gradio.processing_utils.save_pil_to_cache`` (atomic, memoised,
+  fast PNGs) and PIL's ``Image.MAX_IMAGE_PIXELS``;
+* :mod:`.inputs` -- ``preprocess`` of ``Number``, ``Slider``, ``Dropdown``, ``Radio``,
+  ``Image`` (sentences instead of ``error: null``);
+* :mod:`.sessions` -- ``gradio.state_holder.SessionState`` (no per-session config copy);
+* :mod:`.limits` -- ``gradio.queueing.Queue.push`` and the queue's internals (caps per
+  session and address, cost classes read at queue time, fair order, instant answers);
+* :mod:`.pageconfig` -- ``Blocks.get_config_file`` and ``Blocks.get_api_info`` (a small
+  page configuration; the API description whole but without server paths);
+* :mod:`.http` -- ASGI middleware (door caps, one image per upload, static files from
+  memory) and Starlette's ``FileResponse.chunk_size``; the queue's poll intervals;
+* :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .costs import Cost, cost, model_cost
+
+#: Gradio versions whose internals this package was checked against (tests/ui/test_serve_contacts.py).
+TESTED_GRADIO = ((6, 31),)
+
+
+class UntestedGradio(RuntimeError):
+    """The installed Gradio is not a version :mod:`vitviz.ui.serve` was tested with."""
+
+
+def check_gradio(version: str | None = None) -> None:
+    """Refuse a Gradio version whose internals were not checked (its major.minor not in :data:`TESTED_GRADIO`).
+
+    Raises:
+        UntestedGradio: with a sentence naming the installed and the tested versions.
+    """
+    if version is None:
+        import gradio
+
+        version = gradio.__version__
+    try:
+        major_minor = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        major_minor = ()
+    if major_minor not in TESTED_GRADIO:
+        tested = ", ".join(f"{a}.{b}.x" for a, b in TESTED_GRADIO)
+        raise UntestedGradio(
+            f"vitviz's server was tested with Gradio {tested}, and Gradio {version} is installed: its "
+            "patches of Gradio's internals (vitviz/ui/serve) may no longer fit. Install a tested version "
+            "(pip install -r requirements.txt), or run the tests of tests/ui/test_serve_contacts.py on this "
+            "one and add it to vitviz.ui.serve.TESTED_GRADIO.")
+
+
+def install_process() -> None:
+    """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
+    page configuration and API description, file chunk size."""
+    check_gradio()
+    from . import http, image_cache, inputs, limits, pageconfig, sessions
+
+    image_cache.install()
+    inputs.install()
+    sessions.install()
+    limits.install()
+    pageconfig.install()
+    http.install()
+
+
+def install(demo: Any) -> Any:
+    """Make a built app (after ``demo.queue(...)``) ready for a shared host; returns ``demo``.
+
+    Installs the process-wide patches (:func:`install_process`), then, for this app: calms the
+    queue's polling, bounds its sessions (``VITVIZ_MAX_SESSIONS``), hands every file vitviz writes
+    to Gradio's cleaner, sorts its queued events by their declared cost (:mod:`.costs`), renames
+    private events and attaches the per-client caps (:mod:`.limits`).
+    """
+    from ... import settings
+    from . import files, http, limits
+
+    install_process()
+    http.calm_queue(demo)  # Gradio's queue polls every 1 ms while idle
+    demo.state_session_capacity = settings.get("VITVIZ_MAX_SESSIONS")
+    if files.WRITTEN not in demo.temp_file_sets:
+        demo.temp_file_sets.append(files.WRITTEN)  # every file vitviz writes goes to Gradio's cleaner
+    limits.apply(demo)
+    return demo
+
+
+def middleware() -> list:
+    """Starlette middleware for ``demo.launch(app_kwargs={"middleware": ...})``, outermost first:
+    refusals before any work; the front end's files from memory; text gzip-compressed."""
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
+
+    from . import http
+
+    return [Middleware(http.Hardening), Middleware(http.StaticCache),
+            Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED)]
+
+
+def public() -> bool:
+    """True in public mode (``VITVIZ_PUBLIC=1``, or auto on a Hugging Face Space): the app refuses what a
+    stranger must not do (local model files, large downloads, long measurements)."""
+    from ... import settings
+
+    return settings.public()
+
+
+__all__ = ["Cost", "UntestedGradio", "check_gradio", "cost", "install", "install_process", "middleware",
+           "model_cost", "public"]
