@@ -10,9 +10,10 @@ Two ways to remove a patch:
 
 - ``drop``: leave its token out of the sequence. A ViT runs on any number of tokens
   (as MAE's encoder does on the visible ones): the prefix tokens and the kept patch
-  tokens, each with its own position embedding, nothing else. Nothing is painted, so
-  the model never sees an input unlike its training images; the empty input is the
-  prefix tokens alone.
+  tokens, each with its own position embedding, nothing else. Nothing is painted, but a
+  shorter sequence is off-distribution too: supervised ViTs were trained on full
+  sequences only (only MAE's encoder saw subsets). The empty input is the prefix tokens
+  alone.
 - ``grey``: fill its pixels with the normalisation mean (0 after normalising), RISE's
   and most papers' choice. The sequence keeps its length; grey squares are an input the
   model never saw in training (a distribution shift the curve also measures).

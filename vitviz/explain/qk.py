@@ -199,6 +199,23 @@ class QueryKeySpace:
         e = np.exp(logits)
         return e / e.sum(axis=1, keepdims=True)
 
+    def distance_logit_correlation(self) -> float:
+        """How well nearness in the 2-D picture predicts the logit: per query, the Pearson correlation
+        of ``-|query_xy - key_xy|`` with ``q·k·scale`` over the ``T`` keys, averaged over the queries.
+
+        Per query, because a softmax ignores a constant added to one query's logits. In the full
+        space, ``|q - k|^2 = |q|^2 + |k|^2 - 2 q·k``: nearness follows the dot product only where
+        the keys' norms are alike; the 2-D projection distorts it further. Rows whose distances or
+        logits are constant are left out; NaN when every row is.
+        """
+        logits = self.queries.astype(np.float64) @ self.keys.astype(np.float64).T * self.scale  # (T, T)
+        d = np.linalg.norm(self.query_xy[:, None, :].astype(np.float64) - self.key_xy[None, :, :], axis=-1)
+        a = -d - (-d).mean(axis=1, keepdims=True)
+        b = logits - logits.mean(axis=1, keepdims=True)
+        den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+        ok = den > 1e-12
+        return float(((a * b).sum(axis=1)[ok] / den[ok]).mean()) if ok.any() else float("nan")
+
 
 def query_key_space(model: LoadedModel, image: ImageInput, layer: int, head: int) -> QueryKeySpace:
     """The query-key space of one encoder head for one image.

@@ -39,9 +39,11 @@ INTRO = (
 HELP_CLS = (
     "**Class token, last layer, per head.** In vit-base the classifier reads only this token; DeiT's classifier "
     "also reads its *distillation* token (trained to match a CNN teacher, maps shown beside it); MAE and DINO "
-    "have no classifier here. In self-supervised **DINO** the heads segment objects without ever seeing a "
-    f"label: tick the box to keep, for each head, the patches that hold {MASS:.0%} of its attention (the DINO "
-    "paper's view). *(DINO figs. 3–4; DeiT §4)*"
+    "have no classifier here. In the trained self-supervised **DINO** ViTs of the paper, last-layer heads "
+    f"segment objects without ever seeing a label: tick the box to keep, for each head, the patches that hold "
+    f"{MASS:.0%} of its attention (the DINO paper's view). With random weights (the note under the model says "
+    "which you have) no head can find an object; the kept patches then show only the architecture. "
+    "*(DINO figs. 3–4; DeiT §4)*"
 )
 HELP_ROLLOUT = (
     "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through *all* layers. The paper averages "
@@ -56,10 +58,12 @@ HELP_DISTANCE = (
     "**Mean attention distance** (the ViT paper's figure 7): for each head, how far in pixels a patch looks on "
     "average, weighting the distance to every other patch by its attention. The paper's figure is a supervised "
     "ViT-L/16 over 128 images: its early layers mix local heads (short distances, like convolutions) and "
-    "global ones, and its deeper layers are mostly global. Masked-image-modeling models such as MAE — this "
-    "tab's default — keep local heads in deep layers too (Xie et al., 2023). The dashed line is a head that "
-    "looks everywhere equally — where a random-weight model sits. *(ViT fig. 7, app. D.7; Xie et al. 2023, "
-    "fig. 1)*"
+    "global ones, and its deeper layers are mostly global. Xie et al. (2023) found that a masked-image-modeling "
+    "model (SimMIM) keeps local heads in deep layers too. mae-tiny, this tab's default, is not evidence of "
+    "either: its deep heads sit near uniform attention, and its two early local heads were *given* a positional "
+    "start before training (its model card); the line under the chart's title measures what it does on this "
+    "photo. The dashed line is a head that looks everywhere equally — where a random-weight model sits. "
+    "*(ViT fig. 7, app. D.7; Xie et al. 2023, fig. 1 and §3)*"
 )
 
 

@@ -22,7 +22,8 @@ from .serve.costs import Cost, cost, model_cost
 TAB_ID, LABEL = "features", "Features"
 TOUR_TITLE = "Features"
 TOUR_TEXT = ("Each layer's tokens, coloured by their main directions and jointly over four photos; click a patch to "
-             "find its look-alikes; linear probes show position fading and content taking over with depth.")
+             "find its look-alikes; linear probes measure, layer by layer, how much position, colour and texture "
+             "the tokens hold (the caption says where each peaks for this model and photo).")
 
 INTRO = (
     "Attention says where a token *looks*; the tokens themselves say what each layer *holds*. Pick a layer: "

@@ -23,8 +23,9 @@ from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "heads", "Heads"
 TOUR_TITLE = "Heads"
-TOUR_TEXT = ("Every head of every layer at once, sorted into local, global, sink and self heads; then one head's "
-             "queries and keys, where a query lies near the keys it attends to.")
+TOUR_TEXT = ("Every head of every layer at once, sorted by a stated rule into local, global, sink and self heads "
+             "(the summary counts which ones this model has); then one head's queries and keys, with how well "
+             "nearness tracks attention measured for that head.")
 
 INTRO = (
     "The Attention tab shows one layer at a time. Here are **all the heads at once**: each head summarised by "

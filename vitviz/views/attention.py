@@ -207,10 +207,21 @@ def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) ->
     return overlay, text
 
 
+def distance_summary(distance: np.ndarray, uniform: float) -> str:
+    """What the chart shows on this photo: the range of the first and the last layer's heads, as a share
+    of the uniform-attention distance (``distance`` is ``(L, H)`` in pixels)."""
+    d = np.asarray(distance, dtype=np.float64)
+    first, last = d[0], d[-1]
+    return (f"this photo: layer 1's heads at {first.min() / uniform:.2f}–{first.max() / uniform:.2f} and layer "
+            f"{d.shape[0]}'s at {last.min() / uniform:.2f}–{last.max() / uniform:.2f} of uniform attention's "
+            f"{uniform:.0f} px")
+
+
 def distance_view(model: LoadedModel, maps: AttentionMaps) -> go.Figure:
-    """The mean-attention-distance scatter for the current image."""
-    return attention_distance_figure(maps.mean_distance(), f"{_title(model, maps)}: mean attention distance",
-                                     reference=maps.uniform_distance())
+    """The mean-attention-distance scatter for the current image, its measured summary under the title."""
+    d, u = maps.mean_distance(), maps.uniform_distance()
+    return attention_distance_figure(d, f"{_title(model, maps)}: mean attention distance<br><sup>"
+                                        f"{distance_summary(d, u)}</sup>", reference=u)
 
 
 def top5_value(maps: AttentionMaps) -> dict[str, float] | None:

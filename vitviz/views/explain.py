@@ -54,7 +54,10 @@ HELP_METHODS = (
     "attention weighted by the gradient of the class score, negative parts dropped, heads averaged, then "
     "accumulated as R ← R + ĀR *(Chefer, Gur & Wolf, ICCV 2021, §3)*. **Grad-CAM**: the tokens entering the "
     "last block, weighted per channel by the mean gradient of the class score *(Selvaraju et al., ICCV 2017, eq. 1–2)*; "
-    "the last block's *output* patch tokens would give nothing, as the head reads only the class token there."
+    "the last block's *output* patch tokens would give nothing, as the head reads only the prefix tokens there "
+    "(vit-base: the class token; deit-small-distilled: the class and the distillation token, whose two heads' "
+    "outputs are averaged, *DeiT §4*). The first three maps read the class token's row alone, so for "
+    "deit-small-distilled they leave out the distillation token's path; Grad-CAM's gradient comes through both heads."
 )
 HELP_CURVES = (
     "**Which map is faithful?** Remove the patches in a map's order, most important first, and follow the "
@@ -64,12 +67,19 @@ HELP_CURVES = (
     "input)*. Two ways to remove a patch: **drop** its token — a ViT runs on any "
     "number of tokens, as MAE's encoder does, so the model sees only the class token(s) and the kept patches with "
     "their own positions, no paint; or **grey** it — fill it with the normalisation mean, the usual choice, which "
-    "shows the model grey squares it never saw in training. The empty input is the class token(s) alone "
-    "(drop) or an all-grey image (grey). Each curve has the chosen number of steps; every distinct input is run once."
+    "shows the model grey squares it never saw in training. Neither is neutral: these supervised ViTs were trained "
+    "on full sequences only, so a shorter one is also an input they never saw (only MAE's encoder was trained on "
+    "subsets). The empty input is the class token(s) alone (drop) or an all-grey image (grey). Each curve has the "
+    "chosen number of steps; every distinct input is run once.  \n"
+    "**Read the areas against a random order**: removing the patches in a random order makes the deletion and "
+    "insertion curves move at about the same pace, so their areas come out close; a map earns the word "
+    "*faithful* only when its deletion area is clearly below, and its insertion area clearly above, what a random "
+    "order gives on the same image. *(RISE §4; MAE §3 for subsets)*"
 )
 HELP_RANDOM_CURVES = (
-    "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/1000 and the curves say nothing "
-    "about faithfulness; they show how the computation works."
+    "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/1000, every curve is noise and **no "
+    "ranking of the maps is meaningful** (a random order of the patches would do as well); the curves show how "
+    "the computation works."
 )
 
 #: Explanations and curves, keyed by model, image content, class and settings.
@@ -175,7 +185,7 @@ def auc_rows(c: Curves) -> list[list[Any]]:
 
 def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
                 steps: Any = DEFAULT_STEPS) -> tuple[go.Figure, list[list[Any]], str]:
-    """Deletion and insertion curves, the AUC table rows and a caption naming the most faithful map."""
+    """Deletion and insertion curves, the AUC table rows and a caption (no ranking of the maps on random weights)."""
     model, e, c = curves_for(image, choice, target, removal, steps, parse_methods(method))
     auc = c.auc()
     fig = faithfulness_figure(c.fractions, c.deletion, c.insertion, METHOD_NAMES, auc,
@@ -185,10 +195,12 @@ def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, 
     best_i = max(auc, key=lambda m: auc[m][1])
     text = (f"Areas under the curves (↓: lower is more faithful, ↑: higher is). "
             f"Patches removed by **{REMOVAL_NAMES[c.removal]}**; {len(c.counts)} points per curve over "
-            f"{c.num_patches} patches. Most faithful here by deletion: **{METHOD_NAMES[best_d]}**; by insertion: "
-            f"**{METHOD_NAMES[best_i]}**. One image is one test: the papers average over thousands.")
+            f"{c.num_patches} patches.")
     if e.random_init:
         text += "  \n" + HELP_RANDOM_CURVES
+    else:
+        text += (f" Lowest deletion area here: **{METHOD_NAMES[best_d]}**; highest insertion area: "
+                 f"**{METHOD_NAMES[best_i]}**. One image is one test: the papers average over thousands.")
     return fig, auc_rows(c), text
 
 

@@ -14,6 +14,7 @@ from ..explain.heads import HEAD_TYPES, LOCAL_RATIO, RULE, HeadAtlas, head_atlas
 from ..explain.maps import AttentionMaps
 from ..explain.qk import QueryKeySpace, query_key_space
 from ..models.loading import LoadedModel, load_choice
+from ..models.registry import MODELS
 from ..plots.heads import head_grid_figure, head_scatter_figure, position_colors, qk_figure
 from ..render.attention import heat_overlay
 from . import attention as av
@@ -34,17 +35,22 @@ HELP_ATLAS = (
     "Per head, averaged over the image's patch queries: the **mean attention distance** (how far a patch looks, "
     "in pixels: the ViT paper's fig. 7), the **entropy** of its attention divided by log T (1 = spread evenly "
     "over all T tokens, 0 = all on one token), the share on **prefix tokens** (class, distillation, register "
-    "tokens: *sink* heads park their attention there; Darcet et al. 2023 add registers to take that role) and "
+    "tokens; a head that parks most of its attention there is called a *sink* here) and "
     "the share on the token "
     f"**itself**. The rule: {RULE}. Heads specialise this way in trained Transformers (Voita et al., ACL 2019, "
     "found positional, syntactic and rare-word heads in a translation model). Switch to the example-photo "
-    "average to see that the types belong to the model, not to one photo. *(ViT fig. 7; Voita et al. 2019; "
-    "Darcet et al. 2023)*"
+    "average to see that the types belong to the model, not to one photo. The prefix share is not the register "
+    "story: Darcet et al. 2023 found high-norm *patch* tokens in background areas of large trained ViTs, which "
+    "soak up attention and which registers (extra prefix tokens) replace; a prefix-token share cannot see those "
+    "patch tokens" + ("; the token-norm view for dinov2-small shows them" if "dinov2-small" in MODELS else "")
+    + ". *(ViT fig. 7; Voita et al. 2019; Darcet et al. 2023, §2)*"
 )
 HELP_QK = (
     "A head's attention weight is softmax(q·k/√d): **a query attends to the keys it has a large dot product "
-    "with**, so in this picture a query lies near the keys it attends to, and a cluster of queries and keys "
-    "means *these patches attend to each other*. Circles are the queries of the image's tokens, diamonds their "
+    "with**. Distance is a proxy for that only when the vectors' lengths are alike (‖q−k‖² = ‖q‖² + ‖k‖² − 2q·k), "
+    "so a query tends to lie near the keys it attends to, and a cluster of queries and keys suggests *these "
+    "patches attend to each other*; under the picture the app measures how well 2-D distance tracks the logit "
+    "for the head shown. Circles are the queries of the image's tokens, diamonds their "
     "keys; the fill gives the patch position (red grows left → right, blue top → bottom); stars are the prefix "
     "tokens. Queries and keys are projected **together by PCA** to 2-D (the two directions of largest joint "
     "spread), after moving the keys to the queries' mean and matching their mean lengths — both leave every "
@@ -70,6 +76,18 @@ def _stats(atlas: HeadAtlas) -> dict[str, np.ndarray]:
             "self_share": atlas.self_share}
 
 
+def layers_sentence(atlas: HeadAtlas) -> str:
+    """Where this model's local and sink heads are, against what a large trained ViT shows."""
+    names = atlas.type_names()
+
+    def where(kind: str) -> str:
+        layers = [str(i + 1) for i in range(atlas.depth) if (names[i] == kind).any()]
+        return f"layer{'s' if len(layers) > 1 else ''} {', '.join(layers)}" if layers else "no layer"
+
+    return (f"A large trained ViT has local heads mostly in its early layers and global ones above (ViT fig. 7); "
+            f"here local heads are in {where('local')} and prefix-sink heads in {where('prefix-sink')}.")
+
+
 def atlas_view(image: Any, choice: str | None, source: str) -> tuple[go.Figure, go.Figure, str]:
     """The head grid, the scatter of heads and a summary (counts per type, what was averaged)."""
     model, atlas = atlas_for(image, choice, source)
@@ -83,7 +101,7 @@ def atlas_view(image: Any, choice: str | None, source: str) -> tuple[go.Figure, 
         fig.update_layout(meta={"model": str(choice)})  # read by the page when a head is clicked
     counts = ", ".join(f"**{n}** {name}" for name, n in atlas.counts().items())
     text = (f"{atlas.depth * atlas.num_heads} heads over {what}: {counts}. Uniform attention over these patches "
-            f"would score a distance of {atlas.uniform_distance:.0f} px and an entropy of 1.")
+            f"would score a distance of {atlas.uniform_distance:.0f} px and an entropy of 1. {layers_sentence(atlas)}")
     if atlas.random_init:
         text += (" ⚠️ Random weights: every head attends almost uniformly, so the atlas shows the architecture, "
                  "not learned heads.")
@@ -126,7 +144,10 @@ def qk_view(image: Any, choice: str | None, layer: Any, head: Any) -> tuple[go.F
                     s.explained, f"{s.model_name}{tag} · layer {s.layer + 1}, head {s.head + 1}: queries and keys")
     text = (f"Layer {s.layer + 1}, head {s.head + 1}{tag}: {lay.num_tokens} queries and {lay.num_tokens} keys of "
             f"dimension {s.queries.shape[1]}, projected jointly by PCA; the two axes hold "
-            f"{s.explained.sum():.0%} of their variance, so distances in the picture are only approximate.")
+            f"{s.explained.sum():.0%} of their variance, so distances in the picture are only approximate: for this "
+            f"head, nearness in the picture correlates with the logit q·k/√d at r = "
+            f"{s.distance_logit_correlation():.2f} (per query over its {lay.num_tokens} keys, averaged; 1 = the logit "
+            "falls in a straight line with the distance).")
     return fig, text
 
 
