@@ -14,7 +14,6 @@ from ..explain.heads import HEAD_TYPES, LOCAL_RATIO, RULE, HeadAtlas, head_atlas
 from ..explain.maps import AttentionMaps
 from ..explain.qk import QueryKeySpace, query_key_space
 from ..models.loading import LoadedModel, load_choice
-from ..models.registry import MODELS
 from ..plots.heads import head_grid_figure, head_scatter_figure, position_colors, qk_figure
 from ..render.attention import heat_overlay
 from . import attention as av
@@ -42,8 +41,7 @@ HELP_ATLAS = (
     "average to see that the types belong to the model, not to one photo. The prefix share is not the register "
     "story: Darcet et al. 2023 found high-norm *patch* tokens in background areas of large trained ViTs, which "
     "soak up attention and which registers (extra prefix tokens) replace; a prefix-token share cannot see those "
-    "patch tokens" + ("; the token-norm view for dinov2-small shows them" if "dinov2-small" in MODELS else "")
-    + ". *(ViT fig. 7; Voita et al. 2019; Darcet et al. 2023, §2)*"
+    "patch tokens: it takes the tokens' norms to find them. *(ViT fig. 7; Voita et al. 2019; Darcet et al. 2023, §2)*"
 )
 HELP_QK = (
     "A head's attention weight is softmax(q·k/√d): **a query attends to the keys it has a large dot product "
