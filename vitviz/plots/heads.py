@@ -31,7 +31,7 @@ def _hover_stats(stats: dict[str, np.ndarray], names: np.ndarray) -> np.ndarray:
 
 HOVER = ("layer %{customdata[0]}, head %{customdata[1]}: <b>%{customdata[6]}</b><br>"
          "mean distance %{customdata[2]:.1f} px<br>entropy %{customdata[3]:.2f} (1 = uniform)<br>"
-         "on prefix tokens %{customdata[4]:.1%}<br>on itself %{customdata[5]:.1%}<extra></extra>")
+         "on prefix and high-norm tokens (sink) %{customdata[4]:.1%}<br>on itself %{customdata[5]:.1%}<extra></extra>")
 
 
 def head_grid_figure(types: np.ndarray, type_names: tuple[str, ...], stats: dict[str, np.ndarray],

@@ -21,7 +21,7 @@ from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_ch
 from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
-from ..views.common import default_choice
+from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "attention", "Attention"
@@ -243,7 +243,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = model_choices()
-    default = default_choice(choices, DEFAULT_MODEL)
+    default = trained_default(choices, DEFAULT_MODEL)
     depth = gr.State(8)
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():

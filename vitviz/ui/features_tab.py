@@ -16,7 +16,7 @@ from ..views import features as v
 from . import urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
-from ..views.common import default_choice
+from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "features", "Features"
@@ -127,7 +127,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = v.model_choices()
-    default = default_choice(choices, v.DEFAULT_MODEL)
+    default = trained_default(choices, v.DEFAULT_MODEL)
     others = v.example_choices()
     first = default_image()
     second = next((path for _, path in others if path != first), None)

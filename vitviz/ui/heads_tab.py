@@ -16,9 +16,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..views import heads as hv
+from ..views import norms as nv
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
-from ..views.common import default_choice
+from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "heads", "Heads"
@@ -91,6 +92,21 @@ def on_model(choice: str, layer: float, head: float) -> tuple:
     return gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads))
 
 
+@cost(model_cost(1))
+@user_errors
+def token_norms(image: str | None, model: str, layer: float) -> tuple:
+    """Endpoint ``token_norms``: one layer's token-norm map (outliers outlined), histogram, per-layer chart, text."""
+    return nv.norms_view(image, model, layer)
+
+
+@cost(Cost.VIEW)
+@user_errors
+def on_model_norms(choice: str, layer: float) -> Any:
+    """New model -> the token-norm layer slider runs 0 (embedding) .. depth."""
+    depth, _ = hv.head_range(choice)
+    return gr.update(maximum=depth, value=min(max(0, int(round(float(layer or 0)))), depth))
+
+
 #: Clicks on the tab's Plotly charts, read in the page. A head (grid cell or scatter point)
 #: opens the Attention tab: the target goes to ``window.__vitvizGotoHead`` and the tab's button is
 #: clicked; a query or key sends ``{"token", "kind"}`` in this component's value.
@@ -141,7 +157,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = hv.model_choices()
-    default = default_choice(choices, hv.DEFAULT_MODEL)
+    default = trained_default(choices, hv.DEFAULT_MODEL)
     examples_box = None
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():
@@ -178,6 +194,16 @@ def build(demo: gr.Blocks) -> ImageInput:
                                      height=hv.VIEW)
                     token_text = gr.Markdown(elem_id="heads-token-info")
             qk_text = gr.Markdown(elem_id="heads-qk-info")
+            gr.Markdown("### Token norms: registers and high-norm tokens")
+            gr.Markdown(nv.HELP)
+            norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)", elem_id="heads-norm-layer")
+            with gr.Row(equal_height=True):
+                norm_map = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
+                                    buttons=["download"], label="token norms", elem_id="heads-norm-map", height=nv.VIEW)
+                with gr.Column():
+                    norm_hist = gr.Plot(label="norm histogram", elem_id="heads-norm-hist", show_label=False)
+                    norm_depth = gr.Plot(label="outliers by depth", elem_id="heads-norm-depth", show_label=False)
+            norm_text = gr.Markdown(elem_id="heads-norm-info")
     clicks = gr.HTML("", html_template="<span></span>", js_on_load=CLICK_JS, elem_id="heads-click", padding=False)
     api_btn = gr.Button(visible=False)
 
@@ -188,12 +214,19 @@ def build(demo: gr.Blocks) -> ImageInput:
 
     api_btn.click(head_atlas, [image, model, source], [grid, scatter, info], api_name="head_atlas")
     api_btn.click(qk_space, qk_in, [qk, qk_text], api_name="qk_space")
+    norm_in, norm_out = [image, model, norm_layer], [norm_map, norm_hist, norm_depth, norm_text]
+    api_btn.click(token_norms, norm_in, norm_out, api_name="token_norms")
 
     demo.load(on_model, [model, layer, head], [layer, head], api_visibility="private").then(
         update_all, all_in, all_out, api_visibility="private")
     model.change(hv.model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
     model.change(on_model, [model, layer, head], [layer, head], **quick).then(update_all, all_in, all_out, **quick)
     image.change(update_all, all_in, all_out, **quick)
+    demo.load(on_model_norms, [model, norm_layer], norm_layer, api_visibility="private").then(
+        token_norms, norm_in, norm_out, api_visibility="private")
+    model.change(on_model_norms, [model, norm_layer], norm_layer, **quick).then(token_norms, norm_in, norm_out, **quick)
+    image.change(token_norms, norm_in, norm_out, **quick)
+    norm_layer.input(token_norms, norm_in, norm_out, **quick)
     source.change(head_atlas, [image, model, source], [grid, scatter, info], **quick)
     gr.on([layer.input, head.input], qk_views, qk_in, [qk, qk_text, token, token_text], **quick)
     clicks.change(qk_token, qk_in + [clicks], [token, token_text], **quick)

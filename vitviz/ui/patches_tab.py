@@ -19,7 +19,7 @@ from ..views import patches as pv
 from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readouts
 from .common import as_seed, example_images, memo_view, require_image, user_errors
 from .shared_image import ImageInput, default_image
-from ..views.common import default_choice
+from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -180,7 +180,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     """
     examples = example_images()
     choices = pv.model_choices()
-    default_model = default_choice(choices, DEFAULT_MODEL)
+    default_model = trained_default(choices, DEFAULT_MODEL)
     point = gr.State(list(DEFAULT_POINT))
     on_cls = gr.State(False)
     overlay_layout, strip_layout, mosaic_layout = gr.State(None), gr.State(None), gr.State(None)

@@ -17,9 +17,9 @@ from ..render.attention import head_grid, heat_overlay, side_by_side
 from .common import as_seed, require_image
 
 #: Families whose attention is global (Swin's windows have their own tab).
-FAMILIES = ("mae", "vit", "deit", "dino")
+FAMILIES = ("mae", "vit", "deit", "dino", "dinov2")
 #: Families offered with random weights when their pretrained weights are not here.
-RANDOM_FAMILIES = ("vit", "deit", "dino")
+RANDOM_FAMILIES = ("vit", "deit", "dino", "dinov2")
 DEFAULT_MODEL = "mae-tiny"
 #: Side of the clickable overlays, in pixels.
 VIEW = 448
@@ -51,6 +51,10 @@ READOUT = {
              "token, whose last-layer heads give the paper's object maps. The paper's figures use ViT-S/8 at "
              "480 px (60×60 patches); this is ViT-S/16 at 224 px (14×14), so its maps are coarser. "
              "*(DINO fig. 1, 3; dino visualize_attention.py)*"),
+    "dinov2": ("**Read-out:** dinov2-small has no classifier head; DINOv2 trains its image-level (DINO) head on "
+               "the class token and its patch-level (iBOT) head on the patch tokens, and is evaluated frozen, "
+               "by linear probes and k-NN. ViT-S/14: patch 14, so 224 px gives 16×16 patches; "
+               "dinov2-small-448 gives 32×32 at about four times the cost. *(DINOv2 §4, §7)*"),
 }
 
 
@@ -75,6 +79,18 @@ def model_choices(families: tuple[str, ...] = FAMILIES,
     return ready + random + missing
 
 
+def weights_origin(name: str) -> str:
+    """Where ``name``'s weights come from on this machine, in words (without loading them)."""
+    from ..models.registry import get_spec
+    from ..models.sources import find_weights
+
+    hit = find_weights(get_spec(name))
+    if hit is None:
+        return "Weights: downloaded at first use."
+    extra = " (read with onnx, converted once and cached; never run)" if hit.source.package else ""
+    return f"Weights from: {hit.origin}, `{hit.path.name}`{extra}."
+
+
 def model_note(choice: str | None) -> str:
     """Description of the picked model (and the random-weights warning), as Markdown."""
     try:
@@ -88,6 +104,8 @@ def model_note(choice: str | None) -> str:
             if random_init:
                 return HELP_RANDOM + "  \n" + f"*{info.architecture}*" + (f"  \n{readout}" if readout else "")
             text += f"  \n{readout}" if readout else ""
+            if info.available:
+                text += f"  \n{weights_origin(name)}"
             if not info.available:
                 text += f"  \n⛔ unavailable — {info.reason}"
             return text

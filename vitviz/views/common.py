@@ -28,6 +28,23 @@ def require_image(image: Any) -> Any:
     return image
 
 
+#: The default model of the tabs whose lesson needs trained weights, where its weights are here.
+TRAINED_DEFAULT = "dinov2-small"
+
+
+def trained_default(choices: list[tuple[str, str]], fallback: str) -> str | None:
+    """:func:`default_choice` preferring :data:`TRAINED_DEFAULT` when it can be loaded here (no download
+    needed: its weights are on disk), else ``fallback`` (``mae-tiny``, which is embedded)."""
+    from ..models.registry import get_spec
+    from ..models.sources import find_weights
+
+    try:
+        here = find_weights(get_spec(TRAINED_DEFAULT)) is not None
+    except Exception:  # noqa: BLE001 - a local oddity must not break building a tab
+        here = False
+    return default_choice(choices, TRAINED_DEFAULT if here else fallback)
+
+
 def default_choice(choices: list[tuple[str, str]], preferred: str | None) -> str | None:
     """A picker's starting value: ``preferred`` when it is among the ``(label, value)`` choices, else
     the first choice, else None (no choices)."""

@@ -37,8 +37,8 @@ from .common import require_image
 __all__ = ["model_note", "num_blocks"]
 
 #: Every family has tokens to show (Swin's stages included).
-FAMILIES = ("mae", "vit", "deit", "dino", "swin")
-RANDOM_FAMILIES = ("vit", "deit", "dino", "swin")
+FAMILIES = ("mae", "vit", "deit", "dino", "dinov2", "swin")
+RANDOM_FAMILIES = ("vit", "deit", "dino", "dinov2", "swin")
 DEFAULT_MODEL = "mae-tiny"
 #: Images side by side in the joint PCA view (this one and the first other examples).
 N_PCA = 4

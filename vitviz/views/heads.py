@@ -41,7 +41,9 @@ HELP_ATLAS = (
     "average to see that the types belong to the model, not to one photo. The prefix share is not the register "
     "story: Darcet et al. 2023 found high-norm *patch* tokens in background areas of large trained ViTs, which "
     "soak up attention and which registers (extra prefix tokens) replace; a prefix-token share cannot see those "
-    "patch tokens: it takes the tokens' norms to find them. *(ViT fig. 7; Voita et al. 2019; Darcet et al. 2023, §2)*"
+    "patch tokens, so the sink share here adds the attention on high-norm patch tokens (outliers of the block's "
+    "input, found by their norms as the token-norm view below marks them). *(ViT fig. 7; Voita et al. 2019; "
+    "Darcet et al. 2023, §2)*"
 )
 HELP_QK = (
     "A head's attention weight is softmax(q·k/√d): **a query attends to the keys it has a large dot product "
@@ -70,7 +72,7 @@ def atlas_for(image: Any, choice: str | None, source: str) -> tuple[LoadedModel,
 
 
 def _stats(atlas: HeadAtlas) -> dict[str, np.ndarray]:
-    return {"distance": atlas.distance, "entropy": atlas.entropy, "prefix_share": atlas.prefix_share,
+    return {"distance": atlas.distance, "entropy": atlas.entropy, "prefix_share": atlas.sink_share,
             "self_share": atlas.self_share}
 
 

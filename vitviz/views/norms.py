@@ -1,0 +1,69 @@
+"""What the token-norm view shows (Heads tab): one layer's token norms as a map and a histogram,
+the outliers marked, every layer's outlier count, and what the paper found beside what this
+model shows on this image (:mod:`vitviz.explain.norms`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..explain.norms import FENCE, MIN_RATIO, PAPER, TokenNorms, token_norms
+from ..explain.layout import TOKEN_NAMES
+from ..models.loading import load_choice
+from ..plots.norms import norm_depth_figure, norm_histogram_figure
+from ..render.attention import heat_overlay
+from .common import require_image
+
+VIEW = 448
+
+HELP = (
+    "**Token norms** (registers and high-norm tokens): the length of every token after each block, as a map over "
+    "the photo and as a histogram. A patch token is marked an *outlier* (red outline) when its norm is above "
+    f"Q3 + {FENCE:g}×IQR of that layer's patch norms and at least {MIN_RATIO:g}× their median. Under the map: the "
+    "share of the next block's class-token attention (mean over heads) that goes to those outliers, beside the "
+    "share uniform attention would give them. Layer 0 is the patch + position embedding: a bright or saturated "
+    f"patch can stand out there without being an artefact. {PAPER} *(Darcet et al., ICLR 2024, §2, figs. 3–4, 7)*"
+)
+
+
+def norms_for(image: Any, choice: str | None) -> TokenNorms:
+    """The picked model's token norms on the image (captures cached)."""
+    require_image(image)
+    return token_norms(load_choice(choice), image)
+
+
+def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, go.Figure, go.Figure, str]:
+    """``(norm map with outliers outlined (VIEW, VIEW, 3) uint8, histogram, per-layer chart, Markdown)``."""
+    n = norms_for(image, choice)
+    try:
+        li = n.check_layer(int(round(float(layer))))
+    except (TypeError, ValueError):
+        raise ValueError(f"layer must be a whole number, got {layer!r}") from None
+    from ..features.tokens import layer_tokens
+
+    view = layer_tokens(load_choice(choice), image).image
+    heat = n.patch_norms(li)
+    tag = " (random weights)" if n.random_init else ""
+    overlay = heat_overlay(view, heat, size=VIEW, region=n.outlier_map(li) if n.outlier_map(li).any() else None,
+                           label=f"{n.model_name}{tag} · {n.names[li]} · token norm")
+    k = n.layout.num_prefix
+    prefix = {TOKEN_NAMES.get(name, name): float(n.norms[li, i]) for i, name in enumerate(n.layout.prefix)}
+    hist = norm_histogram_figure(n.norms[li, k:], prefix, float(n.threshold[li]),
+                                 f"{n.model_name}{tag}: token norms after {n.names[li]}")
+    ratios = np.array([n.ratio(i) for i in range(n.num_layers)])
+    depth = norm_depth_figure(n.names, ratios, n.counts(), f"{n.model_name}{tag}: high-norm patch tokens by depth")
+    count = int(n.counts()[li])
+    share = n.cls_share[li]
+    if np.isfinite(share):
+        attn = (f" The next block's class token gives them **{100 * share:.1f}%** of its attention (uniform: "
+                f"{100 * n.uniform_share[li]:.1f}%).") if count else ""
+    else:
+        attn = " (No later block reads this layer.)" if count else ""
+    text = (f"**{n.names[li]}**: {count} of {n.layout.num_patches} patch tokens above the threshold "
+            f"{n.threshold[li]:.1f}; the largest patch norm is {n.ratio(li):.1f}× the median.{attn}  \n"
+            f"{n.summary()}  \n*The paper:* {PAPER}")
+    if n.random_init:
+        text += "  \n⚠️ Random weights: norms show the architecture, not anything learned."
+    return overlay, hist, depth, text
