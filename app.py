@@ -1,4 +1,5 @@
-"""vitviz web app. ``python app.py`` serves it; Hugging Face Spaces imports ``demo``."""
+"""vitviz web app. ``python app.py`` serves it (``--help``: your own checkpoints, MCP tools); Hugging Face
+Spaces imports ``demo``."""
 
 import os
 
@@ -11,8 +12,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from vitviz.ui import build_demo, launch_options, serve  # noqa: E402 - after the OpenMP setting above
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+if __name__ == "__main__":  # --model NAME=PATH (your checkpoints) and --mcp: python app.py --help
+    from vitviz.ui.starter import start_options
+
+    options = start_options()
 demo = build_demo()
 serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/serve): caps, cost groups, fixes
 
 if __name__ == "__main__":
-    demo.launch(**launch_options())
+    demo.launch(**launch_options(), **options)

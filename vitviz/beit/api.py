@@ -26,6 +26,9 @@ from .tokenize import Tokens, tokenize_array
 def no_tokenizer_reason(model: LoadedModel) -> str:
     """Why ``model``'s guesses cannot be decoded or scored here (its tokenizer is not in vitviz)."""
     vocab = _beit(model).config.vocab_size
+    if model.spec.local is not None:
+        return (f"{model.name} is your own BEiT ({vocab} codes); its visual tokenizer is not part of the snapshot, so "
+                "its guesses cannot be decoded to pixels nor scored against the image's own tokens")
     return (f"{model.name} predicts the ids of DALL-E's dVAE tokenizer ({vocab} codes). Its tokens cannot be "
             "decoded to pixels, nor the image's own tokens computed to score the guesses: DALL-E's encoder and "
             "decoder are published only as pickled Python objects, and vitviz never unpickles")

@@ -20,7 +20,7 @@ from ..core.images import DataConfig
 from .beit import BEiTForMIM
 from .mae import MaskedAutoencoderViT
 from .vqvae import VQTokenizer
-from .registry import ModelSpec
+from .spec import ModelSpec
 
 #: Seed of every random-weight model (``load_model(..., random_init=True)``).
 RANDOM_INIT_SEED = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -22,7 +23,7 @@ from ..cache import LRU
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..errors import ModelUnavailable
-from . import reach
+from . import local, reach
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
@@ -32,8 +33,8 @@ from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_conf
 from .kernels import kernel_mode, optimize_for_inference
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
-from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, PACKAGE_ONNX, ModelSpec, choice_of, get_spec, model_names,
-                       parse_choice)
+from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, MODELS, PACKAGE_ONNX, ModelSpec, choice_of, get_spec,
+                       local_spec, model_names, parse_choice)
 from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
 
 
@@ -134,14 +135,18 @@ def available_models() -> list[ModelInfo]:
     """
     out = []
     try:  # start every needed probe together, so the listing waits for them once
-        reach.reachable(h for name in model_names() if find_weights(get_spec(name)) is None
-                        for h in download_hosts(get_spec(name)))
+        reach.reachable(h for spec in map(get_spec, MODELS) if find_weights(spec) is None
+                        for h in download_hosts(spec))
     except Exception:  # noqa: BLE001 - the rows below report any problem
         pass
     for name in model_names():
-        spec = get_spec(name)
         try:
-            ok, reason = availability(spec)
+            spec = get_spec(name)
+        except ModelUnavailable as exc:  # one of the starter's own checkpoints that cannot be read
+            out.append(ModelInfo(name, "local", "unreadable", "your checkpoint", "", 0, str(exc), False, str(exc)))
+            continue
+        try:
+            ok, reason = local.availability(spec.local) if spec.local is not None else availability(spec)
         except Exception as exc:  # noqa: BLE001 - listing must survive any local oddity
             ok, reason = False, f"cannot check the weights: {type(exc).__name__}: {exc}"
         out.append(ModelInfo(spec.name, spec.family, spec.architecture, spec.source, spec.licence,
@@ -243,7 +248,7 @@ def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConf
 def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     """:func:`~vitviz.models.build.build_random` as a :class:`LoadedModel` (eval mode, gradients off, ``random_init=True``)."""
     with torch.no_grad():
-        module, data_config, norm_pix = build_random(spec)
+        module, data_config, norm_pix = build_random(spec) if spec.local is None else local.build_random(spec.local)
         module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
     return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, random_init=True,
                        kernels=kernels)
@@ -278,10 +283,12 @@ def _weights(spec: ModelSpec) -> WeightFile:
 
 
 def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
-    hit = _weights(spec)
-    origin = f"{hit.origin}: {hit.path}"
+    hit = _weights(spec) if spec.local is None else None
+    origin = f"{hit.origin}: {hit.path}" if hit is not None else spec.source
     with torch.no_grad():
-        if spec.family == "dinov2":
+        if hit is None:
+            module, data_config, norm_pix = local.build(spec.local)
+        elif spec.family == "dinov2":
             module, data_config, origin = _build_dinov2(spec, hit)
             norm_pix = False
         elif spec.family == "mae":
@@ -300,7 +307,9 @@ CACHE: LRU[tuple, LoadedModel] = LRU(lambda: settings.get("VITVIZ_MAX_MODELS"))
 
 
 def _cache_key(spec: ModelSpec, dev: torch.device, random_init: bool, mode: str) -> tuple:
-    return (spec.name, str(dev), "" if random_init else str(weights_dir() or ""), random_init, mode)
+    # A local model's key holds its file's stamp: a checkpoint rewritten on disk is loaded again.
+    name = spec.name if spec.local is None else (spec.name, spec.local.key)
+    return (name, str(dev), "" if random_init else str(weights_dir() or ""), random_init, mode)
 
 
 def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
@@ -324,7 +333,8 @@ def load_model(name: str, device: str | torch.device | None = None, random_init:
     gradients off.
 
     Args:
-        name: a registry name (see :func:`available_models`).
+        name: a registry name (see :func:`available_models`) or the name of one of the
+            starter's own checkpoints (``VITVIZ_MODELS``); never a path (:func:`open_model`).
         device: ``None`` picks CUDA when present, else CPU.
         random_init: build the architecture with random weights instead (seeded,
             offline, never touches a weight file); the result has
@@ -341,7 +351,37 @@ def load_model(name: str, device: str | torch.device | None = None, random_init:
         ModelUnavailable: weights cannot be had here, with the reason and where to
             put the file; or the file does not match the architecture (naming the keys).
     """
-    spec = get_spec(name)
+    return _load_spec(get_spec(name), device, random_init, kernels)
+
+
+def open_model(model: str | Path, device: str | torch.device | None = None, random_init: bool = False,
+               kernels: str | None = None, *, heads: int | None = None,
+               decoder_heads: int | None = None) -> LoadedModel:
+    """``vitviz.load_model``: a model by name (as :func:`load_model`), or your own checkpoint by its path.
+
+    Only the public API and the CLI call this: the app's handlers call :func:`load_model`,
+    which takes names only, so no web request can name a path.
+
+    Args:
+        model: a name (:func:`load_model`), or a path: a timm / DeiT / DINO /
+            facebookresearch/mae checkpoint file or a Hugging Face snapshot folder, whose
+            architecture is read from its tensors (:mod:`vitviz.models.local`).
+        heads, decoder_heads: for a path, head counts overriding the file's config (default: what
+            the file names, else width / 64 for encoders and width / 32 for an MAE decoder).
+        device, random_init, kernels: as :func:`load_model`.
+
+    Raises:
+        ValueError: an unknown name, or a path on a public host.
+        ModelUnavailable: the file cannot be read, fits no layout (naming what it holds), or does
+            not load strictly.
+    """
+    if isinstance(model, Path) or (model not in model_names() and local.looks_like_path(model)):
+        return _load_spec(local_spec(local.for_path(model, heads, decoder_heads)), device, random_init, kernels)
+    return load_model(model, device, random_init, kernels)
+
+
+def _load_spec(spec: ModelSpec, device: str | torch.device | None, random_init: bool,
+               kernels: str | None) -> LoadedModel:
     dev = default_device() if device is None else torch.device(device)
     random_init = bool(random_init)
     mode = kernel_mode(dev, kernels)

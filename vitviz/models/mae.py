@@ -58,6 +58,14 @@ class MAEConfig:
         return asdict(self)
 
 
+#: The three published MAE architectures (facebookresearch/mae ``models_mae.py``:
+#: ``mae_vit_{base_patch16,large_patch16,huge_patch14}``), all with the 512-wide,
+#: 8-block, 16-head decoder.
+MAE_BASE_CONFIG = MAEConfig(patch_size=16, embed_dim=768, depth=12, num_heads=12)
+MAE_LARGE_CONFIG = MAEConfig(patch_size=16, embed_dim=1024, depth=24, num_heads=16)
+MAE_HUGE_CONFIG = MAEConfig(patch_size=14, embed_dim=1280, depth=32, num_heads=16)
+
+
 def _packed_attention(qkv: torch.Tensor, lengths: list[int], num_heads: int) -> torch.Tensor:
     """Self-attention of sequences packed end to end, each attending only to itself.
 

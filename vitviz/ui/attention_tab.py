@@ -84,7 +84,20 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
 @user_errors
 def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: float, head_fusion: str,
             discard_ratio: float) -> tuple[np.ndarray, str]:
-    """Endpoint ``rollout``: the class token's attention rollout as an overlay, with a description."""
+    """Endpoint ``rollout``: the class token's attention rollout (Abnar & Zuidema) as an overlay.
+
+    Args:
+        image: the photo (a file path or URL).
+        model: a ViT, DeiT, DINO or MAE model name (``name:random`` for random weights).
+        part: ``encoder`` (or ``decoder`` for an MAE).
+        mask_ratio: share of patches hidden from an MAE encoder (0 for other models).
+        seed: seed of the MAE mask.
+        head_fusion: how heads are fused per layer: ``mean``, ``max`` or ``min``.
+        discard_ratio: share of the weakest attentions dropped per layer, 0 to 0.99.
+
+    Returns:
+        The overlay (uint8 RGB) and a Markdown description of where the rollout is strongest.
+    """
     _, maps = av.maps_for(image, model, part, mask_ratio, seed)
     return av.rollout_view(maps, head_fusion, discard_ratio)
 

@@ -77,7 +77,15 @@ HELP_COMPARE = (
 @cost(Cost.VIEW)
 @user_errors
 def tokenize_endpoint(image: str | None) -> tuple[np.ndarray, list, np.ndarray, float]:
-    """Endpoint ``tokenize``: image -> token map image (ids written in), ids (JSON), decoded image, PSNR (dB)."""
+    """Endpoint ``tokenize``: an image as BEiT-style visual tokens of the embedded tokenizer (vq-tiny).
+
+    Args:
+        image: the photo (a file path or URL).
+
+    Returns:
+        The token map (ids written in, uint8 RGB), the ids as a 14 x 14 list, the image decoded from the
+        ids (uint8 RGB), and the round trip's PSNR in dB.
+    """
     require_image(image)
     v = bv.token_view(image)
     return v.token_map, v.ids, v.decoded, round(v.psnr, 3)

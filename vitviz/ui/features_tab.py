@@ -41,7 +41,18 @@ INTRO = (
 @cost(model_cost(1))
 @user_errors
 def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -> tuple[np.ndarray, str]:
-    """Endpoint ``feature_pca``: joint PCA maps of this image and three examples at one layer (0 = embedding)."""
+    """Endpoint ``feature_pca``: the patch tokens of one layer as colours (first three PCA components).
+
+    Args:
+        image: the photo (a file path or URL).
+        model: a ViT, DeiT, DINO, MAE or Swin model name (``name:random`` for random weights).
+        layer: 0 = patch + position embedding, 1..depth = after that block.
+        foreground: colour only the foreground (split on the first component).
+
+    Returns:
+        The PCA maps of this image and three example photos (uint8 RGB) and a Markdown caption with the
+        variance each component holds.
+    """
     return v.pca_view(image, model, layer, bool(foreground))
 
 

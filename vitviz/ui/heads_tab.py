@@ -38,9 +38,16 @@ INTRO = (
 @cost(model_cost(1))
 @user_errors
 def head_atlas(image: str | None, model: str, source: str) -> tuple[go.Figure, go.Figure, str]:
-    """Endpoint ``head_atlas``: (layer x head grid coloured by type, distance-entropy scatter, summary).
+    """Endpoint ``head_atlas``: every attention head of every layer, measured and typed.
 
-    ``source`` is ``image`` (this image) or ``examples`` (the mean over the example photos).
+    Args:
+        image: the photo (a file path or URL).
+        model: a ViT, DeiT, DINO or MAE model name (``name:random`` for random weights).
+        source: ``image`` (this image) or ``examples`` (the mean over the example photos).
+
+    Returns:
+        The layer x head grid coloured by head type (Plotly), the mean-distance vs entropy scatter
+        (Plotly), and a Markdown summary.
     """
     return hv.atlas_view(image, model, source)
 

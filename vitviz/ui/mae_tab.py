@@ -112,7 +112,21 @@ HELP_VISIBLE = (
 @user_errors
 def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """Endpoint ``reconstruct``: (image, model, ratio, seed, pattern) -> four panels and metrics."""
+    """Endpoint ``reconstruct``: hide patches of an image and let a Masked Autoencoder rebuild them.
+
+    Args:
+        image: the photo (a file path or URL; JPEG, PNG or WebP).
+        model_name: an MAE model name, e.g. ``mae-tiny`` (the embedded one) or one of the starter's own
+            checkpoints (``--model NAME=PATH``).
+        mask_ratio: share of patches hidden from the encoder, 0 to 0.95.
+        seed: seed of the random mask (the same seed gives the same mask; masks nest as the ratio rises).
+        pattern: ``random``, ``block`` or ``grid``.
+
+    Returns:
+        The model's view of the image, the masked input (hidden patches grey), the reconstruction, the
+        reconstruction with the visible pixels pasted back (all uint8 RGB), and the metrics as Markdown
+        (hidden-patch MSE and PSNR, tokens encoded).
+    """
     require_image(image)
     model, r = mae_view.result(image, model_name, mask_ratio, as_seed(seed), pattern, None)
     return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))

@@ -21,7 +21,9 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
   page configuration; the API description whole but without server paths);
 * :mod:`.http` -- ASGI middleware (door caps, one image per upload, static files from
   memory) and Starlette's ``FileResponse.chunk_size``; the queue's poll intervals;
-* :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio).
+* :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio);
+* :mod:`.mcp` -- ``BlockFunction.fn``'s ``__name__``, which names each MCP tool
+  (``gradio/mcp.py``, ``python app.py --mcp``).
 """
 
 from __future__ import annotations
@@ -81,10 +83,11 @@ def install(demo: Any) -> Any:
     Installs the process-wide patches (:func:`install_process`), then, for this app: calms the
     queue's polling, bounds its sessions (``VITVIZ_MAX_SESSIONS``), hands every file vitviz writes
     to Gradio's cleaner, sorts its queued events by their declared cost (:mod:`.costs`), renames
-    private events and attaches the per-client caps (:mod:`.limits`).
+    private events and attaches the per-client caps (:mod:`.limits`), and names the MCP tools after
+    their endpoints (:mod:`.mcp`).
     """
     from ... import settings
-    from . import files, http, limits
+    from . import files, http, limits, mcp
 
     install_process()
     http.calm_queue(demo)  # Gradio's queue polls every 1 ms while idle
@@ -92,6 +95,7 @@ def install(demo: Any) -> Any:
     if files.WRITTEN not in demo.temp_file_sets:
         demo.temp_file_sets.append(files.WRITTEN)  # every file vitviz writes goes to Gradio's cleaner
     limits.apply(demo)
+    mcp.name_tools(demo)  # MCP tools (python app.py --mcp) named as their endpoints
     return demo
 
 
