@@ -273,3 +273,16 @@ def test_named_models_from_the_environment_and_public_mode(tmp_path, monkeypatch
     with pytest.raises(ValueError, match="public host never loads checkpoints"):
         vitviz.load_model(str(path))
     assert "mine" not in [i.name for i in vitviz.available_models()]
+
+
+def test_cli_takes_a_path(tmp_path, capsys):
+    from vitviz.cli import main
+
+    path, _ = _mae_file(tmp_path)
+    image = tmp_path / "in.png"
+    synthetic_image(100).save(image)
+    assert main(["reconstruct", str(image), "--model", str(path), "--out", str(tmp_path / "p.png")]) == 0
+    assert "of 64 tokens encoded" in capsys.readouterr().out
+    assert main(["attention", str(image), "--model", str(path), "--heads", "8", "--out", str(tmp_path / "a.png")]) == 0
+    assert main(["reconstruct", str(image), "--model", str(tmp_path / "none.pth")]) == 1
+    assert "cannot read" in capsys.readouterr().err

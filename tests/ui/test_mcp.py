@@ -63,3 +63,27 @@ def test_mcp_lists_the_named_endpoints_and_reconstructs_a_local_checkpoint(tmp_p
     mse = re.search(r"MSE[^0-9]*([0-9.]+)", text)
     assert mse is not None, text
     assert float(mse.group(1)) == round(want.masked_mse, len(mse.group(1).split(".")[1])), text
+
+
+def test_name_tools_names_public_handlers_after_their_endpoints():
+    import gradio as gr
+
+    from vitviz.ui.serve.mcp import name_tools, public_endpoints
+
+    def run_double(x: float) -> float:
+        """Double a number.
+
+        Args:
+            x: the number.
+        """
+        return 2 * x
+
+    with gr.Blocks() as demo:
+        a, b = gr.Number(), gr.Number()
+        btn = gr.Button()
+        btn.click(run_double, a, b, api_name="double")
+        btn.click(lambda x: x, a, b, api_visibility="private")
+    name_tools(demo)
+    handlers = public_endpoints(demo)
+    assert list(handlers) == ["double"] and handlers["double"].__name__ == "double"
+    assert handlers["double"](4) == 8 and handlers["double"].__doc__ == run_double.__doc__

@@ -274,6 +274,8 @@ def get_spec(name: str) -> ModelSpec:
     raise ValueError(f"unknown model {name!r}; choose one of {', '.join([*MODELS, *local])}")
 
 
+#: How a local model's ``source`` starts (its path follows).
+LOCAL_SOURCE = "your checkpoint: "
 #: Licence line of a local model: vitviz cannot know it.
 LOCAL_LICENCE = "yours (a local file; vitviz does not check its licence)"
 
@@ -281,7 +283,7 @@ LOCAL_LICENCE = "yours (a local file; vitviz does not check its licence)"
 def local_spec(la: LocalArch) -> ModelSpec:
     """The registry entry of one of the starter's own checkpoints (:mod:`vitviz.models.local`)."""
     return ModelSpec(name=la.entry.name, family=la.family, architecture=f"{la.family.upper()} from your checkpoint: "
-                     f"{la.short()}", source=f"your checkpoint: {la.entry.path}", licence=LOCAL_LICENCE,
+                     f"{la.short()}", source=f"{LOCAL_SOURCE}{la.entry.path}", licence=LOCAL_LICENCE,
                      input_size=la.data_config.input_size, description=la.card(), norm_pix=la.norm_pix, local=la)
 
 

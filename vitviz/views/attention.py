@@ -14,7 +14,7 @@ from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.registry import RANDOM_SUFFIX, parse_choice
 from ..plots.attention import attention_distance_figure
 from ..render.attention import head_grid, heat_overlay, side_by_side
-from .common import as_seed, require_image
+from .common import as_seed, model_label, require_image
 
 #: Families whose attention is global (Swin's windows have their own tab).
 FAMILIES = ("mae", "vit", "deit", "dino", "dinov2")
@@ -71,7 +71,7 @@ def model_choices(families: tuple[str, ...] = FAMILIES,
             continue
         if info.available:
             kind = "embedded, trained by vitviz" if info.name == DEFAULT_MODEL else "pretrained"
-            ready.append((f"{info.name} ({kind})", info.name))
+            ready.append((model_label(info, f"{info.name} ({kind})"), info.name))
         else:
             missing.append((f"{info.name} (unavailable)", info.name))
         if info.family in random_families:

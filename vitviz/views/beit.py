@@ -34,7 +34,7 @@ from ..plots.beit import token_map_figure
 from ..render.beit import (CodebookLayout, codebook_mosaic, confidence_map, correctness_overlay, highlight_code,
                            token_map)
 from ..render.mae import grid_overlay
-from .common import as_seed
+from .common import as_seed, model_label
 from .mae import model_note  # noqa: F401 - the BEiT tab's note on the picked model
 
 TOKENIZER = "vq-tiny"
@@ -59,7 +59,7 @@ _PATCHES: LRU[tuple, np.ndarray] = LRU(4)
 
 def beit_choices() -> list[tuple[str, str]]:
     """(label, name) pairs of the BEiT models; unavailable ones say so."""
-    return [(i.name if i.available else f"{i.name} (unavailable)", i.name)
+    return [(model_label(i, i.name) if i.available else f"{i.name} (unavailable)", i.name)
             for i in available_models() if i.family == "beit"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..models.registry import RANDOM_SUFFIX, parse_choice
+from ..models.registry import LOCAL_SOURCE, RANDOM_SUFFIX, parse_choice
 
 __all__ = ["RANDOM_SUFFIX", "as_seed", "parse_choice", "require_image"]
 
@@ -43,6 +43,13 @@ def trained_default(choices: list[tuple[str, str]], fallback: str) -> str | None
     except Exception:  # noqa: BLE001 - a local oddity must not break building a tab
         here = False
     return default_choice(choices, TRAINED_DEFAULT if here else fallback)
+
+
+def model_label(info: Any, label: str) -> str:
+    """A picker's label for a model: ``label``, or for one of the starter's own checkpoints its name and
+    source path (``mine (your checkpoint: /runs/mae/checkpoint-399.pth)``)."""
+    source = getattr(info, "source", "")
+    return f"{info.name} ({source})" if source.startswith(LOCAL_SOURCE) else label
 
 
 def default_choice(choices: list[tuple[str, str]], preferred: str | None) -> str | None:

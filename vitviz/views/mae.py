@@ -22,6 +22,7 @@ import textwrap
 
 from ..render._draw import label_row, text
 from ..render.mae import error_heatmap, grid_overlay, shade_hidden
+from .common import model_label
 
 THUMB_RATIOS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
 
@@ -233,7 +234,7 @@ def model_choices() -> list[tuple[str, str]]:
     out = []
     for info in available_models():
         if info.family == "mae":
-            out.append((info.name if info.available else f"{info.name} (unavailable)", info.name))
+            out.append((model_label(info, info.name) if info.available else f"{info.name} (unavailable)", info.name))
     return out
 
 

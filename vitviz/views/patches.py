@@ -29,7 +29,7 @@ from ..render._draw import label_row
 from ..render.mae import grid_overlay
 from ..render.tokens import (MosaicLayout, OverlayLayout, StripLayout, color_range, mark_patch, patch_grid_overlay,
                              shuffled_view, similarity_image, similarity_mosaic, token_strip)
-from .common import as_seed, require_image
+from .common import as_seed, model_label, require_image
 
 #: Patch sizes offered by the tab.
 PATCH_SIZES: tuple[int, ...] = (4, 8, 14, 16, 32)
@@ -90,7 +90,7 @@ def model_choices() -> list[tuple[str, str]]:
             continue
         if info.available:
             note = f" ({info.reason.replace('will download', 'downloads')})" if info.reason else ""
-            out.append((f"{info.name}: trained weights{note}", info.name))
+            out.append((model_label(info, f"{info.name}: trained weights{note}"), info.name))
         if info.family != "mae":
             out.append((f"{info.name}: random weights (architecture only)", info.name + RANDOM_SUFFIX))
     return out
