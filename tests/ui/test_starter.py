@@ -17,7 +17,8 @@ from ..models.local_fixtures import vit_state_dict
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch):
     for name in ("VITVIZ_MODELS", "VITVIZ_PUBLIC", "SPACE_ID"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so that what start_options sets is undone after the test
+        monkeypatch.delenv(name)
     local.DESCRIBED.clear()
 
 
