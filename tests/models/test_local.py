@@ -286,3 +286,29 @@ def test_cli_takes_a_path(tmp_path, capsys):
     assert main(["attention", str(image), "--model", str(path), "--heads", "8", "--out", str(tmp_path / "a.png")]) == 0
     assert main(["reconstruct", str(image), "--model", str(tmp_path / "none.pth")]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_hf_dinov2_folder(tmp_path):
+    sd = vit_state_dict(9, d=128, depth=2, patch=14, grid=4, layer_scale=True)
+    names = {"norm1": "norm1", "norm2": "norm2", "attn.proj": "attention.output.dense", "mlp.fc1": "mlp.fc1",
+             "mlp.fc2": "mlp.fc2"}
+    hf = {"embeddings.cls_token": sd["cls_token"], "embeddings.position_embeddings": sd["pos_embed"],
+          "embeddings.mask_token": torch.zeros(1, 128),
+          "embeddings.patch_embeddings.projection.weight": sd["patch_embed.proj.weight"],
+          "embeddings.patch_embeddings.projection.bias": sd["patch_embed.proj.bias"],
+          "layernorm.weight": sd["norm.weight"], "layernorm.bias": sd["norm.bias"]}
+    for i in range(2):
+        b, h = f"blocks.{i}.", f"encoder.layer.{i}."
+        for ours, theirs in names.items():
+            for kind in ("weight", "bias"):
+                hf[f"{h}{theirs}.{kind}"] = sd[f"{b}{ours}.{kind}"]
+        for kind in ("weight", "bias"):
+            for part, chunk in zip(("query", "key", "value"), sd[f"{b}attn.qkv.{kind}"].chunk(3)):
+                hf[f"{h}attention.attention.{part}.{kind}"] = chunk
+        hf[f"{h}layer_scale1.lambda1"], hf[f"{h}layer_scale2.lambda1"] = sd[f"{b}ls1.gamma"], sd[f"{b}ls2.gamma"]
+    folder = _hf_folder(tmp_path, "dinov2-mine", hf, {
+        "model_type": "dinov2", "architectures": ["Dinov2Model"], "hidden_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "patch_size": 14, "image_size": 56, "mlp_ratio": 4})
+    m = vitviz.load_model(folder, device="cpu")
+    assert m.family == "dino" and m.input_size == 56 and "mask_token" in m.spec.description
+    _check_attention(m, sd, heads=4, classes=0)
