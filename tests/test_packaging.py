@@ -57,6 +57,7 @@ def test_pyproject_lists_every_package_and_maps_the_assets():
     on_disk = {"vitviz"} | {"vitviz." + ".".join(p.parent.relative_to(ROOT / "vitviz").parts)
                             for p in (ROOT / "vitviz").rglob("*/__init__.py")}
     assert set(cfg["packages"]) == (on_disk - {"vitviz.training"}) | {"vitviz._assets"}  # training is not shipped
+    assert cfg["package-data"]["vitviz.ui.js"] == ["*.js"]  # the browser code (vitviz.ui.js.read)
     assert cfg["package-dir"]["vitviz._assets"] == "assets" and (ROOT / "assets" / "models").is_dir()
 
 

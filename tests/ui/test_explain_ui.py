@@ -83,3 +83,40 @@ def test_browser_shows_four_panels_curves_and_table(explain_url):
             assert "Lowest deletion area" not in info and "Most faithful" not in info
         finally:
             browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_class_box_searches_the_classes_and_garbage_breaks_nothing(explain_url):
+    """Issue 34, bug 2: typing "macaw" in the class box sent "predicted class (top-1)macaw", every output
+    showed "Error" and later changes kept failing; no class was suggested while typing."""
+    from playwright.sync_api import sync_playwright
+
+    caption = "() => document.querySelector('#explain-maps-info')?.innerText || ''"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(explain_url)
+            page.wait_for_function(f"() => ({caption})().includes('explains')", timeout=240_000)
+            box = page.locator("#explain-class input")
+            box.click()
+            page.keyboard.type("macaw")
+            option = page.get_by_role("option", name="macaw", exact=True)
+            option.wait_for(timeout=10_000)  # suggested while typing, among all 1000 classes
+            option.click()
+            page.wait_for_function(f"() => ({caption})().includes('explains **macaw**') || "
+                                   f"({caption})().includes('explains macaw')", timeout=240_000)
+            # garbage typed and left: the box goes back to a class, nothing shows an error
+            box.click()
+            page.keyboard.type("qqqzzz")
+            page.locator("#explain-maps").click(position={"x": 5, "y": 5}, force=True)
+            page.get_by_role("radio", name="Grad-CAM").check()
+            page.wait_for_function(
+                "() => { const i = document.querySelector('#explain-maps img'); return i && i.naturalWidth > 0 && "
+                "i.naturalWidth < 2.5 * i.naturalHeight; }", timeout=240_000)  # one method: one panel
+            assert "macaw" in page.evaluate(caption)
+            assert box.input_value() != "qqqzzz"
+            errors = page.locator(".error").all_inner_texts() + page.locator(".toast-body.error").all_inner_texts()
+            assert not [e for e in errors if e.strip()], errors
+        finally:
+            browser.close()

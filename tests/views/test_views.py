@@ -67,3 +67,17 @@ def test_swin_view_says_which_weights(monkeypatch, tmp_path):
     assert len(tiles) == 3 and overlay.shape == (448, 448, 3)
     assert "random weights" in text
     assert sv.pick(1, 447, 447, rolled=False) == (222, 222)
+
+
+def test_explain_class_picker_lists_every_class_and_refuses_typed_text():
+    """Issue 34, bug 2: the class box offers all 1000 ImageNet classes (searchable), and text that names no
+    class is the predicted class for the page, never an error."""
+    from vitviz.explain.labels import imagenet_labels
+    from vitviz.views import explain as ev
+
+    choices = ev.class_choices()
+    values = [value for _, value in choices]
+    assert values[0] == ev.PREDICTED and sorted(values[1:]) == sorted(imagenet_labels())
+    assert ev.page_class("predicted class (top-1)macaw") == ev.PREDICTED
+    assert ev.page_class("macaw") == "macaw" and ev.page_class("88") == imagenet_labels()[88]
+    assert ev.page_class("5000") == ev.PREDICTED and ev.page_class("") == ev.PREDICTED

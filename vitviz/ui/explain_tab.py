@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from ..explain.faithfulness import DEFAULT_STEPS
 from ..views import explain as v
 from .common import example_images, memo_view, user_errors
+from .js import read as read_js
 from .shared_image import ImageInput, default_image
 from .serve.costs import Cost, cost, model_cost
 
@@ -52,11 +53,15 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
 @user_errors
 @memo_view()
 def update_maps(image: str | None, model: str, target: str | None, method: str) -> tuple:
-    """The maps row, its caption and the class picker's choices (top-5 of this image)."""
+    """The maps row, its caption and the class picker (this image's top-5 first, then every class).
+
+    A target that names no class (only the API could send one: the picker takes only its choices)
+    explains the predicted class and puts the picker back on it, so no output is left in error.
+    """
+    target = v.page_class(target)
     panels, text = v.maps_view(image, model, target, method)
     _, e = v.explanation_for(image, model, target)
-    value = v.PREDICTED if v.parse_class(target) is None else target
-    return panels, text, gr.update(choices=v.class_choices(e), value=value)
+    return panels, text, gr.update(choices=v.class_choices(e), value=target)
 
 
 @cost(Cost.HEAVY)
@@ -65,7 +70,9 @@ def update_maps(image: str | None, model: str, target: str | None, method: str) 
 def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
                   steps: float) -> tuple:
     """The curves, the AUC table and its caption."""
-    return v.curves_view(image, model, target, method, removal, steps)
+    return v.curves_view(image, model, v.page_class(target), method, removal, steps)
+
+
 
 
 def on_model(choice: str) -> tuple:
@@ -98,8 +105,9 @@ def build(demo: gr.Blocks) -> ImageInput:
             note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
         with gr.Column(scale=3):
             with gr.Row(equal_height=True):
-                target = gr.Dropdown(choices=[("predicted class (top-1)", v.PREDICTED)], value=v.PREDICTED,
-                                     allow_custom_value=True, label="Class (top-5 listed; type any ImageNet name)",
+                target = gr.Dropdown(choices=v.class_choices(), value=v.PREDICTED, filterable=True,
+                                     allow_custom_value=False,
+                                     label="Class (this photo's top-5 first; type to search all 1000)",
                                      elem_id="explain-class", scale=2)
                 method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",
                                   scale=3)
@@ -134,4 +142,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     gr.on([image.change, target.input, method.input], update_maps, maps_in, maps_out, **quick).then(
         update_curves, curves_in, curves_out, **quick)
     gr.on([removal.input, steps.release], update_curves, curves_in, curves_out, **quick)
+    # what a person types in the class box replaces the label shown, so it searches the classes
+    target.focus(None, None, None, js=read_js("select_on_focus", elem_id="explain-class"), queue=False,
+                 api_visibility="private")
     return ImageInput(image, examples_box)

@@ -152,12 +152,30 @@ def _tag(e: Explanation) -> str:
     return " (random weights)" if e.random_init else ""
 
 
-def class_choices(e: Explanation, k: int = 5) -> list[tuple[str, str]]:
-    """The class picker: the model's top-1, then its ``k`` most probable classes, by name."""
-    p = e.probabilities
-    order = np.argsort(-p, kind="stable")[:k]
+def class_choices(e: Explanation | None = None, k: int = 5) -> list[tuple[str, str]]:
+    """The class picker, searchable by name: the model's top-1, its ``k`` most probable classes with their
+    probabilities (when ``e`` is given), then every other ImageNet class in alphabetical order."""
     labels = imagenet_labels()
-    return [("predicted class (top-1)", PREDICTED)] + [(f"{labels[i]} — {p[i]:.2%}", labels[i]) for i in order]
+    top: list[int] = []
+    head = [("predicted class (top-1)", PREDICTED)]
+    if e is not None:
+        p = e.probabilities
+        top = [int(i) for i in np.argsort(-p, kind="stable")[:k]]
+        head += [(f"{labels[i]} — {p[i]:.2%}", labels[i]) for i in top]
+    rest = sorted((name for i, name in enumerate(labels) if i not in top), key=str.lower)
+    return head + [(name, name) for name in rest]
+
+
+def page_class(target: Any) -> str:
+    """The picker's value for ``target``: itself when it names an ImageNet class or index, else
+    :data:`PREDICTED` (text a person typed that is no class never reaches the model)."""
+    t = parse_class(target)
+    if t is None:
+        return PREDICTED
+    labels = imagenet_labels()
+    if isinstance(t, int):
+        return labels[t] if 0 <= t < len(labels) else PREDICTED
+    return t if t in labels else PREDICTED
 
 
 def maps_view(image: Any, choice: str | None, target: Any, method: Any = ALL) -> tuple[np.ndarray, str]:

@@ -1,0 +1,59 @@
+"""The app's browser code: real ``.js`` files shipped as package data, read by name.
+
+Each file is one event handler (``js=`` of an event: a function expression) or one
+``js_on_load`` of a ``gr.HTML`` (a function body). Python hands them to Gradio's supported
+hooks with :func:`read`.
+
+A file's leading ``//`` comment lines document it and are not sent to the page. Values
+that come from Python (a tab id, the panel kinds) are placeholders ``__NAME__`` in the
+file, filled with JSON by :func:`read`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from importlib import resources
+from typing import Any
+
+_PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__")
+
+
+@functools.lru_cache(maxsize=None)
+def _source(name: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
+        raise ValueError(f"a script name is lower-case letters, digits and _ (no .js), not {name!r}")
+    path = resources.files(__name__) / f"{name}.js"
+    if not path.is_file():
+        raise FileNotFoundError(f"vitviz/ui/js/{name}.js does not exist")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("//")):
+        lines.pop(0)  # the file's header comment: documentation, not sent
+    return "\n".join(lines).strip() + "\n"
+
+
+def read(name: str, **values: Any) -> str:
+    """The code of ``vitviz/ui/js/NAME.js``, its placeholders filled.
+
+    Args:
+        name: the file's name without ``.js``.
+        values: ``key=value`` fills the file's ``__KEY__`` with ``json.dumps(value)``; every
+            placeholder of the file must be given, and only those.
+
+    Raises:
+        FileNotFoundError: no such script.
+        ValueError: a malformed name, a value for a placeholder the file lacks, or a
+            placeholder left without a value.
+    """
+    code = _source(name)
+    for key, value in values.items():
+        mark = f"__{key.upper()}__"
+        if mark not in code:
+            raise ValueError(f"vitviz/ui/js/{name}.js has no placeholder {mark}")
+        code = code.replace(mark, json.dumps(value))
+    left = _PLACEHOLDER.findall(code)
+    if left:
+        raise ValueError(f"vitviz/ui/js/{name}.js needs values for {sorted(set(left))}")
+    return code
+
