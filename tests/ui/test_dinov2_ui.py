@@ -25,7 +25,7 @@ pytestmark = [
 #: text that must name dinov2-small's facts once the views are drawn.
 TABS = [
     ("attention", "attn", "attn-query-overlay", "#attn-query-info", "of 12"),
-    ("heads", "heads", "heads-norm-map", "#heads-info", "72 heads"),
+    ("heads", "heads", "heads-token", "#heads-info", "72 heads"),
     ("features", "feat", "feat-pca", "#feat-pca-info", "16x16 patches of 14 px"),
 ]
 
