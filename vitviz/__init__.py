@@ -33,24 +33,64 @@ Importing the package loads no model, reads no setting and touches no network.
 
 from __future__ import annotations
 
-from .beit.api import beit_predict, tokenize
-from .beit.predict import BEiTPrediction
-from .beit.tokenize import Tokens
-from .core.images import load_image
-from .core.masking import PATTERNS, make_mask
-from .errors import ImageError, ModelUnavailable
-from .explain.attention import attention
-from .explain.faithfulness import Curves, faithfulness
-from .explain.heads import HeadAtlas, head_atlas
-from .explain.layout import TokenLayout
-from .explain.maps import AttentionMaps
-from .explain.methods import Explanation, explain_maps
-from .explain.qk import QueryKeySpace, query_key_space
-from .features.tokens import LayerTokens, layer_tokens
-from .mae.provenance import DecoderProvenance, decoder_provenance
-from .mae.reconstruct import Reconstruction, reconstruct
-from .models.loading import LoadedModel, ModelInfo, available_models
-from .models.loading import open_model as load_model
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run time
+    from .beit.api import beit_predict, tokenize
+    from .beit.predict import BEiTPrediction
+    from .beit.tokenize import Tokens
+    from .core.images import load_image
+    from .core.masking import PATTERNS, make_mask
+    from .errors import ImageError, ModelUnavailable
+    from .explain.attention import attention
+    from .explain.faithfulness import Curves, faithfulness
+    from .explain.heads import HeadAtlas, head_atlas
+    from .explain.layout import TokenLayout
+    from .explain.maps import AttentionMaps
+    from .explain.methods import Explanation, explain_maps
+    from .explain.qk import QueryKeySpace, query_key_space
+    from .features.tokens import LayerTokens, layer_tokens
+    from .mae.provenance import DecoderProvenance, decoder_provenance
+    from .mae.reconstruct import Reconstruction, reconstruct
+    from .models.loading import LoadedModel, ModelInfo, available_models
+    from .models.loading import open_model as load_model
+
+#: Public name -> the module that defines it (``module:name`` where it is defined under another name), imported on first use (PEP 562), so that
+#: ``import vitviz`` costs milliseconds and loads neither torch nor timm; a command or a
+#: script pays only for what it touches.
+_EXPORTS: dict[str, str] = {
+    "beit_predict": ".beit.api",
+    "tokenize": ".beit.api",
+    "BEiTPrediction": ".beit.predict",
+    "Tokens": ".beit.tokenize",
+    "load_image": ".core.images",
+    "PATTERNS": ".core.masking",
+    "make_mask": ".core.masking",
+    "ImageError": ".errors",
+    "ModelUnavailable": ".errors",
+    "attention": ".explain.attention",
+    "Curves": ".explain.faithfulness",
+    "faithfulness": ".explain.faithfulness",
+    "HeadAtlas": ".explain.heads",
+    "head_atlas": ".explain.heads",
+    "TokenLayout": ".explain.layout",
+    "AttentionMaps": ".explain.maps",
+    "Explanation": ".explain.methods",
+    "explain_maps": ".explain.methods",
+    "QueryKeySpace": ".explain.qk",
+    "query_key_space": ".explain.qk",
+    "LayerTokens": ".features.tokens",
+    "layer_tokens": ".features.tokens",
+    "DecoderProvenance": ".mae.provenance",
+    "decoder_provenance": ".mae.provenance",
+    "Reconstruction": ".mae.reconstruct",
+    "reconstruct": ".mae.reconstruct",
+    "LoadedModel": ".models.loading",
+    "ModelInfo": ".models.loading",
+    "available_models": ".models.loading",
+    "load_model": ".models.loading:open_model",  # a registry name or a checkpoint path
+}
 
 __all__ = [
     "BEiTPrediction",
@@ -85,3 +125,18 @@ __all__ = [
     "reconstruct",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (``vitviz.load_model`` and the rest)."""
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'vitviz' has no attribute {name!r}")
+    module, _, attr = where.partition(":")  # "module" or "module:name defined there"
+    value = getattr(importlib.import_module(module, __name__), attr or name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from .errors import ImageError, ModelUnavailable
-from .core.masking import PATTERNS
+from .core.mask_names import PATTERNS
 
 
 def _load(args: argparse.Namespace, random_init: bool = False):  # noqa: ANN202 - a LoadedModel (lazy import)

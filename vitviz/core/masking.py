@@ -26,12 +26,8 @@ import numpy as np
 import torch
 
 from .blocks import sample_rectangle
+from .mask_names import MAX_RATIO, NESTED_PATTERNS, PATTERNS  # noqa: F401 - re-exported; their home
 
-PATTERNS: tuple[str, ...] = ("random", "block", "grid")
-#: Patterns whose masks, for one seed, are nested across ratios (a higher ratio hides a
-#: superset). ``grid`` is redrawn at every ratio. Tests check this claim for every pattern.
-NESTED_PATTERNS: tuple[str, ...] = ("random", "block")
-MAX_RATIO = 0.95
 #: Grey of hidden patches in the encoder's view.
 HIDDEN_GREY = 128
 
