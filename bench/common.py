@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+
+#: A checkout whose ``vitviz`` the benchmarks import instead of this one's (``bench/compare.py``
+#: sets it to time the same script on a "before" worktree and on this tree, side by side).
+TREE = os.environ.get("VITVIZ_BENCH_TREE")
+if TREE:
+    sys.path.insert(0, TREE)
 
 
 def median_seconds(fn: Callable[[], object], warmup: int = 2, repeats: int = 7, min_total: float = 0.0) -> float:

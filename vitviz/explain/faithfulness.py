@@ -110,21 +110,22 @@ def _subset_positions(pos: PositionEmbeddings, keep: torch.Tensor) -> PositionEm
 
 
 @torch.inference_mode()
-def class_probabilities(module: nn.Module, x: torch.Tensor, present: np.ndarray, target: int,
-                        removal: str = "drop", batch: int = BATCH) -> np.ndarray:
-    """The class probability of a ViT classifier with only some patches present.
+def class_softmax(module: nn.Module, x: torch.Tensor, present: np.ndarray, removal: str = "drop",
+                  batch: int = BATCH) -> np.ndarray:
+    """The softmax over every class of a ViT classifier with only some patches present.
 
     Args:
         module: a timm ViT classifier (eval mode).
         x: ``(1, 3, S, S)`` normalised image.
         present: ``(N, P)`` bool, True = the patch is there.
-        target: class index.
         removal: ``drop`` (absent tokens left out) or ``grey`` (absent patches filled
             with the normalisation mean).
         batch: sequences per encoder call.
 
     Returns:
-        ``(N,)`` float64 softmax probability of ``target``.
+        ``(N, C)`` float32 probabilities. A row does not depend on the other rows of the
+        call (each sequence's numbers are its own; ``tests/explain/test_faithfulness.py``
+        checks it), so rows can be kept and reused across calls.
     """
     check_removal(removal)
     mask = np.asarray(present, dtype=bool)
@@ -132,7 +133,7 @@ def class_probabilities(module: nn.Module, x: torch.Tensor, present: np.ndarray,
     if mask.ndim != 2 or mask.shape[1] != tokens.shape[0]:
         raise ValueError(f"present must be (N, {tokens.shape[0]}), got {mask.shape}")
     pos = position_embeddings(module)
-    out = np.empty(mask.shape[0], dtype=np.float64)
+    out: np.ndarray | None = None
     if removal == "grey":
         grey = patch_tokens(module, torch.zeros_like(x))[0]  # the token of a mean-filled patch
         groups = [np.arange(mask.shape[0])]
@@ -151,8 +152,25 @@ def class_probabilities(module: nn.Module, x: torch.Tensor, present: np.ndarray,
                 keep = m.nonzero()[:, 1].reshape(len(rows), -1)  # (n, K) kept patches, raster order
                 seq, use = tokens[keep], _subset_positions(pos, keep)
             logits = module.forward_head(encode(module, seq, use)).float()
-            out[rows] = torch.softmax(logits, dim=-1)[:, target].double().cpu().numpy()
-    return out
+            probs = torch.softmax(logits, dim=-1).cpu().numpy()
+            if out is None:
+                out = np.empty((mask.shape[0], probs.shape[1]), dtype=np.float32)
+            out[rows] = probs
+    return out if out is not None else np.empty((0, int(module.num_classes)), dtype=np.float32)
+
+
+def class_probabilities(module: nn.Module, x: torch.Tensor, present: np.ndarray, target: int,
+                        removal: str = "drop", batch: int = BATCH) -> np.ndarray:
+    """The class probability of a ViT classifier with only some patches present.
+
+    Args:
+        module, x, present, removal, batch: as for :func:`class_softmax`.
+        target: class index.
+
+    Returns:
+        ``(N,)`` float64 softmax probability of ``target``.
+    """
+    return class_softmax(module, x, present, removal, batch)[:, target].astype(np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,7 +214,8 @@ class Curves:
 
 
 def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarray], target: int,
-               removal: str = "drop", steps: int = DEFAULT_STEPS, batch: int = BATCH) -> Curves:
+               removal: str = "drop", steps: int = DEFAULT_STEPS, batch: int = BATCH,
+               known: dict[bytes, np.ndarray] | None = None) -> Curves:
     """Deletion and insertion curves of every ranking, each distinct input run once.
 
     Args:
@@ -206,22 +225,32 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
         target: class index.
         removal: ``drop`` or ``grey``.
         steps: points per curve minus one (``1..P``).
+        known: softmax rows already computed for this module, image and removal, by
+            ``np.packbits(present).tobytes()``; rows found there are not run again, and
+            the rows this call runs are added to it. Curves of another class, method or
+            number of steps share many inputs (the full and the empty one, the
+            class-independent maps' orders), so a caller keeping this dict per image and
+            removal runs each distinct input once. The curves are the same numbers as
+            without it.
     """
     check_removal(removal)
     p = int(next(iter(rankings.values())).shape[0])
     counts = step_counts(p, steps)
     sets = {(m, c): kept_patches(np.asarray(order), counts, c) for m, order in rankings.items()
             for c in ("deletion", "insertion")}
-    unique: dict[bytes, int] = {}
-    rows = []
+    rows = {} if known is None else known
+    missing: dict[bytes, np.ndarray] = {}
     for present in sets.values():
         for row in present:
             key = np.packbits(row).tobytes()
-            if key not in unique:
-                unique[key] = len(rows)
-                rows.append(row)
-    probs = class_probabilities(module, x, np.stack(rows), target, removal, batch)
-    curve = {k: np.array([probs[unique[np.packbits(r).tobytes()]] for r in v]) for k, v in sets.items()}
+            if key not in rows and key not in missing:
+                missing[key] = row
+    if missing:
+        probs = class_softmax(module, x, np.stack(list(missing.values())), removal, batch)
+        for key, row_probs in zip(missing, probs):
+            row_probs.setflags(write=False)
+            rows[key] = row_probs
+    curve = {k: np.array([float(rows[np.packbits(r).tobytes()][target]) for r in v]) for k, v in sets.items()}
     for v in curve.values():
         v.setflags(write=False)
     counts.setflags(write=False)
@@ -231,7 +260,7 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
 
 def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None = None,
                  methods: Sequence[str] | str | None = None, removal: str = "drop", steps: int = DEFAULT_STEPS,
-                 explanation: Explanation | None = None) -> Curves:
+                 explanation: Explanation | None = None, known: dict[bytes, np.ndarray] | None = None) -> Curves:
     """Deletion and insertion curves of the explanation maps of one image and class.
 
     Args:
@@ -242,6 +271,8 @@ def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None
         removal: ``drop`` (leave tokens out) or ``grey`` (fill patches with the mean).
         steps: points per curve minus one.
         explanation: maps already computed for this model and image (skips that pass).
+        known: softmax rows of earlier calls for this model, image and removal (see
+            :func:`curves_for`); rows found there are not run again.
 
     Raises:
         ValueError: not a classifier, unknown method, class, removal or steps.
@@ -251,4 +282,4 @@ def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None
     e = explanation if explanation is not None else explain_maps(model, image, target, methods)
     x = model_input(e.image, model.data_config, model.device)
     wanted = [m for m in e.maps if methods is None or m in ((methods,) if isinstance(methods, str) else methods)]
-    return curves_for(module, x, {m: e.ranking(m) for m in wanted}, e.target, removal, steps)
+    return curves_for(module, x, {m: e.ranking(m) for m in wanted}, e.target, removal, steps, known=known)

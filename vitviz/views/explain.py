@@ -19,7 +19,8 @@ from ..cache import LRU
 from ..core.images import square_view
 from ..explain.labels import imagenet_labels
 from ..explain.faithfulness import DEFAULT_STEPS, REMOVAL_NAMES, Curves, check_removal, faithfulness
-from ..explain.methods import METHOD_NAMES, METHODS, Explanation, check_methods, explain_maps
+from ..explain.methods import (METHOD_NAMES, METHODS, Explanation, check_classifier, check_methods, check_target,
+                               explain_maps)
 from ..models.loading import LoadedModel, load_choice
 from ..plots.explain import faithfulness_figure
 from ..render.explain import explanation_row
@@ -82,9 +83,17 @@ HELP_RANDOM_CURVES = (
     "the computation works."
 )
 
-#: Explanations and curves, keyed by model, image content, class and settings.
+#: Explanations and curves, keyed by model, image content, class index and settings.
 MAPS: LRU[tuple, tuple[LoadedModel, Explanation]] = LRU(8)
 CURVES: LRU[tuple, Curves] = LRU(8)
+#: The top-1 class of (model, image): "predicted" and that class's name share one explanation.
+PREDICTED_CLASS: LRU[tuple, int] = LRU(32)
+#: Softmax rows of the curves' inputs per (model, image, removal), by kept-patch set
+#: (:func:`vitviz.explain.faithfulness.curves_for`'s ``known``): a change of class or of
+#: steps runs only the inputs no earlier curve of this image ran.
+ROWS: LRU[tuple, dict[bytes, np.ndarray]] = LRU(8)
+#: Rows kept per (model, image, removal) before the dict starts again (1000 classes: 4 KB a row).
+MAX_ROWS = 2048
 
 
 def model_choices() -> list[tuple[str, str]]:
@@ -130,22 +139,47 @@ def _digest(view: np.ndarray) -> str:
 
 
 def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[LoadedModel, Explanation]:
-    """The picked model and its (cached) four maps for the image and class."""
+    """The picked model and its (cached) four maps for the image and class.
+
+    One forward and backward pass per model, image and class *index*: ``predicted``, the
+    top-1 class's name and its index all reach the same cached explanation.
+    """
     require_image(image)
     model = load_choice(choice)
     view = square_view(image, model.input_size)
+    image_key = (model.choice, id(model.module), _digest(view))
     t = parse_class(target)
-    key = (model.choice, id(model.module), _digest(view), t)
-    return MAPS.get_or_compute(key, lambda: (model, explain_maps(model, view, t)))
+    if t is None:
+        t = PREDICTED_CLASS.get(image_key)
+    elif isinstance(t, str):
+        t = check_target(t, int(getattr(check_classifier(model.module, model.name), "num_classes", 0)))
+    if t is None:  # the top-1 class is not known yet: this pass finds it
+        model_e = MAPS.get_or_compute(image_key + (None,), lambda: (model, explain_maps(model, view, None)))
+        PREDICTED_CLASS.put(image_key, model_e[1].target)
+        return MAPS.get_or_compute(image_key + (model_e[1].target,), lambda: model_e)
+    return MAPS.get_or_compute(image_key + (t,), lambda: (model, explain_maps(model, view, t)))
 
 
 def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps: Any,
                methods: tuple[str, ...] = METHODS) -> tuple[LoadedModel, Explanation, Curves]:
-    """The maps and the (cached) deletion/insertion curves of ``methods``."""
+    """The maps and the (cached) deletion/insertion curves of ``methods``.
+
+    Inputs that an earlier curve of this model, image and removal already ran (another
+    class, method or number of steps) are not run again (:data:`ROWS`).
+    """
     model, e = explanation_for(image, choice, target)
     r, s = check_removal(str(removal or "drop")), parse_steps(steps)
-    key = (model.choice, id(model.module), _digest(e.image), e.target, r, s, methods)
-    return model, e, CURVES.get_or_compute(key, lambda: faithfulness(model, e.image, e.target, methods, r, s, e))
+    image_key = (model.choice, id(model.module), _digest(e.image))
+    key = image_key + (e.target, r, s, methods)
+
+    def compute() -> Curves:
+        known = ROWS.setdefault(image_key + (r,), dict)
+        if len(known) > MAX_ROWS:  # start again (a fresh dict: a concurrent call keeps reading its own)
+            known = {}
+            ROWS.put(image_key + (r,), known)
+        return faithfulness(model, e.image, e.target, methods, r, s, e, known=known)
+
+    return model, e, CURVES.get_or_compute(key, compute)
 
 
 def _tag(e: Explanation) -> str:

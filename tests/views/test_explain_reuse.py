@@ -1,0 +1,73 @@
+"""The Explain view runs one forward and backward pass per model, image and class, and
+reuses the curves' inputs across classes (issue 34); the numbers are those computed afresh."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vitviz.core.images import DataConfig
+from vitviz.explain import faithfulness as fm
+from vitviz.explain import methods as mm
+from vitviz.explain.labels import imagenet_labels
+from vitviz.models.loading import LoadedModel
+from vitviz.models.registry import get_spec
+from vitviz.views import explain as v
+
+
+@pytest.fixture()
+def tiny(monkeypatch) -> LoadedModel:
+    import timm
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        module = timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, depth=2,
+                                   img_size=64).eval().requires_grad_(False)
+    model = LoadedModel("deit-small-distilled", get_spec("deit-small-distilled"), module,
+                        DataConfig(input_size=64), torch.device("cpu"), random_init=True)
+    monkeypatch.setattr(v, "load_choice", lambda choice: model)
+    for cache in (v.MAPS, v.CURVES, v.PREDICTED_CLASS, v.ROWS):
+        monkeypatch.setattr(cache, "_data", type(cache._data)())
+    return model
+
+
+@pytest.fixture()
+def photo(tmp_path) -> str:
+    from PIL import Image
+
+    path = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(8).integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(path)
+    return str(path)
+
+
+def test_predicted_and_its_name_share_one_backward_pass(tiny, photo, monkeypatch):
+    passes: list[object] = []
+    real = mm.class_gradients
+    monkeypatch.setattr(mm, "class_gradients", lambda *a: passes.append(a[2]) or real(*a))
+    _, e = v.explanation_for(photo, "x", "predicted")
+    name = imagenet_labels()[e.target]
+    for target in ("predicted", name, str(e.target), None, ""):
+        assert v.explanation_for(photo, "x", target)[1] is e
+    assert passes == [None]
+    _, other = v.explanation_for(photo, "x", "3" if e.target != 3 else "4")
+    assert len(passes) == 2 and other.target != e.target
+
+
+def test_curves_after_a_change_of_class_are_those_computed_afresh(tiny, photo):
+    top = v.explanation_for(photo, "x", "predicted")[1].target
+    other = str((top + 1) % 1000)
+    for target, removal, steps in [("predicted", "drop", 8), (other, "drop", 8), (other, "grey", 8),
+                                   ("predicted", "grey", 4), (other, "drop", 16)]:
+        _, e, c = v.curves_for(photo, "x", target, removal, steps)
+        fresh = fm.faithfulness(tiny, e.image, e.target, v.METHODS, removal, steps,
+                                mm.explain_maps(tiny, e.image, e.target))
+        for m in v.METHODS:
+            np.testing.assert_allclose(c.deletion[m], fresh.deletion[m], rtol=2e-6, atol=1e-9)  # float32 rounding
+            np.testing.assert_allclose(c.insertion[m], fresh.insertion[m], rtol=2e-6, atol=1e-9)
+        for name in e.maps:
+            np.testing.assert_array_equal(e.maps[name], fresh_maps(tiny, e)[name])
+
+
+def fresh_maps(model: LoadedModel, e: mm.Explanation) -> dict[str, np.ndarray]:
+    return mm.explain_maps(model, e.image, e.target).maps
