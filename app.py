@@ -8,6 +8,10 @@ import os
 # at 2 threads took 1161 ms wall with spinning waits, 359 ms with passive ones). Read once, when torch's
 # OpenMP runtime starts, so it is set before torch is imported; an explicit setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# numpy's OpenBLAS on one thread: its threads spin while waiting too, and on shared cores the probes' eigen-
+# decompositions (Features tab) took 75-260 ms each instead of 6 ms; swin-tiny's probes went from minutes to
+# seconds (bench/README.md, issue 34). The heavy work is torch's, which keeps its own threads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from vitviz.ui import build_demo, launch_options, serve  # noqa: E402 - after the OpenMP setting above
 

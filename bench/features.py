@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/features.py [--repeats 5] [--model mae-tiny]
+    python bench/features.py [--repeats 5] [--model mae-tiny | swin-tiny:random]
 
 Rows (median of ``--repeats`` runs, one warm-up first):
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from vitviz.features import tokens as ftokens  # noqa: E402
-from vitviz.models.loading import load_model  # noqa: E402
+from vitviz.models.loading import load_choice  # noqa: E402
 from vitviz.views import features as v  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = load_model(args.model)
+    model = load_choice(args.model)  # a name, or name:random for random weights (swin-tiny:random)
     depth = ftokens.num_blocks(model)
     img = str(args.image)
 

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import vitviz
+import vitviz.explain.attention  # a submodule: `import vitviz` alone no longer imports it (lazy names)
 from vitviz.explain import capture as explain_capture
 from vitviz.explain.methods import METHODS, check_methods, check_target, explain_maps
 from vitviz.models.build import timm_data_config
