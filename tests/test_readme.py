@@ -12,7 +12,9 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
 
 def test_readme_has_spaces_header_and_the_two_commands():
     assert README.startswith("---\n") and "sdk: gradio" in README and "app_file: app.py" in README
-    assert "pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt && python app.py" in README
+    assert ("pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt && pip install -e . "
+            "&& python app.py") in README
+    assert "python3 -m venv" in README and "Python 3.11" in README and "build machine" not in README
     assert "python -m pip install -q --no-deps -r requirements-nodeps.txt" in (ROOT / "tests" / "setup.sh").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     test_cmd = "bash tests/setup.sh && python -m pytest -q tests"
