@@ -4,6 +4,7 @@ Usage::
 
     python bench/load.py --users 8 --seconds 60          # well-behaved users only
     python bench/load.py --hostile --users 8 --seconds 30 --sessions 1000
+    python bench/load.py --rows [--app-root CHECKOUT]     # issue 32's rows, one by one (bench/rows.py)
 
 Starts ``app.py`` on a free loopback port (traffic goes to 127.0.0.1 only, bounded in
 count and time), then runs ``--users`` threads, each a ``gradio_client`` session with its
@@ -187,6 +188,11 @@ def count_files(folder: Path, exclude: Path | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--rows" in argv:  # issue 32's hostile rows: bench/rows.py
+        import rows
+
+        return rows.main([a for a in argv if a != "--rows"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--users", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=60.0)

@@ -247,6 +247,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CLIENT_REQUESTS", "240", _int(1, 10**6),
             "Uploads and page-configuration requests one client address may make per minute (bursts of an "
             "eighth of that); more wait a second and get HTTP 429."),
+    Setting("VITVIZ_MAX_REQUEST", "64kb", parse_bytes,
+            "Largest body of a request that is not an upload (a queue join needs a few KB); larger ones get "
+            "HTTP 413 before they are read."),
+    Setting("VITVIZ_CLIENT_UPLOAD", "200mb", parse_bytes,
+            "Upload bytes one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS "
+            "(uploads stay that long); more get HTTP 429."),
+    Setting("VITVIZ_CLIENT_FILES", "200", _int(1, 10**7),
+            "Uploaded files one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS."),
+    Setting("VITVIZ_UPLOAD_DISK", "4gb", parse_bytes,
+            "Upload bytes all clients together may leave on the server's disk within VITVIZ_CACHE_SECONDS."),
     Setting("VITVIZ_TRUSTED_PROXIES", "auto", _auto_int(0, 16),
             "Reverse proxies in front of the app whose X-Forwarded-For is trusted to name the client; "
             "auto: 1 on a Hugging Face Space, else 0 (the socket peer is the client)."),

@@ -276,38 +276,3 @@ def test_the_front_end_files_and_the_page_are_compressed_once_and_served_from_me
     assert all(b"accept-encoding" not in dict(h) for h in calls[:2])  # the app is asked for the plain file
 
 
-@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
-def test_the_upload_check_reads_a_body_in_any_chunks(chunk):
-    import asyncio
-
-    from vitviz.ui.serve.http import _checked_upload, _RefusedUpload
-
-    def body(*files: bytes) -> bytes:
-        parts = b"".join(b'--b\r\nContent-Disposition: form-data; name="files"; filename="x.png"\r\n'
-                         b"Content-Type: image/png\r\n\r\n" + f + b"\r\n" for f in files)
-        return parts + b"--b--\r\n"
-
-    def outcome(data: bytes) -> int:
-        pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)]
-
-        async def receive():  # noqa: ANN202
-            piece = pieces.pop(0)
-            return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
-
-        async def drain() -> int:
-            wrapped = _checked_upload(receive)
-            try:
-                while True:
-                    if not (await wrapped()).get("more_body"):
-                        return 200
-            except _RefusedUpload as refused:
-                return refused.status
-
-        return asyncio.run(drain())
-
-    photo = PHOTO.read_bytes()
-    assert outcome(body(photo)) == 200
-    assert outcome(body(b"GIF89a" + b"\0" * 20)) == 200
-    assert outcome(body(b"just some text in a .png")) == 415
-    assert outcome(body(b"")) == 415
-    assert outcome(body(photo, photo)) == 400

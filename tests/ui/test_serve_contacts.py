@@ -137,3 +137,14 @@ def test_files_contact() -> None:
         pass
     assert isinstance(demo.temp_file_sets, list) and isinstance(get_upload_folder(), str)
     assert hasattr(demo, "state_session_capacity")
+
+
+def test_errors_contact() -> None:
+    """errors wraps ``Blocks.process_api`` (async), which runs ``validate_inputs`` and ``preprocess_data``
+    before the handler; the ``/run/`` route answers an exception with HTTP 500 and ``error_payload``."""
+    from gradio import routes
+    from gradio.blocks import Blocks
+
+    assert inspect.iscoroutinefunction(inspect.unwrap(Blocks.process_api))
+    assert "preprocess_data" in _source(Blocks.process_api)
+    assert "status_code=500" in inspect.getsource(routes)

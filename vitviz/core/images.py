@@ -27,6 +27,12 @@ ImageInput = Union[str, os.PathLike, bytes, Image.Image, np.ndarray]
 #: Extreme aspect ratios beyond this are refused (the centre crop would show a sliver).
 MAX_ASPECT = 50.0
 
+#: Peak bytes per pixel of decoding an image of each mode to RGB (:func:`_to_rgb`): the decoded image, the
+#: intermediate conversions (palette -> RGBA -> composited RGBA -> RGB; float/int -> float64 -> uint8) and
+#: the result. Modes not listed count 4.
+DECODE_BYTES_PER_PIXEL = {"1": 4, "L": 4, "RGB": 6, "YCbCr": 6, "CMYK": 7, "LA": 14, "RGBA": 15, "P": 16,
+                          "PA": 17, "I;16": 22, "I;16B": 22, "I;16L": 22, "I;16N": 22, "I": 28, "F": 28}
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -63,6 +69,14 @@ def _open(data: bytes) -> Image.Image:
         raise ImageError("the image has no pixels")
     if w * h > MAX_PIXELS:
         raise ImageError(f"the image is {w}x{h} pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels")
+    # What decoding costs depends on the mode, not only the pixels: a palette PNG of 54 KB or a float TIFF
+    # becomes 12-21 bytes per pixel on its way to RGB. Each mode gets the pixels a largest RGB photo's
+    # memory allows, checked before decoding.
+    cost = DECODE_BYTES_PER_PIXEL.get(img.mode, 4)
+    limit = MAX_PIXELS * DECODE_BYTES_PER_PIXEL["RGB"] // cost
+    if w * h > limit:
+        raise ImageError(f"the image is {w}x{h} pixels in mode {img.mode}; the limit for this kind of image is "
+                         f"{limit / 1e6:.0f} megapixels ({MAX_PIXELS / 1e6:.0f} for an RGB photo)")
     if max(w, h) / min(w, h) > MAX_ASPECT:
         raise ImageError(f"the image is {w}x{h}: its aspect ratio is more extreme than {MAX_ASPECT:.0f}:1")
     return img

@@ -21,6 +21,10 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
   page configuration; the API description whole but without server paths);
 * :mod:`.http` -- ASGI middleware (door caps, one image per upload, static files from
   memory) and Starlette's ``FileResponse.chunk_size``; the queue's poll intervals;
+* :mod:`.errors` -- ``Blocks.process_api`` (a sentence, not ``error: null`` and a traceback, for
+  what fails in Gradio's own steps);
+* :mod:`.uploads` -- Gradio's multipart parsing, repeated at the door (one image per upload,
+  a disk budget per address);
 * :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio);
 * :mod:`.mcp` -- ``BlockFunction.fn``'s ``__name__``, which names each MCP tool
   (``gradio/mcp.py``, ``python app.py --mcp``).
@@ -67,8 +71,9 @@ def install_process() -> None:
     """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
     page configuration and API description, file chunk size."""
     check_gradio()
-    from . import http, image_cache, inputs, limits, pageconfig, sessions
+    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions
 
+    errors.install()
     image_cache.install()
     inputs.install()
     sessions.install()
@@ -87,9 +92,10 @@ def install(demo: Any) -> Any:
     their endpoints (:mod:`.mcp`).
     """
     from ... import settings
-    from . import files, http, limits, mcp
+    from . import files, http, inputs, limits, mcp
 
     install_process()
+    inputs.mark_dynamic_ranges(demo)
     http.calm_queue(demo)  # Gradio's queue polls every 1 ms while idle
     demo.state_session_capacity = settings.get("VITVIZ_MAX_SESSIONS")
     if files.WRITTEN not in demo.temp_file_sets:

@@ -34,6 +34,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from ... import settings
 from ...cache import LRU
+from . import uploads
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -88,8 +89,35 @@ def _address(scope: Scope) -> str:
     return client_address(request, settings.trusted_proxies())
 
 
+TOO_LARGE_REQUEST = "This request is larger than any the app needs."
+
+
+def _capped_body(scope: Scope, receive: Receive) -> Receive:
+    """``receive`` for a request that is not an upload: refused (HTTP 413) once its body passes
+    ``VITVIZ_MAX_REQUEST``, before the application has buffered it (Gradio reads a queue join whole).
+    MCP messages (``/mcp``) may carry an image inline: they may be as large as the largest upload."""
+    limit = settings.get("VITVIZ_MAX_REQUEST")
+    if "/mcp" in scope.get("path", ""):
+        limit = max(limit, settings.max_upload_bytes() + uploads.SLACK_BYTES)
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"content-length" and v.isdigit() and int(v) > limit:
+            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+    seen = [0]
+
+    async def wrapped() -> Message:
+        message = await receive()
+        if message.get("type") == "http.request":
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > limit:
+                raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+        return message
+
+    return wrapped
+
+
 class Hardening:
-    """ASGI middleware: ``nosniff`` on every response, one file per upload request."""
+    """ASGI middleware: ``nosniff`` on every response, request bodies capped, uploads checked
+    (:mod:`.uploads`), costly requests rate-limited per address."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         self.app = app
@@ -99,25 +127,47 @@ class Hardening:
             await self.app(scope, receive, send)
             return
 
+        held: list[Message] = []
+        run_route = "/run/" in scope.get("path", "")
+
         async def send_with_headers(message: Message) -> None:
+            if run_route and (held or (message.get("type") == "http.response.start" and message.get("status") == 500)):
+                # Gradio's /run/ route answers every failure with HTTP 500, a sentence (gr.Error, see
+                # .errors) included: that is the client's error, 400
+                if not held:
+                    held.append(message)
+                    return
+                start, held[:] = held[0], []
+                if b'"error":' in message.get("body", b"") and b'"error":null' not in message.get("body", b""):
+                    start = {**start, "status": 400}
+                await send_with_headers_final(start)
+            await send_with_headers_final(message)
+
+        async def send_with_headers_final(message: Message) -> None:
             if message.get("type") == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-content-type-options"]
                 headers.append((b"x-content-type-options", b"nosniff"))
                 message["headers"] = headers
             await send(message)
 
-        if _costly(scope) and not _allowed(_address(scope)):
+        address = _address(scope)
+        if _costly(scope) and not _allowed(address):
             await asyncio.sleep(1.0)  # a flooding script waits instead of spinning
             await send_with_headers({"type": "http.response.start", "status": 429,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
             await send({"type": "http.response.body",
                         "body": b"Too many requests from you: wait a moment (this server is shared)."})
             return
-        if scope.get("method") == "POST" and scope.get("path", "").rstrip("/").endswith(UPLOAD_PATHS):
-            receive = _checked_upload(receive)
         try:
+            if scope.get("method") in ("POST", "PUT", "PATCH"):
+                if scope.get("path", "").rstrip("/").endswith(UPLOAD_PATHS):
+                    from .limits import exempt
+
+                    receive = uploads.checked_upload(scope, receive, address, exempt(address))
+                else:
+                    receive = _capped_body(scope, receive)
             await self.app(scope, receive, send_with_headers)
-        except _RefusedUpload as refused:
+        except uploads.RefusedUpload as refused:
             await send_with_headers({"type": "http.response.start", "status": refused.status,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
             await send({"type": "http.response.body", "body": refused.message.encode()})
@@ -156,30 +206,43 @@ class StaticCache:
     ``Range`` or conditional request); anything else is passed on as it came.
     """
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], capacity: int = 512) -> None:
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], capacity: int = 512,
+                 pages: int = 8) -> None:
         self.app = app
         self.responses: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(capacity)
+        #: The page per root URL: few (a client choosing its Host header must not fill memory).
+        self.pages: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(pages)
+        self._locks: LRU[tuple[str, bytes, str], asyncio.Lock] = LRU(4 * capacity)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = self._key(scope)
         if key is None:
             await self.app(scope, receive, send)
             return
-        hit = self.responses.get(key)
+        store = self.pages if key[0] == "/" else self.responses
+        hit = store.get(key)
         if hit is None:
-            kept: list[Message] = []
+            lock = self._locks.get_or_compute(key, asyncio.Lock)
+            async with lock:  # one fetch and one compression per file, however many ask at once
+                hit = store.get(key)
+                if hit is None:
+                    kept: list[Message] = []
 
-            async def keep(message: Message) -> None:
-                kept.append(message)
+                    async def keep(message: Message) -> None:
+                        kept.append(message)
 
-            plain = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"]
-            await self.app({**scope, "headers": plain}, receive, keep)
-            hit = _encoded(kept, key[2])
-            if hit is None:  # not a whole 200 answer: passed on as it came, not kept
-                for message in kept:
-                    await send(message)
-                return
-            self.responses.put(key, hit)
+                    plain = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"]
+                    # a static file is the same whatever the query string (a new one per request cost a
+                    # compression and a cache entry each)
+                    query = b"" if key[0] != "/" else scope.get("query_string", b"")
+                    await self.app({**scope, "headers": plain, "query_string": query}, receive, keep)
+                    # compressed off the event loop (Brotli of Plotly's 4.6 MB bundle: 0.4 s)
+                    hit = await asyncio.to_thread(_encoded, kept, key[2])
+                    if hit is None:  # not a whole 200 answer: passed on as it came, not kept
+                        for message in kept:
+                            await send(message)
+                        return
+                    store.put(key, hit)
         start, body = hit
         await send({**start, "headers": list(start["headers"])})
         await send({"type": "http.response.body", "body": body})
@@ -196,7 +259,7 @@ class StaticCache:
         accepted = headers.get("accept-encoding", "")
         encoding = "br" if "br" in accepted else "gzip" if "gzip" in accepted else ""
         if path.startswith(STATIC_PREFIXES):
-            return path, scope.get("query_string", b""), encoding
+            return path, b"", encoding
         query = scope.get("query_string", b"")
         if path == "/" and not any(p in query for p in PAGE_PARAMETERS):
             # the page: the same for every visitor but for the root URL (built from these headers)
@@ -258,59 +321,6 @@ def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | 
         headers += [(b"content-encoding", encoding.encode()), (b"vary", b"Accept-Encoding")]
     headers.append((b"content-length", str(len(body)).encode()))
     return {"type": "http.response.start", "status": 200, "headers": headers}, body
-
-
-class _RefusedUpload(Exception):
-    """An upload refused before Gradio stores it: ``status`` and the sentence the client gets."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-TOO_MANY_FILES = "Upload one image file per request."
-NOT_AN_IMAGE = "Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF (this file is none of these)."
-#: How the image files vitviz reads begin (WebP: ``RIFF????WEBP``).
-IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
-
-
-def is_image_start(head: bytes) -> bool:
-    """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF."""
-    return head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
-
-
-def _checked_upload(receive: Receive) -> Receive:
-    """Wrap ``receive`` so that an upload body with a second ``name="files"`` part, or whose file does not
-    start like an image, aborts the request (:class:`_RefusedUpload`) before Gradio writes it anywhere."""
-    seen = [0]
-    tail = [b""]
-    head = [b""]  # the body from the first file part's headers on, until its first bytes are checked
-    checked = [False]
-
-    def check(final: bool) -> None:
-        start = head[0].find(b"\r\n\r\n")
-        if start < 0 or (len(head[0]) < start + 4 + 12 and not final):
-            return
-        checked[0] = True
-        if not is_image_start(head[0][start + 4:start + 4 + 12]):
-            raise _RefusedUpload(415, NOT_AN_IMAGE)
-
-    async def wrapped() -> Message:
-        message = await receive()
-        if message.get("type") == "http.request":
-            body = message.get("body", b"")
-            chunk = tail[0] + body
-            seen[0] += chunk.count(b'name="files"') - tail[0].count(b'name="files"')
-            tail[0] = chunk[-32:]
-            if seen[0] > 1:
-                raise _RefusedUpload(400, TOO_MANY_FILES)
-            if seen[0] == 1 and not checked[0]:
-                head[0] = head[0] + body if head[0] else chunk[chunk.find(b'name="files"'):]
-                check(final=not message.get("more_body", False))
-        return message
-
-    return wrapped
 
 
 _INSTALLED = False

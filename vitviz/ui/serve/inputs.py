@@ -63,6 +63,11 @@ def _number(block: Any, payload: Any, original: Any) -> Any:
         raise _error(f"{_label(block)}: expected a finite number, got {payload}")
     if getattr(block, "precision", None) == 0 and payload != int(payload):
         return float(payload)  # the handler's check says "whole numbers only"
+    if getattr(block, DYNAMIC, False):
+        # Gradio checks a slider against the bounds it was built with; a layer or head slider's maximum
+        # follows the chosen model (a handler updates it), so the view checks the range (API clients could
+        # not reach vit-base's layers 9-12 through a slider built for mae-tiny's 8)
+        return payload
     return original(block, payload)
 
 
@@ -86,6 +91,25 @@ def _image(block: Any, payload: Any, original: Any) -> Any:
     except ImageError as exc:
         raise _error(f"Image problem: {exc}") from None
     return original(block, payload)
+
+
+#: Attribute set on sliders whose range a handler changes (:func:`mark_dynamic_ranges`).
+DYNAMIC = "vitviz_dynamic_range"
+
+
+def mark_dynamic_ranges(demo: Any) -> int:
+    """Mark the whole-number sliders (step 1) of ``demo`` that are an output of some event (a layer, head or
+    block index whose range follows the model): their values reach the handler unbounded, where the view
+    checks them against the chosen model. Returns how many."""
+    import gradio as gr
+
+    marked = 0
+    for fn in demo.fns.values():
+        for block in fn.outputs:
+            if isinstance(block, gr.Slider) and block.step == 1 and not getattr(block, DYNAMIC, False):
+                setattr(block, DYNAMIC, True)
+                marked += 1
+    return marked
 
 
 CHECKS = {"Number": _number, "Slider": _number, "Dropdown": _choice, "Radio": _choice, "Image": _image}

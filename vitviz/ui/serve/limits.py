@@ -54,6 +54,8 @@ INSTANT = "vitviz-instant"
 #: Prefix of the API names of private events.
 PRIVATE_PREFIX = "_private_"
 
+FULL_MESSAGE = ("This shared server is busy with many visitors' requests: wait for your earlier requests "
+                "to finish, then try again.")
 BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
                 "(this server is shared with other visitors).")
 #: Seconds a refused request waits before its answer (slows a flooding client down).
@@ -167,6 +169,44 @@ def _move(queue: Any, event: Any, group: str) -> None:
     target.queue.append(event)
 
 
+def _fair_key(event: Any) -> str:
+    """Whose turn an event is: its client address, or its session for the machine's own (loopback) user."""
+    address = getattr(event, "vitviz_address", None) or ""
+    return f"session:{event.session_hash}" if not address or exempt(address) else address
+
+
+def fair_insert(waiting: list, event: Any) -> None:
+    """Move ``event`` (just appended to its group's ``waiting`` list) to its fair place: round-robin by
+    client (:func:`_fair_key`). A client's k-th waiting event goes before every other client's (k+1)-th,
+    so a flood from one client never puts another client's first request behind it."""
+    at = next((i for i, e in enumerate(waiting) if e is event), None)
+    if at is None:
+        return
+    del waiting[at]
+    key = _fair_key(event)
+    rank = sum(1 for e in waiting if _fair_key(e) == key)
+    seen: dict[str, int] = {}
+    for i, other in enumerate(waiting):
+        k = _fair_key(other)
+        seen[k] = seen.get(k, 0) + 1
+        if seen[k] - 1 > rank:
+            waiting.insert(i, event)
+            return
+    waiting.append(event)
+
+
+def _over_capacity(queue: Any, address_count: int, max_queue: int | None) -> bool:
+    """True when the queue holds ``max_queue`` waiting events and this client holds its fair share of them
+    (the queue divided by the clients waiting), or it holds twice ``max_queue`` whoever asks."""
+    if max_queue is None:
+        return False
+    waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
+    if len(waiting) < max_queue:
+        return False
+    clients = len({_fair_key(e) for e in waiting}) + 1
+    return len(waiting) >= 2 * max_queue or address_count >= max(1, max_queue // clients)
+
+
 def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int]:
     """``(same session, same address, same address in the heavy group)`` over queued and running events."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
@@ -202,11 +242,20 @@ def install() -> None:
             return False, "There is no endpoint with this function index.", "error"
         address = client_address(request, limits.trusted_proxies)
         fn = self.blocks.fns[body.fn_index]
+        data = getattr(body, "data", None)
+        if not isinstance(data, list) or len(data) != len(fn.inputs):
+            count = len(data) if isinstance(data, list) else "no list of"
+            return False, f"This endpoint takes {len(fn.inputs)} input values; the request has {count}.", "error"
         group = queue_group(fn, getattr(body, "data", None))
         heavy = group == HEAVY
         async with lock:  # the count and the append happen together
             same_session, same_address, same_heavy = _count(self, body.session_hash, address)
             capped = not exempt(address)
+            if not capped:
+                same_address = same_session  # the machine's own sessions share one address: each is a client
+            if _over_capacity(self, same_address, getattr(self.blocks, "vitviz_max_queue", None)):
+                await asyncio.sleep(REFUSAL_PAUSE_S)
+                return False, FULL_MESSAGE, "queue_full"
             if (same_session < limits.per_session
                     and not (capped and same_address >= limits.per_address)
                     and not (capped and heavy and same_heavy >= limits.heavy_per_address)):
@@ -216,10 +265,14 @@ def install() -> None:
                     event.vitviz_address = address
                     if group != event.concurrency_id:
                         _move(self, event, group)  # no await since the push: not yet picked up
+                    target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
+                    if target is not None:
+                        fair_insert(target.queue, event)
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
         return False, BUSY_MESSAGE, "queue_full"
 
+    push.__wrapped__ = original  # type: ignore[attr-defined] - Gradio's own, for tests/ui/test_serve_contacts.py
     queueing.Queue.push = push
     _INSTALLED = True
 
@@ -259,4 +312,10 @@ def apply(demo: Any) -> None:
                 fn.api_name = base
                 taken.add(base)
     demo.vitviz_limits = ClientLimits.from_settings()
+    queue = getattr(demo, "_queue", None)
+    if queue is not None and getattr(queue, "max_size", None) is not None:
+        # Gradio refuses every newcomer once max_size events wait (ten well-behaved requests got "Queue is
+        # full" behind five flooding addresses); the push above shares the room fairly instead.
+        demo.vitviz_max_queue = queue.max_size
+        queue.max_size = None
     demo.config = demo.get_config_file()  # the page learns the final names

@@ -1,0 +1,339 @@
+"""Issue 32's hostile rows against a public-mode app: one well-behaved visitor's latency beside each attack
+(rows 1-3, 8), the server's memory and disk after the others (4-7), clean errors (9), sliders (10), then
+300 fresh sessions and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``.
+
+The app runs with ``VITVIZ_PUBLIC=1``, offline, trusting one proxy hop: each client has its own
+``X-Forwarded-For`` address, as behind a Space's proxy. The visitor uploads a photo the app never saw
+and calls ``/reconstruct`` (mae-tiny, 75%), one call at a time. Every attack is bounded in time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import statistics
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+PHOTO = ROOT / "assets" / "examples" / "chelsea.jpg"
+VISITOR = "10.1.0.1"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def new_photo(rng: random.Random) -> bytes:
+    """A JPEG the app never saw: the example photo with a little noise."""
+    arr = np.asarray(Image.open(PHOTO).convert("RGB"), dtype=np.int16)
+    noise = np.random.default_rng(rng.randrange(2**32)).integers(-3, 4, arr.shape)
+    out = io.BytesIO()
+    Image.fromarray(np.clip(arr + noise, 0, 255).astype(np.uint8)).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+class App:
+    """The raw HTTP API of the running app (joins and uploads as the page sends them)."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.url = url
+        self.http = httpx.Client(timeout=300)
+        self.config = self.http.get(url + "config").json()
+
+    def fn(self, pred) -> tuple[int, int]:  # noqa: ANN001
+        """(fn_index, input count) of the first event whose api_name passes ``pred``."""
+        for dep in self.config["dependencies"]:
+            if pred(str(dep.get("api_name") or ""), dep):
+                return int(dep["id"]), len(dep.get("inputs", []))
+        raise SystemExit("no such event")
+
+    def upload(self, data: bytes, address: str, name: str = "photo.jpg", field: str = 'name="files"') -> Any:
+        import httpx
+
+        body = (b"--vv\r\nContent-Disposition: form-data; " + field.encode() + b'; filename="' + name.encode()
+                + b'"\r\nContent-Type: image/jpeg\r\n\r\n' + data + b"\r\n--vv--\r\n")
+        try:
+            return self.http.post(self.url + "gradio_api/upload", content=body, headers={
+                "X-Forwarded-For": address, "content-type": "multipart/form-data; boundary=vv"})
+        except httpx.HTTPError as exc:
+            return exc
+
+    def file(self, path: str) -> dict:
+        return {"path": path, "orig_name": Path(path).name, "meta": {"_type": "gradio.FileData"}}
+
+    def call(self, fn_index: int, data: list, address: str, session: str | None = None,
+             http: Any = None) -> tuple[bool, str]:
+        """One queued call; (succeeded, error text or status)."""
+        http = http or self.http
+        session = session or uuid.uuid4().hex
+        headers = {"X-Forwarded-For": address}
+        try:
+            r = http.post(self.url + "gradio_api/queue/join", headers=headers, json={
+                "data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None})
+            if r.status_code != 200:
+                return False, f"HTTP {r.status_code}"
+            with http.stream("GET", self.url + "gradio_api/queue/data", params={"session_hash": session},
+                             headers=headers, timeout=600) as resp:
+                for line in resp.iter_lines():
+                    if line.startswith("data:"):
+                        msg = json.loads(line[5:])
+                        if msg.get("msg") == "process_completed":
+                            out = msg.get("output") or {}
+                            return bool(msg.get("success")), str(out.get("error"))
+        except Exception as exc:  # noqa: BLE001 - a failure is a result here
+            return False, type(exc).__name__
+        return False, "no answer"
+
+
+def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | None = None) -> dict:
+    """The well-behaved visitor: upload a new photo, reconstruct, ``calls`` times; latencies and errors."""
+    import httpx
+
+    idx, _ = app.fn(lambda name, dep: name == "reconstruct")
+    times, errors = [], []
+    photos = [new_photo(rng) for _ in range(calls)]
+    with httpx.Client(timeout=600) as http:
+        for photo in photos:
+            if stop is not None and stop.is_set():
+                break
+            t0 = time.perf_counter()
+            up = app.upload(photo, VISITOR)
+            if not hasattr(up, "status_code") or up.status_code != 200:
+                errors.append(f"upload {getattr(up, 'status_code', up)}")
+                continue
+            ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http)
+            times.append(time.perf_counter() - t0)
+            if not ok:
+                errors.append(err)
+    times.sort()
+    return {"calls": len(times), "errors": len(errors), "first_errors": errors[:3],
+            "p50_s": round(statistics.median(times), 3) if times else None,
+            "p95_s": round(times[min(len(times) - 1, int(0.95 * len(times)))], 3) if times else None}
+
+
+def attack(target, seconds: float, threads: int) -> threading.Event:  # noqa: ANN001
+    """Run ``target(stop, k)`` in ``threads`` threads until ``seconds`` pass; returns the stop event."""
+    stop = threading.Event()
+    for k in range(threads):
+        threading.Thread(target=target, args=(stop, k), daemon=True).start()
+    threading.Timer(seconds, stop.set).start()
+    return stop
+
+
+def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> dict:
+    """Rows 1, 2, 3 and 8: the visitor beside each attack."""
+    import httpx
+
+    photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
+    features, n_features = app.fn(lambda name, dep: "update_all" in name and len(dep.get("inputs", [])) == 7)
+    attn, _ = app.fn(lambda name, dep: name == "attention_query")
+    sweep, _ = app.fn(lambda name, dep: name == "sweep")
+
+    def row1(stop: threading.Event, k: int, address: str = "10.2.0.1") -> None:
+        with httpx.Client(timeout=600) as http:
+            while not stop.is_set():
+                app.call(features, [app.file(photo), "vit-base:random", 6, False, 7, 7, None][:n_features],
+                         address, http=http)
+
+    def row2(stop: threading.Event, k: int) -> None:
+        address = f"10.3.0.{k % 5 + 1}"
+        if k % 8 < 2:
+            row1(stop, k, address)
+            return
+        with httpx.Client(timeout=600) as http:
+            while not stop.is_set():
+                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0], address, http=http)
+
+    def row3(stop: threading.Event, k: int) -> None:
+        with httpx.Client(timeout=600) as http:
+            while not stop.is_set():
+                app.call(sweep, [app.file(photo), "mae-tiny", random.randrange(10**9), "random", "mae-large"],
+                         "10.4.0.1", http=http)
+
+    asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
+
+    def row8(stop: threading.Event, k: int) -> None:
+        with httpx.Client(timeout=60) as http:
+            while not stop.is_set() and asset:
+                try:
+                    http.get(app.url + asset.lstrip("/") + f"?v={uuid.uuid4().hex}",
+                             headers={"Accept-Encoding": "br", "X-Forwarded-For": "10.8.0.1"})
+                except httpx.HTTPError:
+                    pass
+
+    out = {}
+    for name, target, threads in (("1 features update_all x2", row1, 2), ("2 five addresses x16", row2, 40),
+                                  ("3 trailing mae-large, 8 sweeps", row3, 8), ("8 assets, new query, br", row8, 4)):
+        stop = attack(target, seconds, threads)
+        time.sleep(2.0)  # the attack is under way
+        out[name] = visitor(app, calls, rng, stop)
+        stop.set()
+        time.sleep(3.0)
+    return out
+
+
+def _assets(app: App) -> list[str]:
+    import re
+
+    page = app.http.get(app.url).text
+    return sorted(set(re.findall(r'(/assets/[A-Za-z0-9_.-]+\.js)', page)))
+
+
+def memory_rows(app: App, pid: int, cache: Path, rng: random.Random) -> dict:
+    """Rows 4-7 (memory and disk) and 9-10 (answers)."""
+    import httpx
+
+    out: dict[str, Any] = {}
+    reconstruct, _ = app.fn(lambda name, dep: name == "reconstruct")
+    before = rss_mb(pid)
+    statuses = []
+    for _ in range(2):  # row 4: a join with a 200 MB string
+        try:
+            statuses.append(app.http.post(app.url + "gradio_api/queue/join", content=b'{"data": ["' + b"x" * 200_000_000
+                                          + b'"], "fn_index": 0, "session_hash": "big"}',
+                                          headers={"X-Forwarded-For": "10.5.0.1",
+                                                   "content-type": "application/json"}).status_code)
+        except httpx.HTTPError as exc:
+            statuses.append(type(exc).__name__)
+    out["4 join with 200 MB string x2"] = {"statuses": statuses, "rss_growth_mb": round(rss_mb(pid) - before)}
+    # row 5: 40-megapixel palette PNGs to /tokenize, six at once
+    png = io.BytesIO()
+    Image.new("P", (8000, 5000)).save(png, "PNG")
+    tokenize, _ = app.fn(lambda name, dep: name == "tokenize")
+    before, t0 = rss_mb(pid), time.perf_counter()
+    paths = [app.upload(png.getvalue(), f"10.6.0.{i}", "bomb.png") for i in range(6)]
+    answers: list = []
+    workers = [threading.Thread(target=lambda p=p: answers.append(app.call(tokenize, [app.file(p.json()[0])],
+                                                                           "10.6.0.9")))
+               for p in paths if getattr(p, "status_code", 0) == 200]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(300)
+    out["5 palette PNG 40 MP x6 to /tokenize"] = {
+        "rss_growth_mb": round(rss_mb(pid) - before), "seconds": round(time.perf_counter() - t0, 2),
+        "answers": sorted({a[1][:70] for a in answers})}
+    # row 6: 50 non-image files in one upload, the second part written name=files (unquoted)
+    junk = b"\0" * 19_000_000
+    parts = b"".join(b"--vv\r\nContent-Disposition: form-data; " + (b'name="files"' if i == 0 else b"name=files")
+                     + f'; filename="f{i}.bin"\r\n\r\n'.encode() + junk + b"\r\n" for i in range(50))
+    used = _disk(cache)
+    try:
+        r = app.http.post(app.url + "gradio_api/upload", content=parts + b"--vv--\r\n", headers={
+            "X-Forwarded-For": "10.7.0.1", "content-type": "multipart/form-data; boundary=vv"})
+        status = r.status_code
+    except httpx.HTTPError as exc:
+        status = type(exc).__name__
+    out["6 50 x 19 MB, name=files unquoted"] = {"status": status, "disk_growth_mb": round((_disk(cache) - used) / 2**20)}
+    # row 7: single 19 MB JPEG-looking uploads, as fast as they are answered, for 10 s
+    used, t0, codes = _disk(cache), time.perf_counter(), []
+    big = b"\xff\xd8\xff" + b"\0" * 19_000_000
+    while time.perf_counter() - t0 < 10:
+        codes.append(getattr(app.upload(big, "10.7.0.2", "big.jpg"), "status_code", 0))
+    out["7 19 MB uploads for 10 s"] = {"accepted": codes.count(200), "refused": len(codes) - codes.count(200),
+                                       "disk_mb_per_s": round((_disk(cache) - used) / 2**20 / 10, 1)}
+    # row 9: bad payloads
+    answers = [app.call(reconstruct, [{"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}, "mae-tiny", 0.75,
+                                      0, "random"], "10.9.0.2"),
+               app.call(reconstruct, ["just a string", "mae-tiny", 0.75, 0, "random"], "10.9.0.2"),
+               app.call(reconstruct, [None, "mae-tiny"], "10.9.0.2")]
+    example = next((d for d in app.config["dependencies"] if "load_example" in str(d.get("api_name"))), None)
+    run = (app.http.post(app.url + f"gradio_api/run/{example['api_name']}", json={"data": [[999, None]]}).status_code
+           if example else None)
+    out["9 bad payloads"] = {"answers": [a[1][:80] for a in answers], "load_example 999 status": run}
+    return out
+
+
+def _disk(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def fresh_sessions(app: App, pid: int, n: int, rng: random.Random) -> dict:
+    import httpx
+
+    idx, _ = app.fn(lambda name, dep: name == "reconstruct")
+    photo = app.upload(new_photo(rng), "10.10.0.1").json()[0]
+    before, peak = rss_mb(pid), 0.0
+    errors = 0
+    with httpx.Client(timeout=600) as http:
+        for i in range(n):
+            ok, _ = app.call(idx, [app.file(photo), "mae-tiny", 0.75, i % 8, "random"], f"10.11.{i // 250}.{i % 250}",
+                             http=http)
+            errors += not ok
+            peak = max(peak, rss_mb(pid))
+    return {"sessions": n, "errors": errors, "rss_before_mb": round(before), "rss_after_mb": round(rss_mb(pid)),
+            "growth_mb": round(rss_mb(pid) - before), "peak_mb": round(peak)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start ``app.py`` of ``--app-root`` (default: this checkout) in public mode and run every row."""
+    import argparse
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is measured")
+    ap.add_argument("--calls", type=int, default=8, help="visitor calls per row")
+    ap.add_argument("--seconds", type=float, default=20.0, help="longest attack per row")
+    ap.add_argument("--sessions", type=int, default=300)
+    ap.add_argument("--cleanup-wait", type=float, default=75.0)
+    ap.add_argument("--port", type=int, default=7321)
+    args = ap.parse_args(argv)
+    rng = random.Random(0)
+    work = Path(tempfile.mkdtemp(prefix="vitviz-rows-"))
+    server_tmp, cache = work / "tmp", work / "gradio"
+    server_tmp.mkdir()
+    env = dict(os.environ, VITVIZ_PUBLIC="1", VITVIZ_TRUSTED_PROXIES="1", HF_HUB_OFFLINE="1",
+               VITVIZ_CACHE_SECONDS="60", TMPDIR=str(server_tmp), GRADIO_TEMP_DIR=str(cache),
+               GRADIO_SERVER_PORT=str(args.port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
+    log = (work / "app.log").open("w")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=args.app_root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{args.port}/"
+    report: dict[str, Any] = {"app_root": str(args.app_root), "loadavg_start": Path("/proc/loadavg").read_text().split()[:3]}
+    try:
+        import httpx
+
+        for _ in range(300):
+            try:
+                if httpx.get(url, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(1)
+        app = App(url)
+        report["page_config_kb"] = round(len(app.http.get(url + "config").content) / 1000)
+        visitor(app, 3, rng)  # warm: the model in memory
+        report["alone"] = visitor(app, args.calls * 2, rng)
+        report["latency_rows"] = latency_rows(app, args.calls, args.seconds, rng)
+        report["memory_rows"] = memory_rows(app, proc.pid, cache, rng)
+        report["fresh_sessions"] = fresh_sessions(app, proc.pid, args.sessions, rng)
+        time.sleep(args.cleanup_wait)
+        report["files_outside_gradio_cache"] = sum(1 for p in server_tmp.rglob("*") if p.is_file())
+        report["tracebacks_in_log"] = (work / "app.log").read_text().count("Traceback")
+        report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,288 @@
+"""Issue 32 at the door (vitviz.ui.serve.http, .uploads): bodies capped, uploads parsed the way Gradio parses
+them, a disk budget per address, static files once whatever the query string, and a fair queue."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vitviz.ui.serve import http, limits, uploads
+
+ROOT = Path(__file__).resolve().parents[2]
+PHOTO = (ROOT / "assets" / "examples" / "chelsea.jpg").read_bytes()
+UPLOAD_SCOPE = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "client": ("10.0.0.9", 1),
+                "headers": [(b"content-type", b"multipart/form-data; boundary=b")]}
+
+
+def _part(data: bytes, disposition: bytes = b'form-data; name="files"; filename="x.png"') -> bytes:
+    return b"--b\r\nContent-Disposition: " + disposition + b"\r\nContent-Type: image/png\r\n\r\n" + data + b"\r\n"
+
+
+def _body(*parts: bytes) -> bytes:
+    return b"".join(parts) + b"--b--\r\n"
+
+
+def _outcome(data: bytes, chunk: int = 1 << 20, address: str = "10.0.0.9", exempt: bool = True,
+             scope: dict | None = None) -> int:
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""]
+
+    async def receive():  # noqa: ANN202
+        piece = pieces.pop(0)
+        return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+
+    async def drain() -> int:
+        try:
+            wrapped = uploads.checked_upload(scope or UPLOAD_SCOPE, receive, address, exempt)
+            while True:
+                if not (await wrapped()).get("more_body"):
+                    return 200
+        except uploads.RefusedUpload as refused:
+            return refused.status
+
+    return asyncio.run(drain())
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_the_upload_check_reads_a_body_in_any_chunks(chunk):
+    assert _outcome(_body(_part(PHOTO)), chunk) == 200
+    assert _outcome(_body(_part(b"GIF89a" + b"\0" * 20)), chunk) == 200
+    assert _outcome(_body(_part(b"just some text in a .png")), chunk) == 415
+    assert _outcome(_body(_part(b"")), chunk) == 415
+    assert _outcome(_body(_part(PHOTO), _part(PHOTO)), chunk) == 400
+
+
+@pytest.mark.parametrize("disposition", [b"form-data; name=files; filename=x.png",
+                                         b'FORM-DATA; NAME="files"; FILENAME="x.png"',
+                                         b"form-data; name=other; filename=y.bin"])
+def test_a_second_file_is_refused_however_its_header_is_written(disposition):
+    """Row 6 of issue 32: ``name=files`` unquoted or in another case is a file to Gradio's parser too."""
+    assert _outcome(_body(_part(PHOTO), _part(b"\0" * 5000, disposition))) == 400
+    # a file part under another name would be written to disk by Gradio and never cleaned
+    if b"other" in disposition:
+        assert _outcome(_body(_part(PHOTO, disposition))) == 400
+    else:  # the one file, in any spelling Gradio accepts, is fine when it is an image
+        assert _outcome(_body(_part(PHOTO, disposition))) == 200
+        assert _outcome(_body(_part(b"not an image at all", disposition))) == 415
+
+
+def test_an_upload_larger_than_the_largest_image_is_refused(monkeypatch):
+    monkeypatch.setenv("VITVIZ_MAX_UPLOAD", "100kb")
+    big = _body(_part(b"\xff\xd8\xff" + b"\0" * 300_000))
+    assert _outcome(big, chunk=65536) == 413
+    declared = dict(UPLOAD_SCOPE, headers=UPLOAD_SCOPE["headers"] + [(b"content-length", str(len(big)).encode())])
+    assert _outcome(big, scope=declared) == 413
+
+
+def test_each_address_has_a_disk_budget(monkeypatch):
+    """Row 7: uploads within the rules at the allowed rate could fill a Space's disk in minutes."""
+    monkeypatch.setenv("VITVIZ_CLIENT_FILES", "3")
+    monkeypatch.setattr(uploads, "BUDGET", uploads.DiskBudget())
+    photo = _body(_part(PHOTO))
+    assert [_outcome(photo, address="10.7.7.7", exempt=False) for _ in range(4)] == [200, 200, 200, 429]
+    assert _outcome(photo, address="10.7.7.8", exempt=False) == 200  # another visitor is not affected
+    monkeypatch.setenv("VITVIZ_CLIENT_UPLOAD", "1mb")
+    budget = uploads.DiskBudget()
+    assert budget.refusal("a", 600_000, now=0.0) is None
+    assert budget.refusal("a", 600_000, now=1.0) == uploads.OVER_BUDGET
+    assert budget.refusal("a", 600_000, now=10_000.0) is None  # the first upload was cleaned by then
+    monkeypatch.setenv("VITVIZ_UPLOAD_DISK", "1mb")
+    assert budget.refusal("b", 600_000, now=10_001.0) == uploads.DISK_FULL
+
+
+def _through_door(body: bytes, path: str = "/gradio_api/queue/join", declared: bool = True) -> tuple[int, int]:
+    """(status, bytes the app read) for ``body`` sent through :class:`http.Hardening`."""
+    read = [0]
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202 - reads the whole body, like FastAPI
+        while True:
+            message = await receive()
+            read[0] += len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    pieces = [body[i:i + 65536] for i in range(0, len(body), 65536)] or [b""]
+    sent: list[dict] = []
+
+    async def receive():  # noqa: ANN202
+        piece = pieces.pop(0)
+        return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+
+    async def send(message):  # noqa: ANN001, ANN202
+        sent.append(message)
+
+    headers = [(b"content-type", b"application/json")]
+    if declared:
+        headers.append((b"content-length", str(len(body)).encode()))
+    scope = {"type": "http", "method": "POST", "path": path, "client": ("127.0.0.1", 1), "headers": headers}
+    asyncio.run(http.Hardening(app)(scope, receive, send))
+    return sent[0]["status"], read[0]
+
+
+def test_request_bodies_are_capped_before_they_are_read():
+    """Row 4: a queue join with a 200 MB string kept 404 MB; a join needs kilobytes."""
+    assert _through_door(b'{"data": [1]}') == (200, 13)
+    status, read = _through_door(b'{"data": ["' + b"x" * 5_000_000 + b'"]}')
+    assert status == 413 and read == 0  # refused from its declared length, nothing read
+    status, read = _through_door(b'{"data": ["' + b"x" * 5_000_000 + b'"]}', declared=False)
+    assert status == 413 and read < 200_000  # without a length: cut as soon as it passes the cap
+
+
+def test_a_static_file_is_fetched_and_compressed_once_whatever_the_query_string():
+    """Row 8: a new query string per request cost a Brotli compression (0.4 s on the event loop) and an entry."""
+    import brotli
+
+    script = b"console.log('vitviz');\n" * 400
+    calls: list[bytes] = []
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        calls.append(scope["query_string"])
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/javascript")]})
+        await send({"type": "http.response.body", "body": script})
+
+    cache = http.StaticCache(app)
+
+    async def get(query: bytes, host: bytes = b"a", path: str = "/assets/PlotlyPlot-x.js") -> bytes:
+        sent: list[dict] = []
+
+        async def send(message):  # noqa: ANN001, ANN202
+            sent.append(message)
+
+        await cache({"type": "http", "method": "GET", "path": path, "query_string": query,
+                     "headers": [(b"accept-encoding", b"br"), (b"host", host)]}, None, send)
+        return b"".join(m.get("body", b"") for m in sent[1:])
+
+    async def run() -> None:
+        bodies = await asyncio.gather(*(get(f"v={i}".encode()) for i in range(40)))
+        assert all(brotli.decompress(b) == script for b in bodies)
+        for i in range(50):  # the page per Host header: a bounded number kept
+            await get(b"", host=f"h{i}".encode(), path="/")
+
+    asyncio.run(run())
+    assert calls[0] == b"" and len(calls) == 1 + 50  # one fetch for 40 concurrent query strings
+    assert len(cache.responses) == 1 and len(cache.pages) <= 8
+
+
+def _at(waiting: list, event: object) -> int:
+    return next(i for i, e in enumerate(waiting) if e is event)
+
+
+def _event(address: str, session: str = "s") -> SimpleNamespace:
+    return SimpleNamespace(vitviz_address=address, session_hash=session)
+
+
+def test_a_flood_from_one_client_cannot_make_another_clients_call_wait_behind_it():
+    """Row 2 and the issue's first test: the queue is round-robin by client, not first come first served."""
+    waiting: list = []
+    flood = [_event("10.6.6.6") for _ in range(50)]
+    for e in flood:
+        waiting.append(e)
+        limits.fair_insert(waiting, e)
+    visitor = _event("10.1.1.1")
+    waiting.append(visitor)
+    limits.fair_insert(waiting, visitor)
+    assert _at(waiting, visitor) == 1  # behind the flood's first request only
+    second = _event("10.1.1.1")
+    waiting.append(second)
+    limits.fair_insert(waiting, second)
+    assert _at(waiting, second) == 3
+    # the machine's own sessions (loopback) are told apart by session
+    local = [_event("127.0.0.1", "flood") for _ in range(10)]
+    for e in local:
+        waiting.append(e)
+        limits.fair_insert(waiting, e)
+    mine = _event("127.0.0.1", "mine")
+    waiting.append(mine)
+    limits.fair_insert(waiting, mine)
+    assert _at(waiting, mine) <= 4
+
+
+def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
+    queue = SimpleNamespace(event_queue_per_concurrency_id={
+        "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(64)])})
+    assert limits._over_capacity(queue, address_count=13, max_queue=64)  # a flooder: over its share
+    assert not limits._over_capacity(queue, address_count=0, max_queue=64)  # a newcomer gets in
+    queue.event_queue_per_concurrency_id["g"].queue *= 2
+    assert limits._over_capacity(queue, address_count=0, max_queue=64)  # a hard ceiling at twice the size
+
+
+def test_palette_and_float_images_are_capped_by_decoding_memory_before_decoding():
+    """Row 5: a 40-megapixel palette PNG (54 KB) or float TIFF took 2 s and 200+ MB each."""
+    from PIL import Image
+
+    from vitviz.core.images import load_image
+    from vitviz.errors import ImageError
+
+    for mode, fmt, options in (("P", "PNG", {}), ("F", "TIFF", {"compression": "tiff_deflate"})):
+        buffer = io.BytesIO()
+        Image.new(mode, (8000, 5000)).save(buffer, fmt, **options)
+        with pytest.raises(ImageError, match=f"mode {mode}; the limit for this kind of image"):
+            load_image(buffer.getvalue())
+    buffer = io.BytesIO()
+    Image.new("P", (640, 480)).save(buffer, "PNG")
+    assert load_image(buffer.getvalue()).size == (640, 480)
+
+
+def test_what_gradio_fails_on_becomes_one_sentence_without_server_paths():
+    """Row 9: bad file payloads or an example index 999 gave ``error: null`` and a traceback per call."""
+    import gradio as gr
+
+    from vitviz.ui.serve import errors
+    from vitviz.ui.serve.pageconfig import server_folders
+
+    errors.install()
+    with gr.Blocks() as demo:
+        box = gr.Number()
+        gr.Button().click(lambda x: [0][int(x)], box, box)
+    demo.queue()
+    fn = next(iter(demo.fns.values()))
+    with pytest.raises(gr.Error) as raised:
+        asyncio.run(demo.process_api(fn, [999], None))
+    assert "an index or key that does not exist here" in str(raised.value.message)
+    assert raised.value.print_exception is False
+    inside = f"{server_folders()[0]}/assets/examples/astronaut.jpg"
+    assert server_folders()[0] not in errors.sentence(FileNotFoundError(f"no such file {inside}"))
+    assert "astronaut.jpg" in errors.sentence(FileNotFoundError(f"no such file {inside}"))
+
+
+def test_the_api_description_names_no_server_folder():
+    from vitviz.ui.serve.pageconfig import redact, server_folders
+
+    folders = server_folders()
+    info = {"a": [f"{folders[0]}/assets/examples/chelsea.jpg", {"b": f"see '{folders[0]}/x/y.png', then"}]}
+    out = redact(info, folders)
+    assert out == {"a": ["chelsea.jpg", {"b": "see 'y.png', then"}]}
+
+
+def test_a_join_with_the_wrong_number_of_values_is_refused_before_it_is_queued():
+    import inspect
+
+    source = inspect.getsource(limits.install)
+    assert "len(data) != len(fn.inputs)" in source  # checked in the push, before Gradio queues it
+
+
+def test_layer_sliders_follow_the_model_for_api_clients():
+    """Row 10: a slider built for mae-tiny's 8 layers refused vit-base's layer 12 over the API."""
+    import gradio as gr
+
+    from vitviz.ui.serve import inputs
+
+    inputs.install()
+    with gr.Blocks() as demo:
+        model = gr.Dropdown(["a", "b"], value="a")
+        layer = gr.Slider(1, 8, value=1, step=1)
+        ratio = gr.Slider(0.0, 0.9, value=0.5, step=0.05)
+        model.change(lambda m: gr.update(maximum=12), model, layer)
+        model.change(lambda m: 0.5, model, ratio)
+    assert inputs.mark_dynamic_ranges(demo) == 1
+    assert layer.preprocess(12) == 12  # the view checks it against the chosen model
+    with pytest.raises(gr.Error):
+        ratio.preprocess(5.0)  # a fixed range is still Gradio's to check
+    with pytest.raises(gr.Error, match="finite"):
+        layer.preprocess(float("inf"))

@@ -1,0 +1,66 @@
+"""One sentence, no traceback, for a request Gradio itself fails on before (or around) a vitviz handler.
+
+Gradio 6.31 runs every event through ``Blocks.process_api``: inputs are checked
+(``validate_inputs``: too few values), file payloads moved into the cache (a path it may not
+serve, ``{"path": "/etc/passwd"}``, or a plain string where a file belongs), then the
+handler. Failures there, and in Gradio's own handlers (an example table's loader given
+index 999), are not ``gr.Error``: the client got ``{"error": null}`` (a bare "Error") and the
+log ~24 traceback lines per call, and the ``/run/`` route answered HTTP 500. vitviz's handlers
+turn their own errors into sentences (``ui.common.user_errors``); :func:`install` does the
+same for everything else in ``process_api``: a ``gr.Error`` naming the problem (with no
+server path: :func:`.pageconfig.redact`), logged as one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+log = logging.getLogger("vitviz.ui")
+
+#: Longest part of an exception's own text repeated to the client.
+DETAIL_CHARS = 160
+
+_INSTALLED = False
+
+
+def sentence(exc: BaseException) -> str:
+    """What a client reads for a request Gradio could not run (the exception's kind and its short text)."""
+    from .pageconfig import redact, server_folders
+
+    detail = " ".join(str(exc).split())[:DETAIL_CHARS]
+    kind = type(exc).__name__
+    if isinstance(exc, (IndexError, KeyError)):
+        what = "an index or key that does not exist here"
+    elif "path" in detail.lower() or "file" in detail.lower() or kind in ("InvalidPathError", "FileNotFoundError"):
+        what = "a file this server does not serve or cannot read (upload the file first)"
+    else:
+        what = "values this endpoint cannot use"
+    text = f"This request has {what} ({kind}{': ' + detail if detail else ''})."
+    return redact(text, server_folders())
+
+
+def install() -> None:
+    """Wrap ``Blocks.process_api`` (idempotent)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    import gradio as gr
+    from gradio.blocks import Blocks
+
+    original = Blocks.process_api
+
+    @functools.wraps(original)
+    async def process_api(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original(self, *args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure outside a handler becomes a sentence
+            message = sentence(exc)
+            log.info("user error in a request: %s", message)
+            raise gr.Error(message, print_exception=False) from None
+
+    Blocks.process_api = process_api
+    _INSTALLED = True

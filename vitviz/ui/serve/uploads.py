@@ -1,0 +1,206 @@
+"""Uploads checked at the door, parsed the way Gradio parses them, and budgets of disk per client address.
+
+Gradio 6.31's ``/gradio_api/upload`` (``route_utils.upload_fn``) streams a multipart body
+through ``python_multipart.MultipartParser``; a part is a *file* when its
+``Content-Disposition`` (read by ``parse_options_header``: any case, quoted or not) has a
+``filename``, and every file part is written to disk -- those named ``files`` kept in the
+cache, any other left in the upload folder, never cleaned. The earlier check counted the
+bytes ``name="files"``, so ``name=files`` (unquoted) or ``NAME="files"`` slipped 50 files of
+19 MB past it in one request. :func:`checked_upload` feeds the same parser with the same
+callbacks and refuses, before Gradio writes anything:
+
+* a second file part, a file part not named ``files``, or more than :data:`MAX_FIELDS` fields
+  (HTTP 400);
+* a file that does not start like a JPEG, PNG, WebP, GIF, BMP or TIFF (HTTP 415);
+* a body larger than one largest image plus :data:`SLACK_BYTES` (HTTP 413);
+* an address over its disk budget (:class:`DiskBudget`: ``VITVIZ_CLIENT_UPLOAD`` bytes and
+  ``VITVIZ_CLIENT_FILES`` files within ``VITVIZ_CACHE_SECONDS``, the time an upload stays on
+  disk; ``VITVIZ_UPLOAD_DISK`` for all addresses together): HTTP 429.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ... import settings
+from ...cache import LRU
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+
+#: Form fields (parts without a file) an upload may carry; the page sends none.
+MAX_FIELDS = 4
+#: Bytes of multipart framing allowed beyond the largest image.
+SLACK_BYTES = 64 * 1024
+
+TOO_MANY_FILES = "Upload one image file per request."
+NOT_AN_IMAGE = "Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF (this file is none of these)."
+TOO_LARGE = "This upload is larger than the largest image the app accepts."
+OVER_BUDGET = ("You have uploaded as much as this shared server keeps for one visitor for now: "
+               "wait a while or reuse a photo you uploaded.")
+DISK_FULL = "The server's upload space is full for now: wait a few minutes (this server is shared)."
+#: How the image files vitviz reads begin (WebP: ``RIFF????WEBP``).
+IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+
+
+class RefusedUpload(Exception):
+    """A request refused before Gradio reads it further: ``status`` and the sentence the client gets."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def is_image_start(head: bytes) -> bool:
+    """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF."""
+    return head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+class DiskBudget:
+    """Bytes and files each address (and all together) left on disk within a sliding window; thread-safe."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._per_address: LRU[str, deque] = LRU(capacity)  # address -> deque of (time, bytes)
+        self._all: deque = deque()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _trim(entries: deque, since: float) -> None:
+        while entries and entries[0][0] < since:
+            entries.popleft()
+
+    def refusal(self, address: str, nbytes: int, now: float | None = None) -> str | None:
+        """The sentence refusing ``nbytes`` more from ``address``, or None when they fit (then counted)."""
+        now = time.monotonic() if now is None else now
+        since = now - settings.get("VITVIZ_CACHE_SECONDS")
+        with self._lock:
+            mine = self._per_address.get(address)
+            if mine is None:
+                mine = deque()
+                self._per_address.put(address, mine)
+            self._trim(mine, since)
+            self._trim(self._all, since)
+            if (sum(b for _, b in mine) + nbytes > settings.get("VITVIZ_CLIENT_UPLOAD")
+                    or len(mine) + 1 > settings.get("VITVIZ_CLIENT_FILES")):
+                return OVER_BUDGET
+            if sum(b for _, b in self._all) + nbytes > settings.get("VITVIZ_UPLOAD_DISK"):
+                return DISK_FULL
+            mine.append((now, nbytes))
+            self._all.append((now, nbytes))
+            return None
+
+
+BUDGET = DiskBudget()
+
+
+def _content_length(scope: MutableMapping[str, Any]) -> int | None:
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"content-length":
+            try:
+                return int(v)
+            except ValueError:
+                return None
+    return None
+
+
+def _boundary(scope: MutableMapping[str, Any]) -> bytes | None:
+    from starlette.formparsers import parse_options_header
+
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"content-type":
+            media, params = parse_options_header(v)
+            return params.get(b"boundary") if media == b"multipart/form-data" else None
+    return None
+
+
+def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: str, exempt: bool) -> Receive:
+    """``receive`` wrapped so that an upload breaking the rules of the module's text raises
+    :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses)."""
+    from python_multipart.multipart import MultipartParser
+    from starlette.formparsers import parse_options_header
+
+    limit = settings.max_upload_bytes() + SLACK_BYTES
+    declared = _content_length(scope)
+    if declared is not None and declared > limit:
+        raise RefusedUpload(413, TOO_LARGE)
+    boundary = _boundary(scope)
+    state = {"files": 0, "fields": 0, "seen": 0, "head": None, "header": b"", "value": b"", "disposition": b"",
+             "error": None, "charged": False}
+
+    def fail(status: int, message: str) -> None:
+        if state["error"] is None:
+            state["error"] = RefusedUpload(status, message)
+
+    def on_part_begin() -> None:
+        state["disposition"] = b""
+        state["head"] = None
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        state["header"] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        state["value"] += data[start:end]
+
+    def on_header_end() -> None:
+        if state["header"].lower() == b"content-disposition":
+            state["disposition"] = state["value"]
+        state["header"] = state["value"] = b""
+
+    def on_headers_finished() -> None:
+        _, options = parse_options_header(state["disposition"])
+        if b"filename" in options:
+            state["files"] += 1
+            if state["files"] > 1 or options.get(b"name") != b"files":
+                fail(400, TOO_MANY_FILES)
+            state["head"] = b""
+        else:
+            state["fields"] += 1
+            if state["fields"] > MAX_FIELDS:
+                fail(400, TOO_MANY_FILES)
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        head = state["head"]
+        if head is not None and len(head) < 12:
+            state["head"] = head + data[start:min(end, start + 12 - len(head))]
+            if len(state["head"]) >= 12 and not is_image_start(state["head"]):
+                fail(415, NOT_AN_IMAGE)
+
+    def on_part_end() -> None:
+        head = state["head"]
+        if head is not None and len(head) < 12 and not is_image_start(head):
+            fail(415, NOT_AN_IMAGE)
+        state["head"] = None
+
+    callbacks = {"on_part_begin": on_part_begin, "on_part_data": on_part_data, "on_part_end": on_part_end,
+                 "on_header_field": on_header_field, "on_header_value": on_header_value,
+                 "on_header_end": on_header_end, "on_headers_finished": on_headers_finished}
+    parser = MultipartParser(boundary, callbacks) if boundary else None
+
+    async def wrapped() -> Message:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return message
+        body = message.get("body", b"")
+        state["seen"] += len(body)
+        if state["seen"] > limit:
+            raise RefusedUpload(413, TOO_LARGE)
+        if parser is not None:
+            try:
+                parser.write(body)
+            except Exception:  # noqa: BLE001 - Gradio's parser refuses the same body with its own message
+                return message
+        if state["error"] is not None:
+            raise state["error"]
+        if not state["charged"] and not exempt and (state["files"] or not message.get("more_body", False)):
+            state["charged"] = True
+            refusal = BUDGET.refusal(address, declared if declared is not None else limit)
+            if refusal is not None:
+                raise RefusedUpload(429, refusal)
+        return message
+
+    return wrapped
