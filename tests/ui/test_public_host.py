@@ -161,6 +161,10 @@ def test_user_errors_are_one_log_line_and_nothing_is_left_outside_gradio_cache(t
         with pytest.raises(AppError):
             c.predict(handle_file(str(PHOTO)), "mae-tiny", 0.75, 1.5, "random", api_name="/reconstruct")
         with pytest.raises(AppError):
+            c.predict(handle_file(str(PHOTO)), "z" * 20_000, 0.75, 0, "random", api_name="/reconstruct")
+        import httpx
+
+        with pytest.raises(httpx.HTTPStatusError, match="413"):  # larger than any request needs: at the door
             c.predict(handle_file(str(PHOTO)), "z" * 100_000, 0.75, 0, "random", api_name="/reconstruct")
         c.predict(96, 7, api_name="/attention_flops")
         c.predict("MAE ViT-B/16", api_name="/mae_flops")
