@@ -79,7 +79,7 @@ async ([value, expect, panels]) => {
 SCRUB_READY = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')"
 
 #: Makes the page forget its stops and never reload them: every move goes to the server again.
-SCRUB_OFF = "() => { const S = window.__vitvizScrub; S.forget(); S.load = () => {}; }"
+SCRUB_OFF = "() => { const S = window.vitviz.scrub; S.forget(); S.load = () => {}; }"
 
 
 def _expect(ratio: float) -> str:

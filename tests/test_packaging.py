@@ -78,6 +78,8 @@ def test_built_wheel_works_from_any_directory(tmp_path):
     wheel = next((tmp_path / "dist").glob("vitviz-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "vitviz/_assets/models/mae-tiny.safetensors" in names and not any("training" in n for n in names)
+    shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("vitviz/ui/js/") and n.endswith(".js")}
+    assert shipped == {p.name for p in (ROOT / "vitviz" / "ui" / "js").glob("*.js")}
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import vitviz, vitviz.assets as a; m = vitviz.load_model('mae-tiny', device='cpu'); "

@@ -75,12 +75,14 @@ def serving_tab(title: str, build) -> Iterator[str]:  # noqa: ANN001 - build: a 
     """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL."""
     import gradio as gr
 
+    from vitviz.ui.js import page  # the page module its browser code calls into
+
     with gr.Blocks(analytics_enabled=False) as demo:
         with gr.Tab(title):
             build(demo)
     demo.queue(default_concurrency_limit=2)
     port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, **page())
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

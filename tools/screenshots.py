@@ -158,7 +158,7 @@ def tab_shots(browser, url: str, out: Path, tab_ids: list[str]) -> list[Path]:  
     for tab_id in tab_ids:
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(f"{url}?tab={tab_id}")
-        page.wait_for_function("window.__vitvizTabReady === true", timeout=120_000)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=120_000)
         written.append(tab_shot(page, known[tab_id], out))
         page.close()
     return written

@@ -87,7 +87,7 @@ def test_click_a_head_cell_opens_its_query_view(app):
             page.locator("#heads-grid").scroll_into_view_if_needed()
             # The plot is drawn and the page's click handler (heads_tab.CLICK_JS) is attached to it.
             page.wait_for_function("(() => { const gd = document.querySelector('#heads-grid .js-plotly-plot');"
-                                   " return gd && gd.__vitvizClick && gd._fullLayout && gd._fullLayout.xaxis; })()", timeout=120_000)
+                                   " return gd && window.vitviz.heads.attached(gd) && gd._fullLayout && gd._fullLayout.xaxis; })()", timeout=120_000)
             x, y = page.evaluate(CELL_JS, [layer, head])
             page.mouse.click(x, y)
             expect(page.get_by_role("tab", name="Attention")).to_have_attribute("aria-selected", "true",
@@ -118,7 +118,7 @@ def test_click_a_key_shows_its_patch(app):
                                    timeout=240_000)
             page.locator("#heads-qk").scroll_into_view_if_needed()
             page.wait_for_function("(() => { const gd = document.querySelector('#heads-qk .js-plotly-plot');"
-                                   " return gd && gd.__vitvizClick && gd.calcdata && gd._fullData &&"
+                                   " return gd && window.vitviz.heads.attached(gd) && gd.calcdata && gd._fullData &&"
                                    " gd._fullData.some(t => t.name === 'keys (patches)'); })()", timeout=120_000)
             # A patch key that no other point covers (Plotly gives a click to the closest point of any
             # trace, and where the scatter puts each point depends on the weights): the key whose

@@ -16,7 +16,7 @@ def test_parse_query_validates_everything():
     assert bad == UrlState()
     assert parse_query({"tab": "swin"}).tab is None  # only the app's own tabs are kept
     assert parse_query({"ratio": "0.99"}).ratio is None and parse_query({"seed": "2.5"}).seed is None
-    assert "'swin'" in tab_js("swin")
+    assert '"swin"' in tab_js("swin")
     with pytest.raises(ValueError):
         tab_js("x'); alert(1); ('")  # ids go into browser code: only plain names
 
@@ -80,7 +80,7 @@ def test_tour_steps_open_their_tabs(app_url):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(app_url)
-        page.wait_for_function("window.__vitvizTabReady === true", timeout=60_000)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
         page.get_by_text("Tour: from pixels").click()
         page.locator("#tour-swin").click()
         page.wait_for_function("window.location.search.includes('tab=swin')", timeout=30_000)

@@ -14,8 +14,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, lazy, mae_provenance, mae_tab,
-               patches_tab, serve, swin_tab, urlstate)
+from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, js, lazy, mae_provenance,
+               mae_tab, patches_tab, serve, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -85,10 +85,10 @@ def build_demo() -> gr.Blocks:
                     built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
                     image_input = shared_image.input_of(built[module.TAB_ID])
                     if image_input is not None:  # inside the tab: its relay must not become a tab of its own
-                        hub.subscribe(tab, module.TAB_ID, module.LABEL, image_input.image, image_input.examples,
+                        hub.subscribe(tab, module.TAB_ID, image_input.image, image_input.examples,
                                       opened)
                 if image_input is None:  # a tab sharing the image opens through the hub (one handler, in the page)
-                    tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID, module.LABEL), queue=False,
+                    tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
                                api_visibility="private")
 
         for tab_id, button in tour_buttons:
@@ -151,7 +151,7 @@ def launch_options() -> dict:
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
         max_file_size=settings.max_upload_bytes(),
         share=False,
-        js=urlstate.page_js(TAB_LABELS),
+        **js.page(),  # the page module (vitviz/ui/js/page.js) in the head, started once the app has loaded
         css=urlstate.CSS + mae_provenance.CSS,
         app_kwargs={"middleware": serve.middleware()},
     )

@@ -18,7 +18,7 @@ from ..explain.attention import PARTS
 from ..views import attention as av
 from ..views import heads as hv
 from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_choices, model_note
-from . import urlstate
+from . import js, urlstate
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
@@ -203,49 +203,10 @@ def as_patch() -> str:
     return "patch"
 
 
-# Arrow keys / [ ] step through layers while the tab is visible and no text field has the focus.
-KEYS_JS = """
-if (!window.__vitvizAttnKeys) {
-  window.__vitvizAttnKeys = true;
-  document.addEventListener('keydown', (e) => {
-    const t = e.target;
-    if (t && (['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName) || t.isContentEditable)) return;
-    const layer = document.getElementById('attn-layer');
-    if (!layer || layer.offsetParent === null) return;
-    let id = null;
-    if (e.key === 'ArrowLeft' || e.key === '[') id = 'attn-prev';
-    if (e.key === 'ArrowRight' || e.key === ']') id = 'attn-next';
-    if (!id) return;
-    const btn = document.getElementById(id);
-    if (btn) { e.preventDefault(); btn.click(); }
-  });
-}
-"""
-
-#: A head clicked in the Heads tab (``window.__vitvizGotoHead``, set by :data:`vitviz.ui.heads_tab.CLICK_JS`):
-#: once this tab shows its query view, the target goes into this component's value, which fires its change.
-GOTO_JS = r"""
-window.__vitvizAttnGoto = props;
-if (!window.__vitvizAttnGotoPoll) {
-  // Sent once this tab's query view is drawn, and sent again (every 3 s, at most 5 times) until the
-  // view names the wanted layer and head: the tab's own first views may still be arriving and reset them.
-  window.__vitvizAttnGotoPoll = setInterval(() => {
-    const want = window.__vitvizGotoHead;
-    if (!want) return;
-    const img = document.querySelector('#attn-query-overlay img');
-    if (!img || img.offsetParent === null || !img.getAttribute('src')) return;
-    const info = document.querySelector('#attn-query-info');
-    const text = info ? info.innerText : '';
-    const done = text.includes(`Layer ${want.layer} of`) && (!want.head || text.includes(`Head ${want.head} selected`));
-    const now = Date.now();
-    if ((want.sent && done) || (want.tries || 0) >= 5) { window.__vitvizGotoHead = null; return; }
-    if (want.sent && now - want.sent < 3000) return;
-    want.sent = now;
-    want.tries = (want.tries || 0) + 1;
-    window.__vitvizAttnGoto.value = JSON.stringify({model: want.model, layer: want.layer, head: want.head, t: now});
-  }, 200);
-}
-"""
+#: A head clicked in the Heads tab (``vitviz.attention.goto`` in ``vitviz/ui/js/page.js``): once this tab
+#: shows its query view, the target goes into this component's value, which fires its change. (Arrow keys
+#: and [ ] step through the layers: the page module's keyboard presses the prev / next buttons.)
+GOTO_JS = js.read("attention_goto")
 
 
 def build(demo: gr.Blocks) -> ImageInput:
@@ -291,7 +252,6 @@ def build(demo: gr.Blocks) -> ImageInput:
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
                 nxt = gr.Button("next layer ▶", elem_id="attn-next", size="sm", scale=1)
-            gr.HTML("", js_on_load=KEYS_JS, elem_id="attn-keys", padding=False)
             goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto", padding=False)
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from ..views import heads as hv
 from ..views import norms as nv
+from . import js
 from .common import example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
@@ -114,43 +115,10 @@ def on_model_norms(choice: str, layer: float) -> Any:
     return gr.update(maximum=depth, value=min(max(0, int(round(float(layer or 0)))), depth))
 
 
-#: Clicks on the tab's Plotly charts, read in the page. A head (grid cell or scatter point)
-#: opens the Attention tab: the target goes to ``window.__vitvizGotoHead`` and the tab's button is
-#: clicked; a query or key sends ``{"token", "kind"}`` in this component's value.
-CLICK_JS = r"""
-window.__vitvizHeadsProps = props;
-if (!window.__vitvizHeadsClicks) {
-  window.__vitvizHeadsClicks = true;
-  const openHead = (plot, pt) => {
-    const layer = pt.customdata ? pt.customdata[0] : pt.y, head = pt.customdata ? pt.customdata[1] : pt.x;
-    const model = plot.layout && plot.layout.meta ? plot.layout.meta.model : null;
-    window.__vitvizGotoHead = {model: model, layer: Number(layer), head: Number(head), t: Date.now()};
-    const tab = Array.from(document.querySelectorAll('[role=tab]')).find(b => b.innerText.trim() === 'Attention');
-    if (tab) tab.click();
-  };
-  const handlers = {
-    'heads-grid': (plot) => (ev) => { if (ev && ev.points && ev.points.length) openHead(plot, ev.points[0]); },
-    'heads-scatter': (plot) => (ev) => {
-      const pt = ev && ev.points && ev.points.find(p => p.customdata);
-      if (pt) openHead(plot, pt);
-    },
-    'heads-qk': (plot) => (ev) => {
-      const pt = ev && ev.points && ev.points.find(p => p.customdata);
-      if (pt) window.__vitvizHeadsProps.value = JSON.stringify({token: pt.customdata[0], kind: pt.customdata[1],
-                                                                t: Date.now()});
-    },
-  };
-  setInterval(() => {
-    for (const id in handlers) {
-      const plot = document.querySelector('#' + id + ' .js-plotly-plot');
-      if (!plot || !plot.on) continue;
-      if (!plot.__vitvizClick) plot.__vitvizClick = handlers[id](plot);
-      plot.removeListener('plotly_click', plot.__vitvizClick);  // Plotly may have been redrawn: attach once
-      plot.on('plotly_click', plot.__vitvizClick);
-    }
-  }, 300);
-}
-"""
+#: Clicks on the tab's Plotly charts, read in the page (``vitviz.heads.clicks`` in ``vitviz/ui/js/page.js``).
+#: A head (grid cell or scatter point) opens the Attention tab on it; a query or key sends
+#: ``{"token", "kind"}`` in this component's value.
+CLICK_JS = js.read("heads_clicks")
 
 
 def build(demo: gr.Blocks) -> ImageInput:

@@ -20,10 +20,11 @@ selected by the page's own tab logic still computes once.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import gradio as gr
+
+from . import js
 
 
 def opener(tab_id: str) -> gr.Number:
@@ -32,32 +33,20 @@ def opener(tab_id: str) -> gr.Number:
                      container=False)
 
 
-#: Browser code (inside an ``async`` handler that has defined ``label``) that waits until the page has
-#: opened the URL's tab, then returns ``%s`` unless the tab labelled ``label`` is the one shown.
-WAIT_FOR_TAB_JS = """for (let i = 0; i < 60 && window.__vitvizTabReady !== true; i++) await new Promise(r => setTimeout(r, 50));
-  const shown = Array.from(document.querySelectorAll('[role=tab]')).find(b => b.getAttribute('aria-selected') === 'true');
-  if (shown && shown.innerText.trim() !== label) return %s;"""
-
-
-def open_js(tab_id: str, label: str) -> str:
+def open_js(tab_id: str) -> str:
     """Browser code for a tab's ``select`` (input and output: its opener): sets the opener to 1.
 
     Setting 1 again changes nothing, so only the first selection computes, and later ones
     send no request at all. Gradio also selects the first tab while the page mounts, before
-    the page has opened the URL's tab: so the code first waits (up to 3 s) until the page
-    script of :mod:`vitviz.ui.urlstate` has opened it (``__vitvizTabReady``), then opens
-    this tab only if it is still the one shown. (A tab that shares the app's image opens
-    through :func:`vitviz.ui.shared_image.select_js` instead, which also brings the image.)
+    the page has opened the URL's tab: so the page module (``vitviz.lazy.open`` in
+    ``vitviz/ui/js/page.js``) first waits (up to 3 s) until the URL's tab is open, then
+    opens this tab only if it is still the one shown. (A tab that shares the app's image
+    opens through :func:`vitviz.ui.shared_image.select_js` instead, which also brings the image.)
 
     Args:
         tab_id: the tab's id (``mae``, ``patches``...).
-        label: the text of the tab's button.
     """
-    return """async (opened) => {
-  const id = %s, label = %s;
-  %s
-  return [1];
-}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[opened]")
+    return js.read("tab_open", tab=tab_id)
 
 
 class TabPage:

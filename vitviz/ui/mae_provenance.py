@@ -16,6 +16,7 @@ import gradio as gr
 import numpy as np
 
 from ..views import provenance as pv
+from . import js
 from .common import as_seed, require_image, user_errors
 from .serve.costs import cost, model_cost
 
@@ -40,32 +41,9 @@ HELP_PROVENANCE = (
 #: Browser code of a hidden component: a click on a reconstruction panel sends where it landed, as fractions of
 #: the picture as drawn (object-fit: contain). Gradio's own ``select`` index assumes a picture is never drawn
 #: larger than its pixels, and these 224-px panels usually are, so it names the wrong patch or none.
-PICK_JS = r"""
-const attach = () => {
-  const ids = ['panel-pasted', 'panel-reconstruction'];
-  const panels = ids.map(id => document.getElementById(id));
-  if (panels.some(p => !p)) { setTimeout(attach, 300); return; }
-  panels.forEach((panel) => {
-    if (panel.__vitvizPick) return;
-    panel.__vitvizPick = true;
-    panel.addEventListener('click', (e) => {
-      if (e.button !== 0 || e.target.closest('.icon-button-wrapper, a')) return;  // the panel's download button
-      const img = panel.querySelector('img');
-      if (!img || !img.naturalWidth) return;
-      const r = img.getBoundingClientRect();
-      const s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
-      const w = img.naturalWidth * s, h = img.naturalHeight * s;
-      const fx = (e.clientX - r.left - (r.width - w) / 2) / w, fy = (e.clientY - r.top - (r.height - h) / 2) / h;
-      if (!(fx >= 0 && fx < 1 && fy >= 0 && fy < 1)) return;
-      props.value = JSON.stringify({panel: panel.id, x: Math.round(fx * 1e4) / 1e4, y: Math.round(fy * 1e4) / 1e4,
-                                    t: Date.now()});  // a new value fires the component's change
-    });
-  });
-};
-attach();
-"""
+PICK_JS = js.read("mae_pick")  # vitviz.mae.pick in vitviz/ui/js/page.js
 #: Browser-only: a new picture (any change of the metrics line, server view or slider scrub) clears the map.
-CLEAR_JS = "() => [null, " + json.dumps(PROMPT) + ", null, null, null]"
+CLEAR_JS = js.read("provenance_clear", prompt=PROMPT)
 #: Page styles (added to the app's): the map's frame is shown only while it holds a map, so the page has no
 #: empty frame before a click, after a visible patch or once a new picture has cleared it (any layout).
 CSS = "#mae-provenance:not(:has(img)) { display: none !important; }\n"

@@ -41,6 +41,7 @@ from typing import Any
 
 import gradio as gr
 
+from . import js
 from .serve import files
 
 #: Panel kinds that change with the masking ratio, in output order.
@@ -126,96 +127,18 @@ def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir
     })
 
 
-# --- Browser side -------------------------------------------------------------------------------------------
-# One small library, created once per page (window.__vitvizScrub) by whichever handler runs first.
-
-_LIBRARY = r"""
-const S = window.__vitvizScrub || (window.__vitvizScrub = (() => {
-  const KINDS = __KINDS__;
-  const st = { text: null, data: null, urls: null, imgs: [], gen: 0 };
-  const mark = (v) => { document.body.dataset.vitvizScrub = v; };
-  const forget = () => {
-    if (st.urls) for (const s of Object.values(st.urls)) for (const u of Object.values(s)) URL.revokeObjectURL(u);
-    st.text = null; st.data = null; st.urls = null; st.imgs = []; st.gen += 1; mark('');
-  };
-  const load = (text) => {
-    if (text === st.text) return;
-    forget();
-    st.text = text;
-    if (!text) return;
-    let data;
-    try { data = JSON.parse(text); } catch (e) { return; }
-    const gen = st.gen;
-    mark('loading:' + data.id);
-    fetch(new URL('gradio_api/file=' + data.pack, document.baseURI)).then(r => {
-      if (!r.ok) throw new Error('pack ' + r.status);
-      return r.arrayBuffer();
-    }).then(buf => {
-      if (gen !== st.gen) return;
-      const urls = {}; const imgs = []; const decoded = [];
-      for (const [k, s] of Object.entries(data.stops)) {
-        urls[k] = {};
-        for (const kind of KINDS) {
-          const [o, n] = s.files[kind];
-          const u = URL.createObjectURL(new Blob([new Uint8Array(buf, o, n)], { type: 'image/png' }));
-          urls[k][kind] = u;
-          const im = new Image(); im.src = u; imgs.push(im);
-          decoded.push(im.decode().catch(() => null));
-        }
-      }
-      return Promise.all(decoded).then(() => {
-        if (gen !== st.gen) { for (const s of Object.values(urls)) for (const u of Object.values(s)) URL.revokeObjectURL(u); return; }
-        st.data = data; st.urls = urls; st.imgs = imgs;
-        mark('ready:' + data.id);
-      });
-    }).catch(() => { if (gen === st.gen) mark('failed:' + data.id); });
-  };
-  const key = (ratio) => (Math.round(Number(ratio) * 20) / 20).toFixed(2);
-  const lookup = (ratio, image, model, seed, pattern, paint, compare) => {
-    const d = st.data;
-    if (!d || !st.urls || paint || (compare && compare !== __NO_COMPARE__)) return null;
-    if (d.model !== model || d.pattern !== pattern || Number(d.seed) !== Number(seed)) return null;
-    if (!image || image.path !== d.image) return null;
-    const k = key(ratio); const s = d.stops[k]; const u = st.urls[k];
-    if (!s || !u) return null;
-    const file = (kind) => ({ path: s.paths[kind], url: u[kind], orig_name: 'image.png', mime_type: 'image/png',
-                             size: s.files[kind][1], is_stream: false, meta: { _type: 'gradio.FileData' } });
-    return [...KINDS.map(file), s.metrics];
-  };
-  return { load, forget, lookup, key, state: st };
-})());
-"""
-
-_LIBRARY = _LIBRARY.replace("__KINDS__", json.dumps(list(PANEL_KINDS))).replace("__NO_COMPARE__", json.dumps(NO_COMPARE))
+# --- Browser side: vitviz.scrub of the page module (vitviz/ui/js/page.js), called by these handlers ----------
 
 #: Slider ``change``: the stop's panels from the page, or a bump of the request counter (server path).
 #: Arguments: (ratio, image, model, seed, pattern, paint, compare, payload, request);
 #: outputs: (masked, reconstruction, pasted, error, metrics, request). ``undefined`` leaves an output as is.
-MOVE_JS = "(ratio, image, model, seed, pattern, paint, compare, payload, request) => {" + _LIBRARY + """
-  S.load(payload);
-  const hit = S.lookup(ratio, image, model, seed, pattern, paint, compare);
-  if (hit) return [...hit, undefined];
-  return [undefined, undefined, undefined, undefined, undefined, (Number(request) || 0) + 1];
-}"""
-
+MOVE_JS = js.read("scrub_move", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE)
 #: After a server view: if the page holds the slider's stop, show it (a late server answer never wins).
-RESYNC_JS = "(ratio, image, model, seed, pattern, paint, compare, payload, request) => {" + _LIBRARY + """
-  S.load(payload);
-  const hit = S.lookup(ratio, image, model, seed, pattern, paint, compare);
-  return hit ? [...hit, undefined] : [];
-}"""
-
+RESYNC_JS = js.read("scrub_resync", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE)
 #: Payload ``change``: download and cut the pack (or forget the old one when the payload is empty).
-LOAD_JS = "(payload) => {" + _LIBRARY + """
-  S.load(payload);
-  return [];
-}"""
-
+LOAD_JS = js.read("scrub_load", kinds=list(PANEL_KINDS))
 #: Image, model, seed or pattern ``change``: the page's stops no longer apply (the payload is emptied).
-FORGET_JS = "() => {" + _LIBRARY + """
-  S.forget();
-  return [''];
-}"""
+FORGET_JS = js.read("scrub_forget")
 
 
 @dataclass

@@ -4,10 +4,10 @@ Each tab keeps its own upload box, so a photo can be dropped wherever the user i
 *subscribes* by returning an :class:`ImageInput` from its ``build`` (or a handle object
 with an ``image_input`` attribute); the app then calls::
 
-    hub.subscribe(tab, tab_id, label, image, examples, opened)
+    hub.subscribe(tab, tab_id, image, examples, opened)
 
 Everything runs in the browser (no server call), with the page's current image held in
-``window.__vitvizImage`` (per browser tab):
+``vitviz.image`` of the page module (``vitviz/ui/js/page.js``, per browser tab):
 
 - a user's upload, paste, webcam shot or example click in a tab *publishes* the image
   (its version goes up);
@@ -26,14 +26,13 @@ A tab's first views (its ``load`` handlers) must therefore draw everything its
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
+from . import js
 from .common import example_images
-from .lazy import WAIT_FOR_TAB_JS
 
 
 def default_image() -> str | None:
@@ -61,16 +60,6 @@ def input_of(handles: Any) -> ImageInput | None:
     return found if isinstance(found, ImageInput) else None
 
 
-#: The page's shared image: ``v`` its version, ``value`` the box value (Gradio's file data), ``seen``
-#: the version each tab shows, ``shown`` the file each tab's relay last announced ("" for none).
-_STATE_JS = "const S = window.__vitvizImage || (window.__vitvizImage = {v: 0, value: null, seen: {}, shown: {}});"
-
-
-def _compact(js: str) -> str:
-    """``js`` on one line (it is sent in the page configuration once per tab and event)."""
-    return " ".join(line.strip() for line in js.splitlines() if line.strip())
-
-
 def publish_js(tab_id: str, clear: bool = False) -> str:
     """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``.
 
@@ -78,20 +67,12 @@ def publish_js(tab_id: str, clear: bool = False) -> str:
     relay once (Gradio sends ``upload`` and ``input`` for one upload; a value without a file
     yet, an upload under way, changes nothing). ``clear=True``, for the box's ``clear`` event
     (sent while the box still holds the old value): the relay moves, so the tab redraws
-    without an image; the other tabs keep theirs.
+    without an image; the other tabs keep theirs. (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
     """
-    key = '""' if clear else "(image && image.path) || null"
-    return _compact("""(image, relay) => {
-  const id = %s; %s
-  const key = %s;
-  if (key === null || S.shown[id] === key) return [relay];
-  S.shown[id] = key;
-  if (key) { S.v += 1; S.value = image; S.seen[id] = S.v; }
-  return [(relay || 0) + 1];
-}""" % (json.dumps(tab_id), _STATE_JS, key))
+    return js.read("image_publish", tab=tab_id, clear=bool(clear))
 
 
-def select_js(tab_id: str, label: str) -> str:
+def select_js(tab_id: str) -> str:
     """Browser code of a subscribed tab's ``select``: ``(image, relay, opened) -> [image, relay, opened]``.
 
     First selection (``opened`` 0): the latest image goes in the box and the tab opens
@@ -99,17 +80,9 @@ def select_js(tab_id: str, label: str) -> str:
     relay moves (the tab redraws once). Nothing new: ``undefined`` for the box and the relay
     (Gradio leaves an output alone then), so nothing runs. (Returning the values read at the
     start would undo an upload made while the handler waited for the page's tab: the box
-    went back to the example.)
+    went back to the example.) (``vitviz.image.select`` in ``vitviz/ui/js/page.js``.)
     """
-    return _compact("""async (image, relay, opened) => {
-  const id = %s, label = %s;
-  %s
-  %s
-  const pending = S.value !== null && S.v > (S.seen[id] || 0);
-  if (!pending) return [undefined, undefined, opened ? undefined : 1];
-  S.seen[id] = S.v; S.shown[id] = S.value.path;
-  return opened ? [S.value, (relay || 0) + 1, opened] : [S.value, relay, 1];
-}""" % (json.dumps(tab_id), json.dumps(label), WAIT_FOR_TAB_JS % "[image, relay, opened]", _STATE_JS))
+    return js.read("image_select", tab=tab_id)
 
 
 def relay_image_changes(demo: gr.Blocks, image: gr.Image, relay: gr.Number) -> int:
@@ -135,14 +108,14 @@ class SharedImage:
         self.demo = demo
         self.tabs: list[str] = []
 
-    def subscribe(self, tab: gr.Tab, tab_id: str, label: str, image: gr.Image, examples: gr.Examples | None,
+    def subscribe(self, tab: gr.Tab, tab_id: str, image: gr.Image, examples: gr.Examples | None,
                   opened: gr.Number) -> None:
         """Link a tab's image box to the shared image and open the tab on its first selection (call inside
         that tab's ``gr.Tab`` context, after its ``build``: the relay created here is part of the tab).
 
         Args:
             tab: the tab whose selection pulls the shared image.
-            tab_id, label: the tab's id and the text of its button.
+            tab_id: the tab's id.
             image: the tab's image box (``type="filepath"``); it should start at :func:`default_image`.
             examples: the tab's example photos, if any: a click publishes like an upload.
             opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
@@ -156,6 +129,6 @@ class SharedImage:
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
             examples.load_input_event.then(**kw)
         image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
-        tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id, label), queue=False,
+        tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id), queue=False,
                    api_visibility="private")
         self.tabs.append(tab_id)

@@ -4,12 +4,12 @@
 ``&presenter=1`` turns on the teaching layout; ``&mask=14x14.<hex>`` restores a painted
 mask (:func:`encode_mask`). Reading is done on the server when
 the page loads (every value validated, unknown ones ignored); writing is done in the
-browser by :data:`WRITE_JS` whenever a control changes, with ``history.replaceState``.
+browser by the page module (``vitviz/ui/js/page.js``) whenever a control changes, with
+``history.replaceState``; opening the URL's tab, the keyboard and the presenter layout are there too.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..models.registry import model_names
+from . import js
 
 
 @dataclass(frozen=True)
@@ -101,175 +102,26 @@ def decode_mask(text: str | None) -> np.ndarray | None:
     return bits[: gh * gw].reshape(gh, gw)
 
 
-#: Browser code run on every control change: writes the controls into the URL.
-#: Its arguments are (model, ratio, seed, pattern) of the MAE tab.
-WRITE_JS = """
-(model, ratio, seed, pattern) => {
-  // Written once the controls rest for 250 ms, not at every slider stop: each change of the
-  // address makes Chromium fetch the page's icon again, a request to the server per stop.
-  clearTimeout(window.__vitvizUrlTimer);
-  window.__vitvizUrlTimer = setTimeout(() => {
-    const u = new URL(window.location.href);
-    if (model) u.searchParams.set('model', model);
-    if (ratio !== null && ratio !== undefined) u.searchParams.set('ratio', Number(ratio).toFixed(2));
-    if (seed !== null && seed !== undefined) u.searchParams.set('seed', String(seed));
-    if (pattern) u.searchParams.set('pattern', pattern);
-    window.history.replaceState(null, '', u);
-  }, 250);
-  return [model, ratio, seed, pattern];
-}
-"""
-
-
+#: Browser code run on every control change of the MAE and BEiT tabs: (model, ratio, seed, pattern) go into
+#: the URL once the controls rest (``vitviz/ui/js/url_controls.js``).
+WRITE_JS = js.read("url_controls")
 #: Browser code run when the painted mask changes: ``mask=`` in the URL while painting, gone otherwise.
 #: Its argument is :func:`encode_mask`'s text ("" when the mask is the slider's).
-MASK_JS = """
-(code) => {
-  const u = new URL(window.location.href);
-  if (code) u.searchParams.set('mask', code); else u.searchParams.delete('mask');
-  window.history.replaceState(null, '', u);
-  return [code];
-}
-"""
-
-
+MASK_JS = js.read("url_mask")
 #: Paint brush of the MAE tab (``js_on_load`` of a hidden ``gr.HTML``): a click or a drag on the
 #: Original panel sends the points it crossed, as fractions of the image, in the component's value
 #: (``{"points": [[x, y], ...], "t": time}``), which fires its ``change``; the server maps them to patches.
-PAINT_JS = r"""
-const attach = () => {
-  const panel = document.getElementById('panel-original');
-  if (!panel) { setTimeout(attach, 300); return; }
-  if (panel.__vitvizPaint) return;
-  panel.__vitvizPaint = true;
-  let points = null, trail = [];
-  const where = (e) => {
-    const img = panel.querySelector('img');
-    if (!img || !img.naturalWidth) return null;
-    const r = img.getBoundingClientRect();
-    const s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
-    const w = img.naturalWidth * s, h = img.naturalHeight * s;
-    const x0 = r.left + (r.width - w) / 2, y0 = r.top + (r.height - h) / 2;
-    const fx = (e.clientX - x0) / w, fy = (e.clientY - y0) / h;
-    if (!(fx >= 0 && fx < 1 && fy >= 0 && fy < 1)) return null;
-    return [Math.round(fx * 1e4) / 1e4, Math.round(fy * 1e4) / 1e4];
-  };
-  const dot = (e) => {
-    const d = document.createElement('div');
-    d.className = 'vitviz-paint-dot';
-    d.style.left = e.clientX + 'px'; d.style.top = e.clientY + 'px';
-    document.body.appendChild(d); trail.push(d);
-  };
-  panel.addEventListener('pointerdown', (e) => {
-    if (e.button !== 0 || e.target.closest('.icon-button-wrapper, a')) return;  // the panel's own download button
-    const p = where(e); if (!p) return;
-    points = [p]; dot(e); e.preventDefault();
-    try { panel.setPointerCapture(e.pointerId); } catch (err) {}
-  });
-  panel.addEventListener('pointermove', (e) => {
-    if (!points) return;
-    const p = where(e); if (p) { points.push(p); dot(e); }
-  });
-  const finish = () => {
-    if (!points) return;
-    const pts = points.slice(0, 4000); points = null;
-    const old = trail; trail = [];
-    setTimeout(() => old.forEach(d => d.remove()), 700);
-    props.value = JSON.stringify({points: pts, t: Date.now()});  // a new value fires the component's change
-  };
-  panel.addEventListener('pointerup', finish);
-  panel.addEventListener('pointercancel', finish);
-};
-attach();
-"""
-
-
+PAINT_JS = js.read("mae_paint")
 #: Browser code run when the attention layer changes: writes ``layer`` into the URL.
-LAYER_JS = """
-(layer) => {
-  const u = new URL(window.location.href);
-  if (layer !== null && layer !== undefined) u.searchParams.set('layer', String(Math.round(layer)));
-  window.history.replaceState(null, '', u);
-  return [layer];
-}
-"""
+LAYER_JS = js.read("url_layer")
 
 
 def tab_js(tab: str) -> str:
     """Browser code that records the selected tab in the URL (once the URL's own tab is open)."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", str(tab)):
         raise ValueError(f"a tab id is lower-case letters, digits and _, got {tab!r}")
-    return ("() => { if (!window.__vitvizTabReady) return; const u = new URL(window.location.href);"
-            " u.searchParams.set('tab', '%s'); window.history.replaceState(null, '', u); }" % tab)
+    return js.read("url_tab", tab=tab)
 
-
-#: Opening the URL's tab, keyboard keys and the presenter layout (run by Gradio once the page has loaded);
-#: see :func:`page_js`.
-_PAGE_JS = """
-() => {
-  const labels = __TAB_LABELS__;
-  const wanted = labels[new URL(window.location.href).searchParams.get('tab') || ''];
-  window.__vitvizTabReady = false;
-  let tries = 0;
-  const openTab = setInterval(() => {
-    const buttons = Array.from(document.querySelectorAll('[role=tab]'));
-    const target = wanted && buttons.find(b => b.innerText.trim() === wanted);
-    if (target || (!wanted && buttons.length) || ++tries > 100) {
-      clearInterval(openTab);
-      if (target) target.click();
-      setTimeout(() => { window.__vitvizTabReady = true; }, 300);
-    }
-  }, 100);
-  const step = (selector, delta) => {
-    const el = document.querySelector(selector);
-    if (!el || el.offsetParent === null) return false;  // only the visible tab's control
-    const v = Math.min(Number(el.max), Math.max(Number(el.min), Number(el.value) + delta * Number(el.step || 1)));
-    el.value = String(v);
-    el.dispatchEvent(new Event('input', {bubbles: true}));
-    el.dispatchEvent(new Event('change', {bubbles: true}));
-    return true;
-  };
-  // The sweep chart's marker (vitviz.plots.mae.CURRENT_MARKER) follows the slider, with no server call.
-  setInterval(() => {
-    const plot = document.querySelector('#mae-sweep-chart .js-plotly-plot');
-    const slider = document.querySelector('#mae-ratio input[type=range]');
-    if (!plot || !slider || !window.Plotly || !plot.layout) return;
-    const x = Math.round(Number(slider.value) * 100);
-    const shapes = plot.layout.shapes || [], notes = plot.layout.annotations || [];
-    const i = shapes.findIndex(s => s.name === 'current-ratio');
-    if (i < 0 || shapes[i].x0 === x) return;
-    const upd = {}; upd[`shapes[${i}].x0`] = x; upd[`shapes[${i}].x1`] = x;
-    const j = notes.findIndex(a => a.name === 'current-ratio');
-    if (j >= 0) { upd[`annotations[${j}].x`] = x; upd[`annotations[${j}].text`] = `slider: ${x}%`; }
-    window.Plotly.relayout(plot, upd);
-  }, 250);
-  const presenter = () => new URL(window.location.href).searchParams.get('presenter');
-  const apply = () => {
-    const on = ['1', 'true', 'yes', 'on'].includes((presenter() || '').toLowerCase());
-    document.body.classList.toggle('vitviz-presenter', on);
-  };
-  apply();
-  document.addEventListener('keydown', (e) => {
-    const t = e.target;
-    if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.isContentEditable)) return;
-    let done = false;
-    if (e.key === 'ArrowRight' || e.key === ']') done = step('#mae-ratio input[type=range]', +1);
-    else if (e.key === 'ArrowLeft' || e.key === '[') done = step('#mae-ratio input[type=range]', -1);
-    else if (e.key === 'p' && e.altKey) {
-      const u = new URL(window.location.href);
-      u.searchParams.set('presenter', document.body.classList.contains('vitviz-presenter') ? '0' : '1');
-      window.history.replaceState(null, '', u); apply(); done = true;
-    }
-    if (done) e.preventDefault();
-  });
-}
-"""
-
-
-
-def page_js(tab_labels: Mapping[str, str]) -> str:
-    """The page's browser code, given ``{tab id: tab button label}`` (the browser opens the URL's tab by its label)."""
-    return _PAGE_JS.replace("__TAB_LABELS__", json.dumps(dict(tab_labels)))
 
 #: Page styles. The MAE tab's key panels are squares as wide as a third of the panel column and never
 #: taller than the screen leaves them (so they and the metrics fit above the fold at 1280x720); the

@@ -1,8 +1,12 @@
 """The app's browser code: real ``.js`` files shipped as package data, read by name.
 
-Each file is one event handler (``js=`` of an event: a function expression) or one
-``js_on_load`` of a ``gr.HTML`` (a function body). Python hands them to Gradio's supported
-hooks with :func:`read`.
+Every piece of JavaScript the page runs is a file of this folder. ``page.js`` is the page
+module, the one owner of the browser state (``window.vitviz``): it goes in the page head
+and is started once the app has loaded (:func:`page`, keyword arguments of
+``demo.launch``). Every other file is one event handler (``js=`` of an event: a function
+expression) or one ``js_on_load`` of a ``gr.HTML`` (a function body), and calls into the
+page module. Python hands them to Gradio's supported hooks with :func:`read`; no
+JavaScript is written in Python strings.
 
 A file's leading ``//`` comment lines document it and are not sent to the page. Values
 that come from Python (a tab id, the panel kinds) are placeholders ``__NAME__`` in the
@@ -57,3 +61,8 @@ def read(name: str, **values: Any) -> str:
         raise ValueError(f"vitviz/ui/js/{name}.js needs values for {sorted(set(left))}")
     return code
 
+
+def page() -> dict[str, str]:
+    """Keyword arguments of ``demo.launch`` that load the page module: ``head`` (``page.js`` as a
+    ``<script>``, run before Gradio mounts the app) and ``js`` (its start, once the app has loaded)."""
+    return {"head": "<script>\n" + read("page") + "</script>\n", "js": read("start")}

@@ -1,0 +1,425 @@
+// vitviz's page module: the one owner of the app's browser state, `window.vitviz`.
+//
+// Loaded once, as a <script> in the page head (vitviz.ui.js.page(): launch(head=...)), before Gradio
+// mounts the app; started by launch(js=...) once the app has loaded. Every event handler (`js=`) and
+// every `js_on_load` of vitviz.ui is a file of this folder that calls into this object.
+//
+// Nothing here polls: waiting for an element is a *watcher*, run after changes of the page (one
+// MutationObserver for all, coalesced) and dropped once it is satisfied.
+//
+// Parts: wait (the watchers), tabs (the URL's tab, the shown tab, found by Gradio's data-tab-id),
+// url (the address bar), image (one image for every tab), lazy (tabs compute when first shown),
+// scrub (the slider's stops held in the page), mae (painting, picking, the sweep chart's marker),
+// heads (clicks on its charts), attention (a head opened from the Heads tab), keys (the keyboard).
+(() => {
+  if (window.vitviz) return;
+
+  // --- wait: run a check now and after every change of the page until it returns true --------------------
+  const watchers = new Set();
+  let timer = null;
+  const run = () => {
+    timer = null;
+    for (const check of Array.from(watchers)) {
+      let done = true;
+      try { done = check() === true; } catch (e) { console.error('vitviz:', e); }
+      if (done) watchers.delete(check);
+    }
+    if (!watchers.size) observer.disconnect();
+  };
+  const later = (ms = 16) => { if (timer === null) timer = setTimeout(run, ms); };
+  const observer = new MutationObserver(() => later());
+  const watch = (check) => {
+    let done = true;
+    try { done = check() === true; } catch (e) { console.error('vitviz:', e); }
+    if (done) return;
+    if (!watchers.size) {
+      observer.observe(document.documentElement, {childList: true, subtree: true, attributes: true,
+                                                  characterData: true});
+    }
+    watchers.add(check);
+  };
+  // An element by id, handed to `then` once it exists (at once if it does).
+  const whenElement = (id, then) => watch(() => {
+    const el = document.getElementById(id);
+    if (!el) return false;
+    then(el);
+    return true;
+  });
+
+  // --- the picture inside an image panel, as drawn (object-fit: contain) -----------------------------------
+  // A pointer event -> [x, y] fractions of the picture (4 decimals), or null outside it.
+  const pictureFraction = (panel, e) => {
+    const img = panel.querySelector('img');
+    if (!img || !img.naturalWidth) return null;
+    const r = img.getBoundingClientRect();
+    const s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
+    const w = img.naturalWidth * s, h = img.naturalHeight * s;
+    const fx = (e.clientX - r.left - (r.width - w) / 2) / w, fy = (e.clientY - r.top - (r.height - h) / 2) / h;
+    if (!(fx >= 0 && fx < 1 && fy >= 0 && fy < 1)) return null;
+    return [Math.round(fx * 1e4) / 1e4, Math.round(fy * 1e4) / 1e4];
+  };
+  // The panel's own buttons (download, full screen) are not clicks on the picture.
+  const onPanelButton = (e) => e.button !== 0 || e.target.closest('.icon-button-wrapper, a');
+
+  // --- tabs ---------------------------------------------------------------------------------------------
+  const tabs = (() => {
+    let ready = false;
+    const waiting = [];
+    const button = (id) => document.querySelector(`[role=tab][data-tab-id="${id}"]`) ||
+      document.querySelector(`button[data-tab-id="${id}"]`);
+    const setReady = () => { ready = true; waiting.splice(0).forEach((resolve) => resolve(true)); };
+    return {
+      get ready() { return ready; },
+      // The id of the tab shown, or null when the page does not say.
+      shown() {
+        const b = document.querySelector('[role=tab][aria-selected=true]');
+        return b ? b.getAttribute('data-tab-id') : null;
+      },
+      open(id) { const b = button(id); if (b) b.click(); return Boolean(b); },
+      // Resolves once the page has opened the URL's tab (or after `ms`, whichever comes first).
+      whenReady(ms = 3000) {
+        if (ready) return Promise.resolve(true);
+        return new Promise((resolve) => { waiting.push(resolve); setTimeout(() => resolve(false), ms); });
+      },
+      // Open the URL's tab once the tab buttons exist (Gradio shows the first one itself); give up after 10 s.
+      start() {
+        const wanted = new URL(window.location.href).searchParams.get('tab') || '';
+        const started = Date.now();
+        setTimeout(later, 10000);  // the give-up check runs even if the page never changes again
+        watch(() => {
+          const target = wanted && button(wanted);
+          const any = document.querySelector('[role=tab]');
+          if (!target && (wanted || !any) && Date.now() - started < 10000) return false;
+          if (target) target.click();
+          setTimeout(setReady, 300);
+          return true;
+        });
+      },
+    };
+  })();
+
+  // --- url: the address bar carries the tab, the controls, the layer and the painted mask ------------------
+  const url = (() => {
+    const set = (change) => {
+      const u = new URL(window.location.href);
+      change(u.searchParams);
+      window.history.replaceState(null, '', u);
+    };
+    let controlsTimer = null;
+    return {
+      set,
+      // Written once the controls rest for 250 ms, not at every slider stop: each change of the address
+      // makes Chromium fetch the page's icon again, a request to the server per stop.
+      controls(model, ratio, seed, pattern) {
+        clearTimeout(controlsTimer);
+        controlsTimer = setTimeout(() => set((p) => {
+          if (model) p.set('model', model);
+          if (ratio !== null && ratio !== undefined) p.set('ratio', Number(ratio).toFixed(2));
+          if (seed !== null && seed !== undefined) p.set('seed', String(seed));
+          if (pattern) p.set('pattern', pattern);
+        }), 250);
+      },
+      mask(code) { set((p) => { if (code) p.set('mask', code); else p.delete('mask'); }); },
+      layer(layer) { if (layer !== null && layer !== undefined) set((p) => p.set('layer', String(Math.round(layer)))); },
+      // The selected tab, recorded once the URL's own tab is open.
+      tab(id) { if (tabs.ready) set((p) => p.set('tab', id)); },
+    };
+  })();
+
+  // --- presenter layout (?presenter=1, Alt+P) ------------------------------------------------------------
+  const presenter = {
+    apply() {
+      const on = new URL(window.location.href).searchParams.get('presenter') || '';
+      document.body.classList.toggle('vitviz-presenter', ['1', 'true', 'yes', 'on'].includes(on.toLowerCase()));
+    },
+    toggle() {
+      const on = document.body.classList.contains('vitviz-presenter');
+      url.set((p) => p.set('presenter', on ? '0' : '1'));
+      presenter.apply();
+    },
+  };
+
+  // --- image: one image for the whole app (vitviz.ui.shared_image) ----------------------------------------
+  // v: its version; value: the box value (Gradio's file data); seen: the version each tab shows;
+  // shown: the file each tab's relay last announced ("" for none).
+  const image = (() => {
+    const S = {v: 0, value: null, seen: {}, shown: {}};
+    return {
+      state: S,
+      // A user's change to a tab's box -> [relay]: a file becomes the shared image and moves the relay once
+      // (an upload sends `upload` and `input`; a value without a file yet changes nothing). `clear`: the
+      // box's clear event (sent while it still holds the old value): the tab redraws without an image.
+      publish(id, value, relay, clear) {
+        const key = clear ? '' : ((value && value.path) || null);
+        if (key === null || S.shown[id] === key) return [relay];
+        S.shown[id] = key;
+        if (key) { S.v += 1; S.value = value; S.seen[id] = S.v; }
+        return [(relay || 0) + 1];
+      },
+      // A subscribed tab's select -> [image, relay, opened]: first selection, the latest image and the
+      // opener; later, a newer image and the relay; nothing new: undefined (Gradio leaves an output alone).
+      async select(id, value, relay, opened) {
+        if (!(await lazy.stillShown(id))) return [value, relay, opened];
+        const pending = S.value !== null && S.v > (S.seen[id] || 0);
+        if (!pending) return [undefined, undefined, opened ? undefined : 1];
+        S.seen[id] = S.v; S.shown[id] = S.value.path;
+        return opened ? [S.value, (relay || 0) + 1, opened] : [S.value, relay, 1];
+      },
+    };
+  })();
+
+  // --- lazy: a tab's opener goes to 1 on its first selection (vitviz.ui.lazy) -----------------------------
+  const lazy = {
+    // Gradio selects the first tab while the page mounts, before the URL's tab is open: wait for it, then
+    // say whether tab `id` is (still) the one shown.
+    async stillShown(id) {
+      await tabs.whenReady();
+      const shown = tabs.shown();
+      return !shown || shown === id;
+    },
+    async open(id, opened) { return (await lazy.stillShown(id)) ? [1] : [opened]; },
+  };
+
+  // --- scrub: the slider's stops held in the page (vitviz.ui.scrub) ----------------------------------------
+  const scrub = (() => {
+    const st = {text: null, data: null, urls: null, imgs: [], gen: 0};
+    const mark = (v) => { document.body.dataset.vitvizScrub = v; };
+    const revoke = (urls) => { for (const s of Object.values(urls)) for (const u of Object.values(s)) URL.revokeObjectURL(u); };
+    const S = {
+      state: st,
+      forget() {
+        if (st.urls) revoke(st.urls);
+        st.text = null; st.data = null; st.urls = null; st.imgs = []; st.gen += 1; mark('');
+      },
+      // A new payload: download its pack once, cut it into one blob: URL per panel, decode them.
+      load(text, kinds) {
+        if (text === st.text) return;
+        S.forget();
+        st.text = text;
+        if (!text) return;
+        let data;
+        try { data = JSON.parse(text); } catch (e) { return; }
+        const gen = st.gen;
+        mark('loading:' + data.id);
+        fetch(new URL('gradio_api/file=' + data.pack, document.baseURI)).then((r) => {
+          if (!r.ok) throw new Error('pack ' + r.status);
+          return r.arrayBuffer();
+        }).then((buf) => {
+          if (gen !== st.gen) return;
+          const urls = {}, imgs = [], decoded = [];
+          for (const [k, s] of Object.entries(data.stops)) {
+            urls[k] = {};
+            for (const kind of kinds) {
+              const [o, n] = s.files[kind];
+              const u = URL.createObjectURL(new Blob([new Uint8Array(buf, o, n)], {type: 'image/png'}));
+              urls[k][kind] = u;
+              const im = new Image(); im.src = u; imgs.push(im);
+              decoded.push(im.decode().catch(() => null));
+            }
+          }
+          return Promise.all(decoded).then(() => {
+            if (gen !== st.gen) { revoke(urls); return; }
+            st.data = data; st.urls = urls; st.imgs = imgs;
+            mark('ready:' + data.id);
+          });
+        }).catch(() => { if (gen === st.gen) mark('failed:' + data.id); });
+      },
+      key: (ratio) => (Math.round(Number(ratio) * 20) / 20).toFixed(2),
+      // The stop's panels (Gradio file data, in `kinds` order) and metrics, or null when the page cannot
+      // answer for these controls.
+      lookup(ratio, value, model, seed, pattern, paint, compare, kinds, noCompare) {
+        const d = st.data;
+        if (!d || !st.urls || paint || (compare && compare !== noCompare)) return null;
+        if (d.model !== model || d.pattern !== pattern || Number(d.seed) !== Number(seed)) return null;
+        if (!value || value.path !== d.image) return null;
+        const k = S.key(ratio), s = d.stops[k], u = st.urls[k];
+        if (!s || !u) return null;
+        const file = (kind) => ({path: s.paths[kind], url: u[kind], orig_name: 'image.png', mime_type: 'image/png',
+                                 size: s.files[kind][1], is_stream: false, meta: {_type: 'gradio.FileData'}});
+        return [...kinds.map(file), s.metrics];
+      },
+    };
+    return S;
+  })();
+
+  // --- mae: painting, picking a hidden patch, the sweep chart's marker --------------------------------------
+  const attached = new WeakSet();
+  const mae = {
+    // The paint brush: a click or a drag on the Original panel sends the points it crossed (fractions of
+    // the image) in `props.value` ({"points": [[x, y], ...], "t": time}), which fires the component's change.
+    paint(props) {
+      whenElement('panel-original', (panel) => {
+        if (attached.has(panel)) return;
+        attached.add(panel);
+        let points = null, trail = [];
+        const dot = (e) => {
+          const d = document.createElement('div');
+          d.className = 'vitviz-paint-dot';
+          d.style.left = e.clientX + 'px'; d.style.top = e.clientY + 'px';
+          document.body.appendChild(d); trail.push(d);
+        };
+        panel.addEventListener('pointerdown', (e) => {
+          if (onPanelButton(e)) return;
+          const p = pictureFraction(panel, e); if (!p) return;
+          points = [p]; dot(e); e.preventDefault();
+          try { panel.setPointerCapture(e.pointerId); } catch (err) { /* a pointer that is already gone */ }
+        });
+        panel.addEventListener('pointermove', (e) => {
+          if (!points) return;
+          const p = pictureFraction(panel, e); if (p) { points.push(p); dot(e); }
+        });
+        const finish = () => {
+          if (!points) return;
+          const pts = points.slice(0, 4000); points = null;
+          const old = trail; trail = [];
+          setTimeout(() => old.forEach((d) => d.remove()), 700);
+          props.value = JSON.stringify({points: pts, t: Date.now()});
+        };
+        panel.addEventListener('pointerup', finish);
+        panel.addEventListener('pointercancel', finish);
+      });
+    },
+    // A click on a reconstruction panel sends where it landed ({"panel", "x", "y", "t"}, fractions of the
+    // picture as drawn): Gradio's own select index assumes a picture never drawn larger than its pixels.
+    pick(props) {
+      for (const id of ['panel-pasted', 'panel-reconstruction']) {
+        whenElement(id, (panel) => {
+          if (attached.has(panel)) return;
+          attached.add(panel);
+          panel.addEventListener('click', (e) => {
+            if (onPanelButton(e)) return;
+            const p = pictureFraction(panel, e);
+            if (p) props.value = JSON.stringify({panel: panel.id, x: p[0], y: p[1], t: Date.now()});
+          });
+        });
+      }
+    },
+    // The sweep chart's marker (vitviz.plots.mae.CURRENT_MARKER) follows the slider, with no server call.
+    marker() {
+      const plot = document.querySelector('#mae-sweep-chart .js-plotly-plot');
+      const slider = document.querySelector('#mae-ratio input[type=range]');
+      if (!plot || !slider || !window.Plotly || !plot.layout) return;
+      const x = Math.round(Number(slider.value) * 100);
+      const shapes = plot.layout.shapes || [], notes = plot.layout.annotations || [];
+      const i = shapes.findIndex((s) => s.name === 'current-ratio');
+      if (i < 0 || shapes[i].x0 === x) return;
+      const upd = {}; upd[`shapes[${i}].x0`] = x; upd[`shapes[${i}].x1`] = x;
+      const j = notes.findIndex((a) => a.name === 'current-ratio');
+      if (j >= 0) { upd[`annotations[${j}].x`] = x; upd[`annotations[${j}].text`] = `slider: ${x}%`; }
+      window.Plotly.relayout(plot, upd);
+    },
+  };
+
+  // --- attention: a head opened from the Heads tab ---------------------------------------------------------
+  const attention = (() => {
+    let props = null, want = null;
+    // Sent once the tab's query view is drawn, and again (every 3 s, at most 5 times) until the view names
+    // the wanted layer and head: the tab's own first views may still be arriving and reset them.
+    const check = () => {
+      if (!want) return true;
+      const now = Date.now();
+      const img = document.querySelector('#attn-query-overlay img');
+      if (!props || !img || img.offsetParent === null || !img.getAttribute('src')) return false;
+      const info = document.querySelector('#attn-query-info');
+      const text = info ? info.innerText : '';
+      const done = text.includes(`Layer ${want.layer} of`) && (!want.head || text.includes(`Head ${want.head} selected`));
+      if ((want.sent && done) || want.tries >= 5) { want = null; return true; }
+      if (want.sent && now - want.sent < 3000) return false;
+      want.sent = now; want.tries += 1;
+      setTimeout(later, 3050);  // the resend is due even if the page does not change meanwhile
+      props.value = JSON.stringify({model: want.model, layer: want.layer, head: want.head, t: now});
+      return false;
+    };
+    return {
+      // js_on_load of the tab's hidden goto component: a target goes in its value, which fires its change.
+      gotoTarget(p) { props = p; if (want) later(); },
+      goto(model, layer, head) {
+        want = {model, layer: Number(layer), head: Number(head), sent: 0, tries: 0};
+        watch(check);
+        tabs.open('attention');
+      },
+    };
+  })();
+
+  // --- heads: clicks on the Heads tab's Plotly charts ------------------------------------------------------
+  const heads = (() => {
+    const handlers = new WeakMap();
+    const openHead = (plot, pt) => {
+      const layer = pt.customdata ? pt.customdata[0] : pt.y, head = pt.customdata ? pt.customdata[1] : pt.x;
+      attention.goto(plot.layout && plot.layout.meta ? plot.layout.meta.model : null, layer, head);
+    };
+    const make = {
+      'heads-grid': (plot) => (ev) => { if (ev && ev.points && ev.points.length) openHead(plot, ev.points[0]); },
+      'heads-scatter': (plot) => (ev) => {
+        const pt = ev && ev.points && ev.points.find((p) => p.customdata);
+        if (pt) openHead(plot, pt);
+      },
+      'heads-qk': (plot, props) => (ev) => {
+        const pt = ev && ev.points && ev.points.find((p) => p.customdata);
+        if (pt) props.value = JSON.stringify({token: pt.customdata[0], kind: pt.customdata[1], t: Date.now()});
+      },
+    };
+    return {
+      // js_on_load of the tab's hidden clicks component: a head (grid cell or scatter point) opens the
+      // Attention tab on it; a query or key sends {"token", "kind"} in the component's value.
+      clicks(props) {
+        watch(() => {
+          for (const id in make) {
+            const plot = document.querySelector('#' + id + ' .js-plotly-plot');
+            if (!plot || !plot.on) continue;
+            if (!handlers.has(plot)) handlers.set(plot, make[id](plot, props));
+            plot.removeListener('plotly_click', handlers.get(plot));  // Plotly may have been redrawn: attach once
+            plot.on('plotly_click', handlers.get(plot));
+          }
+          return false;  // charts are redrawn for every image and model: keep watching
+        });
+      },
+      attached: (plot) => handlers.has(plot),
+    };
+  })();
+
+  // --- keys: the keyboard, while no text field has the focus ----------------------------------------------
+  const step = (selector, delta) => {
+    const el = document.querySelector(selector);
+    if (!el || el.offsetParent === null) return false;  // only the visible tab's control
+    const v = Math.min(Number(el.max), Math.max(Number(el.min), Number(el.value) + delta * Number(el.step || 1)));
+    el.value = String(v);
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+    return true;
+  };
+  const press = (id) => {
+    const layer = document.getElementById('attn-layer');
+    const b = document.getElementById(id);
+    if (!layer || layer.offsetParent === null || !b) return false;  // only while the Attention tab shows
+    b.click();
+    return true;
+  };
+  const onKey = (e) => {
+    const t = e.target;
+    if (t && (['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName) || t.isContentEditable)) return;
+    const back = e.key === 'ArrowLeft' || e.key === '[', forward = e.key === 'ArrowRight' || e.key === ']';
+    let done = false;
+    if (back || forward) {  // the MAE tab's ratio, or the Attention tab's layer: whichever is shown
+      done = step('#mae-ratio input[type=range]', forward ? +1 : -1) || press(forward ? 'attn-next' : 'attn-prev');
+    } else if (e.key === 'p' && e.altKey) {
+      presenter.toggle(); done = true;
+    }
+    if (done) e.preventDefault();
+  };
+
+  let started = false;
+  window.vitviz = {
+    watch, tabs, url, presenter, image, lazy, scrub, mae, attention, heads,
+    // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
+    start() {
+      if (started) return;
+      started = true;
+      tabs.start();
+      presenter.apply();
+      document.addEventListener('keydown', onKey);
+      document.addEventListener('input', (e) => { if (e.target.closest('#mae-ratio')) mae.marker(); });
+      watch(() => { mae.marker(); return false; });  // a new chart, or a slider the server moved
+    },
+  };
+})();
