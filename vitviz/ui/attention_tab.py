@@ -19,7 +19,7 @@ from ..views import attention as av
 from ..views import heads as hv
 from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_choices, model_note
 from . import js, urlstate
-from .common import example_images, memo_view, user_errors
+from .common import endpoint, example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
@@ -282,7 +282,6 @@ def build(demo: gr.Blocks) -> ImageInput:
             gr.Markdown("### Mean attention distance")
             gr.Markdown(HELP_DISTANCE)
             dist_plot = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
-    api_btn = gr.Button(visible=False)
 
     src = [image, model, part, ratio, seed]
     all_in = src + [layer, query, row, col, mass, fusion, discard, head]
@@ -295,9 +294,9 @@ def build(demo: gr.Blocks) -> ImageInput:
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
     # Named endpoints first: they claim their names before the private events that reuse the same functions.
-    api_btn.click(attention_query, q_in, q_out, api_name="attention_query")
-    api_btn.click(rollout, r_in, r_out, api_name="rollout")
-    api_btn.click(attention_distance, src, [dist_plot], api_name="attention_distance")
+    endpoint(attention_query, q_in, q_out, api_name="attention_query")
+    endpoint(rollout, r_in, r_out, api_name="rollout")
+    endpoint(attention_distance, src, [dist_plot], api_name="attention_distance")
 
     demo.load(on_load, [model, layer, part, query], [part, mae_box, layer, query, depth],
               api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")

@@ -18,7 +18,7 @@ from ..models.registry import VQ_TINY_CONFIG
 from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from . import urlstate
-from .common import example_images, memo_view, require_image, user_errors
+from .common import endpoint, example_images, memo_view, require_image, user_errors
 from .serve.costs import Cost, cost, model_cost
 from .shared_image import ImageInput, default_image
 
@@ -265,7 +265,6 @@ def build(demo: gr.Blocks) -> BEiTTab:
         mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
                              **img_kw)
     compare_text = gr.Markdown(elem_id="beit-compare-text")
-    api_btn = gr.Button(visible=False)
 
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
     tok_out = [original, token_plot, decoded, token_text, token_img, ids_json]
@@ -293,8 +292,7 @@ def build(demo: gr.Blocks) -> BEiTTab:
     token_img.select(click_token, image, [selected, codebook, highlight, highlight_text, token_plot],
                      api_visibility="private")
     masked.select(paint_click, current_mask, [painted, pattern], api_visibility="private").then(**show)
-    api_btn.click(tokenize_endpoint, image, [token_img, ids_json, decoded, gr.Number(visible=False)],
-                  api_name="tokenize")
-    api_btn.click(predict_endpoint, [image, model, ratio, seed, pattern], [masked, predicted, correct, confidence,
-                                                                          numbers], api_name="beit_predict")
+    endpoint(tokenize_endpoint, image, [token_img, ids_json, decoded, gr.Number(visible=False)], api_name="tokenize")
+    endpoint(predict_endpoint, [image, model, ratio, seed, pattern], [masked, predicted, correct, confidence, numbers],
+             api_name="beit_predict")
     return BEiTTab(model, ratio, seed, pattern, show, ImageInput(image, examples_box))

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from ..explain.faithfulness import DEFAULT_STEPS
 from ..views import explain as v
-from .common import example_images, memo_view, user_errors
+from .common import endpoint, example_images, memo_view, user_errors
 from .js import read as read_js
 from .shared_image import ImageInput, default_image
 from .serve.costs import Cost, cost, model_cost
@@ -127,13 +127,12 @@ def build(demo: gr.Blocks) -> ImageInput:
             auc = gr.Dataframe(headers=v.TABLE_HEADERS, datatype=["str", "number", "number", "number"],
                                interactive=False, label="Area under each curve", elem_id="explain-auc")
             curves_text = gr.Markdown(elem_id="explain-curves-info")
-    api_btn = gr.Button(visible=False)
 
     maps_in, maps_out = [image, model, target, method], [maps, maps_text, target]
     curves_in, curves_out = [image, model, target, method, removal, steps], [curves, auc, curves_text]
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
-    api_btn.click(explain, curves_in, [maps, curves, auc, curves_text], api_name="explain")
+    endpoint(explain, curves_in, [maps, curves, auc, curves_text], api_name="explain")
 
     demo.load(update_maps, maps_in, maps_out, api_visibility="private").then(
         update_curves, curves_in, curves_out, api_visibility="private")

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from ..views import features as v
 from . import urlstate
-from .common import example_images, memo_view, user_errors
+from .common import endpoint, example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
@@ -199,7 +199,6 @@ def build(demo: gr.Blocks) -> ImageInput:
             gr.Markdown("### Layer-wise learning-rate decay")
             llrd_plot = gr.Plot(label="learning-rate multipliers", elem_id="feat-llrd")
             llrd_text = gr.Markdown(elem_id="feat-llrd-info")
-    api_btn = gr.Button(visible=False)
 
     all_in = [image, model, layer, foreground, row, col, other]
     all_out = [pca, pca_text, left, right, sim_text, probe_plot, probe_table, probe_text, cos_plot, cls_top, gap_top,
@@ -208,9 +207,9 @@ def build(demo: gr.Blocks) -> ImageInput:
     sim_out = [left, right, sim_text]
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
-    api_btn.click(feature_pca, [image, model, layer, foreground], [pca, pca_text], api_name="feature_pca")
-    api_btn.click(patch_similarity, sim_in, sim_out, api_name="patch_similarity")
-    api_btn.click(layer_probes, [image, model], [probe_plot, probe_table, probe_text], api_name="layer_probes")
+    endpoint(feature_pca, [image, model, layer, foreground], [pca, pca_text], api_name="feature_pca")
+    endpoint(patch_similarity, sim_in, sim_out, api_name="patch_similarity")
+    endpoint(layer_probes, [image, model], [probe_plot, probe_table, probe_text], api_name="layer_probes")
 
     demo.load(on_load, [model, layer], [note, layer], api_visibility="private").then(
         update_all, all_in, all_out, api_visibility="private").then(

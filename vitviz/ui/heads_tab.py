@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from ..views import heads as hv
 from ..views import norms as nv
 from . import js
-from .common import example_images, memo_view, user_errors
+from .common import endpoint, example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
@@ -180,17 +180,16 @@ def build(demo: gr.Blocks) -> ImageInput:
                     norm_depth = gr.Plot(label="outliers by depth", elem_id="heads-norm-depth", show_label=False)
             norm_text = gr.Markdown(elem_id="heads-norm-info")
     clicks = gr.HTML("", html_template="<span></span>", js_on_load=CLICK_JS, elem_id="heads-click", padding=False)
-    api_btn = gr.Button(visible=False)
 
     all_in = [image, model, source, layer, head]
     all_out = [grid, scatter, info, qk, qk_text, token, token_text]
     qk_in = [image, model, layer, head]
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
-    api_btn.click(head_atlas, [image, model, source], [grid, scatter, info], api_name="head_atlas")
-    api_btn.click(qk_space, qk_in, [qk, qk_text], api_name="qk_space")
+    endpoint(head_atlas, [image, model, source], [grid, scatter, info], api_name="head_atlas")
+    endpoint(qk_space, qk_in, [qk, qk_text], api_name="qk_space")
     norm_in, norm_out = [image, model, norm_layer], [norm_map, norm_hist, norm_depth, norm_text]
-    api_btn.click(token_norms, norm_in, norm_out, api_name="token_norms")
+    endpoint(token_norms, norm_in, norm_out, api_name="token_norms")
 
     demo.load(on_model, [model, layer, head], [layer, head], api_visibility="private").then(
         update_all, all_in, all_out, api_visibility="private")

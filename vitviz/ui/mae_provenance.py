@@ -17,7 +17,7 @@ import numpy as np
 
 from ..views import provenance as pv
 from . import js
-from .common import as_seed, require_image, user_errors
+from .common import as_seed, endpoint, require_image, user_errors
 from .serve.costs import cost, model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
@@ -135,7 +135,7 @@ def build() -> ProvenanceBox:
     return ProvenanceBox(panel, text, numbers, mask_tokens, row, col, pick)
 
 
-def wire(box: ProvenanceBox, controls: list[Any], metrics: gr.Markdown, api_btn: gr.Button) -> None:
+def wire(box: ProvenanceBox, controls: list[Any], metrics: gr.Markdown) -> None:
     """Connect the box: clicks on the reconstruction panels, the checkbox, the clearing, the named endpoint.
 
     Args:
@@ -148,5 +148,5 @@ def wire(box: ProvenanceBox, controls: list[Any], metrics: gr.Markdown, api_btn:
     box.mask_tokens.input(redraw, controls + [box.row, box.col, box.mask_tokens], box.outputs,
                           api_visibility="private", trigger_mode="always_last", show_progress="minimal")
     metrics.change(None, None, box.outputs + [box.row, box.col], js=CLEAR_JS, queue=False, api_visibility="private")
-    api_btn.click(run_provenance, [image, model, ratio, seed, pattern, box.row, box.col, box.mask_tokens],
-                  box.outputs, api_name="decoder_provenance")
+    endpoint(run_provenance, [image, model, ratio, seed, pattern, box.row, box.col, box.mask_tokens],
+             box.outputs, api_name="decoder_provenance")

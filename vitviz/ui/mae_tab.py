@@ -28,7 +28,7 @@ from ..views import mae as mae_view
 from ..views.mae import model_note
 from . import mae_provenance, scrub, urlstate
 from .serve import files
-from .common import as_seed, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
+from .common import as_seed, endpoint, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .mae_paint import HELP_PAINT, paint_controls, paint_stroke, painted_controls, start_paint
 from .shared_image import ImageInput, default_image
 from .serve.costs import Cost, cost, model_cost
@@ -364,7 +364,6 @@ def build(demo: gr.Blocks) -> MaeTab:
     stroke = gr.HTML("", html_template="<span></span>", js_on_load=urlstate.PAINT_JS, elem_id="mae-paint-stroke",
                      padding=False, container=False)
     mask_code = gr.Textbox("", visible="hidden", elem_id="mae-mask-code", show_label=False, container=False)
-    api_btn = gr.Button(visible=False)
     scrubber = scrub.build()
 
     view_inputs = [image, model, ratio, seed, pattern, paint, mask_state, compare]
@@ -412,10 +411,10 @@ def build(demo: gr.Blocks) -> MaeTab:
     paint.change(paint_controls, [paint, mask_state], [ratio, seed, pattern], api_visibility="private", queue=False)
     mask_code.change(None, [mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(export, view_inputs, [png_file, json_file], api_visibility="private")
-    api_btn.click(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
-                  api_name="reconstruct")
-    api_btn.click(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
-    mae_provenance.wire(provenance, [image, model, ratio, seed, pattern, paint, mask_state], metrics, api_btn)
+    endpoint(run_reconstruct, [image, model, ratio, seed, pattern], [original, masked, recon, pasted, metrics],
+             api_name="reconstruct")
+    endpoint(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
+    mae_provenance.wire(provenance, [image, model, ratio, seed, pattern, paint, mask_state], metrics)
     return MaeTab(model, ratio, seed, pattern,
                   show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
                             show_progress="minimal"),

@@ -17,7 +17,7 @@ from ..core.patches import grid_view
 from ..render.tokens import MosaicLayout, OverlayLayout, StripLayout, patch_grid_overlay
 from ..views import patches as pv
 from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readouts
-from .common import as_seed, example_images, memo_view, require_image, user_errors
+from .common import as_seed, endpoint, example_images, memo_view, require_image, user_errors
 from .shared_image import ImageInput, default_image
 from ..views.common import trained_default
 from .serve.costs import Cost, cost, model_cost
@@ -255,7 +255,6 @@ def build(demo: gr.Blocks) -> ImageInput:
         before = gr.Image(label="in place (selected patch outlined)", elem_id="patches-before", height=400, **img_kw)
         after = gr.Image(label="shuffled (the same patch, outlined)", elem_id="patches-after", height=400, **img_kw)
     shuffle_text = gr.Markdown(elem_id="patches-shuffle-text")
-    api_btn = gr.Button(visible=False)
 
     grid_in = [image, patch, res, point, on_cls]
     grid_out = [overlay, readout, numbers, overlay_layout, strip, strip_layout, pixels_plot, token_text]
@@ -295,6 +294,6 @@ def build(demo: gr.Blocks) -> ImageInput:
     seed.submit(update_shuffle, shuffle_in, shuffle_out, **quick)
     shuffle_btn.click(next_seed, seed, seed, api_visibility="private", queue=False).then(
         update_shuffle, shuffle_in, shuffle_out, **quick)
-    api_btn.click(patch_grid, [image, patch, res], [overlay, readout, numbers], api_name="patch_grid")
-    api_btn.click(pos_similarity, [model, row, col], [sim_map, mosaic], api_name="pos_similarity")
+    endpoint(patch_grid, [image, patch, res], [overlay, readout, numbers], api_name="patch_grid")
+    endpoint(pos_similarity, [model, row, col], [sim_map, mosaic], api_name="pos_similarity")
     return ImageInput(image, examples_box)
