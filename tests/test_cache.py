@@ -72,3 +72,51 @@ def test_setdefault_is_atomic_and_bounded():
     assert c.setdefault("a", dict) == {"x": 1}
     c.setdefault("b", dict)
     assert "a" not in c
+
+
+def test_nbytes_counts_buffers_and_contents_not_models():
+    import numpy as np
+    import torch
+    from dataclasses import dataclass
+
+    from vitviz.cache import nbytes
+
+    @dataclass(frozen=True)
+    class Result:
+        pixels: np.ndarray
+        note: str
+
+    a = np.zeros((100, 100, 3), np.float32)
+    assert nbytes(a) == a.nbytes and nbytes(torch.zeros(10, 10)) == 400
+    r = Result(a, "x" * 1000)
+    assert a.nbytes + 1000 <= nbytes(r) < a.nbytes + 1200
+    assert nbytes((r, r)) < 2 * a.nbytes  # one buffer held twice counts once
+    assert nbytes(torch.nn.Linear(1000, 1000)) == 0  # the model cache's, counted by number
+
+
+def test_one_budget_across_caches_drops_the_least_recent_anywhere(monkeypatch):
+    import numpy as np
+
+    from vitviz import cache
+
+    monkeypatch.setenv("VITVIZ_CACHE_BUDGET", "3mb")
+    mb = np.zeros(1 << 20, np.uint8)
+    a: LRU[int, np.ndarray] = LRU(100, name="a")
+    b: LRU[int, np.ndarray] = LRU(100, name="b")
+    unbudgeted: LRU[int, np.ndarray] = LRU(100, budgeted=False)
+    for other in list(cache._BUDGETED):
+        if other not in (a, b):
+            other.clear()  # other tests' caches: only these two count here
+    a.put(1, mb.copy())
+    b.put(1, mb.copy())
+    a.put(2, mb.copy())
+    assert a.get(1) is not None  # a:1 is now more recent than b:1
+    b.put(2, mb.copy())  # 4 MB > 3 MB: the least recent of all, b:1, goes
+    assert 1 not in b and 1 in a and 2 in a and 2 in b
+    assert cache.usage()["total"] <= 3 << 20 and cache.usage()["a"] == a.bytes
+    unbudgeted.put(1, np.zeros(8 << 20, np.uint8))  # outside the budget: kept, and nothing else dropped
+    assert 1 in unbudgeted and len(a) == 2 and len(b) == 1
+    a.put(3, np.zeros(4 << 20, np.uint8))  # larger than the whole budget: not kept
+    assert 3 not in a and a.bytes + b.bytes <= 3 << 20
+    a.clear()
+    assert a.bytes == 0

@@ -208,6 +208,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Captured attention results kept (image, model, mask, part); a ViT-B entry is about 22 MB."),
     Setting("VITVIZ_SWEEP_CACHE", "24", _int(1, 100_000),
             "Images whose slider stops are kept (each up to 20 reconstructions, about 0.7 MB each)."),
+    Setting("VITVIZ_CACHE_BUDGET", "1gb", parse_bytes,
+            "Memory all caches together may hold (attention, tokens, slider stops, views; not the loaded "
+            "models): the least recently used entries of any cache go first (vitviz.cache)."),
     Setting("VITVIZ_MAX_UPLOAD", "20mb", parse_bytes,
             "Largest image file accepted, by the library and by the app's uploads (deprecated alias: "
             "VITVIZ_MAX_UPLOAD_BYTES)."),

@@ -17,7 +17,7 @@ from ..models.mae import MaskedAutoencoderViT
 from .tokens import module_device, view_tensor, encode, patch_tokens, position_embeddings
 
 #: MAE copies resized to another resolution (parameters shared with the original).
-_RESIZED: LRU[tuple, MaskedAutoencoderViT] = LRU(4)
+_RESIZED: LRU[tuple, MaskedAutoencoderViT] = LRU(4, budgeted=False)  # models, counted by number
 
 
 def resize_mae(module: MaskedAutoencoderViT, side: int, method: str = "sincos") -> MaskedAutoencoderViT:

@@ -77,7 +77,7 @@ class SweepCache:
     """
 
     def __init__(self, capacity: int | Callable[[], int]) -> None:
-        self._images: LRU[str, dict[float, Reconstruction]] = LRU(capacity)
+        self._images: LRU[str, dict[float, Reconstruction]] = LRU(capacity, name="mae.sweep")
 
     def get(self, key: str, ratio: float) -> Reconstruction | None:
         """The result at ``ratio`` for image ``key`` (the image becomes the most recent), or None."""
@@ -91,7 +91,9 @@ class SweepCache:
 
     def put(self, key: str, ratio: float, result: Reconstruction) -> None:
         """Store one result."""
-        self._images.setdefault(key, dict)[ratio] = result
+        entry = self._images.setdefault(key, dict)
+        entry[ratio] = result
+        self._images.put(key, entry)  # measured again for the cache budget
 
     def __len__(self) -> int:
         return len(self._images)

@@ -303,7 +303,7 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
 
 
 #: Loaded models, keyed by (name, device, weights folder, random weights, kernel mode).
-CACHE: LRU[tuple, LoadedModel] = LRU(lambda: settings.get("VITVIZ_MAX_MODELS"))
+CACHE: LRU[tuple, LoadedModel] = LRU(lambda: settings.get("VITVIZ_MAX_MODELS"), budgeted=False)  # counted by number
 
 
 def _cache_key(spec: ModelSpec, dev: torch.device, random_init: bool, mode: str) -> tuple:

@@ -170,7 +170,7 @@ def memo_view(maxsize: int = 8) -> Callable[[F], F]:
     dicts, which Gradio does mutate, are copied on every call.
     """
     def decorate(fn: F) -> F:
-        cache: LRU[tuple, Any] = LRU(maxsize)
+        cache: LRU[tuple, Any] = LRU(maxsize, name=f"memo_view:{fn.__module__}.{fn.__qualname__}")
 
         @functools.wraps(fn)
         def wrapper(*args: Any) -> Any:
