@@ -19,6 +19,7 @@ import torch
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from .. import settings
+from ..cache import LRU
 from ..errors import ImageError
 
 ImageInput = Union[str, os.PathLike, bytes, Image.Image, np.ndarray]
@@ -137,7 +138,8 @@ def load_image(source: ImageInput) -> Image.Image:
             ``(H, W, 3)`` or ``(H, W, 4)`` array (uint8, or float in [0, 1]).
 
     Returns:
-        An RGB ``PIL.Image`` (EXIF orientation applied, transparency on grey).
+        An RGB ``PIL.Image`` (EXIF orientation applied, transparency on grey), the caller's own copy.
+        A file is decoded once while it is unchanged (same path, size and modification time).
 
     Raises:
         ImageError: unreadable, corrupt, too large or otherwise unusable input.
@@ -153,8 +155,32 @@ def load_image(source: ImageInput) -> Image.Image:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _to_rgb(_open(bytes(source)))
     if isinstance(source, (str, os.PathLike)):
-        return _to_rgb(_open(_read_file(source)))
+        key = _file_key(source)  # the size limit is checked here, so a memo hit obeys today's limit too
+        img = _DECODED.get_or_compute(key, lambda: _to_rgb(_open(_read_file(source))))
+        if img.size[0] * img.size[1] > MAX_PIXELS:
+            raise ImageError(f"the image is {img.size[0]}x{img.size[1]} pixels; the limit is "
+                             f"{MAX_PIXELS / 1e6:.0f} megapixels")
+        return img.copy()
     raise ImageError(f"cannot read an image from a {type(source).__name__}")
+
+
+#: Files already decoded, by identity (:func:`_file_key`) -> their RGB image: one upload is decoded once,
+#: however many views and caches read it (the MAE tab's view, sweep and slider stops used to decode it four
+#: times: ``bench/decodes.py``). Entries count against the one cache budget (``VITVIZ_CACHE_BUDGET``).
+_DECODED: LRU[tuple[str, int, int], Image.Image] = LRU(8, name="core.images.decoded")
+
+
+def _file_key(source: str | os.PathLike) -> tuple[str, int, int]:
+    """A file's identity: resolved path, size and modification time (a rewritten file is read again)."""
+    try:
+        st = Path(source).stat()
+        key = str(Path(source).resolve()), st.st_size, st.st_mtime_ns
+    except OSError:
+        raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
+    max_bytes = settings.max_upload_bytes()
+    if st.st_size > max_bytes:
+        raise ImageError(f"the file is {st.st_size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB")
+    return key
 
 
 def _read_file(source: str | os.PathLike) -> bytes:

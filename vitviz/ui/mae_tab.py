@@ -38,7 +38,7 @@ TOUR_TITLE = "Masked autoencoder"
 TOUR_TEXT = ("Hide 75% of the patches and the encoder sees only the rest; a decoder, light per token, has to paint "
              "the hidden ones back from context.")
 PANEL_HEIGHT = 240
-NO_COMPARE = "(none)"
+NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
 HELP_RATIO = (
     "**Masking ratio**: the share of patches hidden from the encoder. The MAE paper trains at **75%**: images "
