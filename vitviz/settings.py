@@ -198,6 +198,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "(PATH: a timm/DeiT/DINO/facebookresearch-mae .pth or a Hugging Face snapshot folder; append "
             ",heads=N to override the head count). Read only from the starter's environment; refused on a public "
             "host (app.py --model sets it)."),
+    Setting("VITVIZ_FEATURES_DIR", "", _folder,
+            "Folder of linear-probe feature files (python -m vitviz probe-features), searched before the "
+            "shipped ones."),
     Setting("VITVIZ_PRECISION", "auto", _choice("auto", "fp32", "bf16", "int8"),
             "auto: bf16 autocast on CUDA, fp32 elsewhere; fp32; bf16 (autocast anywhere); int8 (CPU, "
             "dynamically quantised linear layers)."),
