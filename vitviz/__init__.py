@@ -21,6 +21,7 @@ Public API::
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
     f = vitviz.layer_tokens(m, img)                 # every layer's tokens: f.tokens[l] (T, D), f.layouts[l]
     f.patch_grid(-1)                                # (gh, gw, D) patch tokens of the last block
+    lp = vitviz.linear_probe("mae-tiny", layer=-1, pooling="cls")  # lp.accuracy (len(k), seeds); lp.mean()
 
 The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
 ``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
@@ -55,6 +56,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from .mae.reconstruct import Reconstruction, reconstruct
     from .models.loading import LoadedModel, ModelInfo, available_models
     from .models.loading import open_model as load_model
+    from .probing.api import linear_probe
+    from .probing.linear import ProbeCurve
 
 #: Public name -> the module that defines it (``module:name`` where it is defined under another name), imported on first use (PEP 562), so that
 #: ``import vitviz`` costs milliseconds and loads neither torch nor timm; a command or a
@@ -90,9 +93,13 @@ _EXPORTS: dict[str, str] = {
     "ModelInfo": ".models.loading",
     "available_models": ".models.loading",
     "load_model": ".models.loading:open_model",  # a registry name or a checkpoint path
+    "linear_probe": ".probing.api",
+    "ProbeCurve": ".probing.linear",
 }
 
 __all__ = [
+    "ProbeCurve",
+    "linear_probe",
     "BEiTPrediction",
     "Tokens",
     "beit_predict",

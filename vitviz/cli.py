@@ -240,6 +240,34 @@ def _settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def _probe(args: argparse.Namespace) -> int:
+    import json
+
+    from .probing.api import linear_probe
+
+    ks = [k if k == "all" else int(k) for k in args.labels.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    curve = linear_probe(args.model, args.layer, args.pooling, ks, seeds, random_init=args.random_weights)
+    if args.json:
+        print(json.dumps(curve.to_dict(), indent=1))
+        return 0
+    print(f"{curve.key}, layer {curve.layer}, {curve.pooling} pooling: test accuracy on {curve.n_test} photos "
+          f"(chance {curve.chance:.1%}), {len(seeds)} seeds")
+    for k, m, sd in zip(curve.labels_per_class, curve.mean(), curve.spread()):
+        print(f"  {str(k):>3} labels/class  {m:6.1%} ± {sd:.1%}")
+    return 0
+
+
+def _probe_features(args: argparse.Namespace) -> int:
+    from .probing.features import build_features
+
+    out = args.out or Path.home() / ".cache" / "vitviz" / "features"
+    path = build_features(args.model, args.photos, out, random_init=args.random_weights,
+                          progress=lambda d, t: print(f"\r{d}/{t} photos", end="", file=sys.stderr))
+    print(f"\nwrote {path}; point VITVIZ_FEATURES_DIR at {out} to probe it", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command."""
     parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
@@ -320,6 +348,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mae", default="MAE ViT-B/16", help="MAE architecture for --table mae")
     p.add_argument("--out", type=Path, default=None, help="output CSV (default: standard output)")
     p.set_defaults(func=_flops)
+    p = sub.add_parser("probe", parents=[common], help="linear-probe accuracy vs labels per class (cached features)")
+    p.add_argument("--model", default="mae-tiny", help="encoder with features on disk (mae-tiny, beit-tiny...)")
+    p.add_argument("--layer", type=int, default=-1, help="0 = embedding, i = after block i, -1 = last (default)")
+    p.add_argument("--pooling", choices=("cls", "avg"), default="cls", help="class token or average patch token")
+    p.add_argument("--labels", default="1,2,5,10,all", help="labels per class, comma-separated (default 1,2,5,10,all)")
+    p.add_argument("--seeds", default="0,1,2,3,4", help="seeds, comma-separated (default 0,1,2,3,4)")
+    p.add_argument("--random-weights", action="store_true", help="the encoder's random-weight version")
+    p.add_argument("--json", action="store_true", help="print the curve as JSON")
+    p.set_defaults(func=_probe)
+    p = sub.add_parser("probe-features", parents=[common], help="run an encoder over the labelled photos once")
+    p.add_argument("--model", required=True, help="a ViT-like registry model")
+    p.add_argument("--photos", type=Path, default=Path(".train/labelled"),
+                   help="folder built by python -m vitviz.training.labelled")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default ~/.cache/vitviz/features)")
+    p.add_argument("--random-weights", action="store_true", help="the encoder's random-weight version")
+    p.set_defaults(func=_probe_features)
     p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
     p.set_defaults(func=_settings)
     return parser
