@@ -232,7 +232,7 @@ def available_features() -> list[str]:
 
 
 #: Feature files read, keyed by path and modification time.
-_FILES: LRU[tuple, FeatureSet] = LRU(16)
+_FILES: LRU[tuple, FeatureSet] = LRU(16, name="probing.features")
 
 
 def _load_cached(path: str, mtime_ns: int) -> FeatureSet:
