@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import gradio as gr
 import pytest
 
@@ -17,7 +19,8 @@ def demo():  # noqa: ANN201
 
 
 def _by_name(demo, name: str):  # noqa: ANN001, ANN202
-    found = [fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == name]
+    # by the handler's own name: serve.mcp renames public handlers after their endpoints (a wrapper)
+    found = [fn for fn in demo.fns.values() if getattr(inspect.unwrap(fn.fn), "__name__", "") == name]
     assert found, name
     return found[0]
 
@@ -48,7 +51,7 @@ def test_probes_explanations_curves_sweeps_are_heavy(demo) -> None:  # noqa: ANN
         assert _by_name(demo, name).concurrency_id == limits.HEAVY, name
     # Row 1 of issue 32: the Features tab's page-side update_all runs the layer probes.
     features_update = [fn for fn in demo.fns.values() if getattr(fn.fn, "__module__", "") == "vitviz.ui.features_tab"
-                       and fn.fn.__name__ == "update_all"]
+                       and inspect.unwrap(fn.fn).__name__ == "update_all"]
     assert features_update and all(fn.concurrency_id == limits.HEAVY for fn in features_update)
     for fn in features_update:  # whatever the inputs, it stays heavy
         assert limits.queue_group(fn, [None, "vit-base:random", 1, False, 0, 0, None]) == limits.HEAVY
