@@ -223,3 +223,9 @@ def check_hf_config(path: Path, config: MAEConfig) -> None:
              if k in data and data[k] != v]
     if wrong:
         raise ModelUnavailable(f"{path} describes another architecture: {', '.join(wrong)}")
+
+
+def torch_hub_checkpoints() -> Path:
+    """torch hub's checkpoint cache (``$TORCH_HOME/hub/checkpoints``), where downloaded and converted
+    weights are kept."""
+    return Path(torch.hub.get_dir()) / "checkpoints"

@@ -147,7 +147,7 @@ def read_onnx_backbone(path: Path, arch: Dinov2Arch, what: str) -> dict[str, tor
 def cache_folder() -> Path:
     """Where converted weights are kept: torch hub's checkpoint cache (``$TORCH_HOME/hub/checkpoints``),
     the folder of the other downloaded weights."""
-    from .sources import torch_hub_checkpoints
+    from .checkpoint import torch_hub_checkpoints
 
     return torch_hub_checkpoints()
 

@@ -63,11 +63,6 @@ class WeightFile:
     origin: str
 
 
-def torch_hub_checkpoints() -> Path:
-    """torch hub's checkpoint cache (``$TORCH_HOME/hub/checkpoints``)."""
-    return Path(torch.hub.get_dir()) / "checkpoints"
-
-
 def _hf_cached(repo_id: str, filename: str) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
