@@ -68,7 +68,14 @@ def test_bad_parameters(tiny_loaded, photo_path, kwargs, match):
         reconstruct(tiny_loaded, photo_path, **kwargs)
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "https://example.com/x.pth", "hf-hub:timm/x"])
+@pytest.mark.parametrize("name", ["https://example.com/x.pth", "hf-hub:timm/x", "no-such-model"])
 def test_model_names_only_from_registry(name):
     with pytest.raises(ValueError, match="unknown model"):
+        vitviz.load_model(name)
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd"])
+def test_a_path_that_is_no_checkpoint_fails_with_a_sentence(name):
+    # vitviz.load_model(PATH) opens your own checkpoint (issue 31); a file that is none is refused
+    with pytest.raises(vitviz.ModelUnavailable, match="cannot read|holds|layout|not a"):
         vitviz.load_model(name)

@@ -86,7 +86,7 @@ def _load_pickle(path: Path, what: str) -> Any:
         raise ModelUnavailable(f"refused to read {what}: it holds pickled objects other than tensors, plain "
                                f"containers and argparse.Namespace, and vitviz never unpickles arbitrary objects "
                                f"({first})") from None
-    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+    except (OSError, RuntimeError, EOFError, ValueError, IndexError, KeyError, TypeError) as exc:  # a foreign file trips the unpickler anywhere
         raise ModelUnavailable(f"cannot read {what} (truncated, or not a PyTorch file?): "
                                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
 

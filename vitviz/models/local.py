@@ -16,6 +16,7 @@ architecture comes from the tensors (:mod:`vitviz.models.infer`); the layouts fr
 from __future__ import annotations
 
 from collections.abc import Iterable
+import re
 from pathlib import Path
 
 import torch
@@ -137,7 +138,13 @@ def for_path(path: str | Path, heads: int | None = None, decoder_heads: int | No
 
 
 def looks_like_path(name: str) -> bool:
-    """True when ``name`` is meant as a path (it has a separator, a weight-file suffix, or exists)."""
+    """True when ``name`` is meant as a path (it has a separator, a weight-file suffix, or exists).
+
+    A URL or a hub reference (``https://...``, ``hf-hub:...``) is never a path: vitviz downloads
+    only the registry's own files.
+    """
+    if isinstance(name, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", name) and not Path(name).exists():
+        return False  # a scheme ("https:", "hf-hub:"), not a Windows drive ("C:\\")
     return isinstance(name, str) and ("/" in name or "\\" in name or name.endswith(
         (".pth", ".pt", ".bin", ".safetensors")) or Path(name).expanduser().exists())
 

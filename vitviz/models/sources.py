@@ -29,6 +29,7 @@ from .. import settings
 from ..assets import model_file
 from ..errors import ModelUnavailable
 from . import reach
+from .checkpoint import torch_hub_checkpoints
 from .registry import EMBEDDED, HF_BEIT, HF_KINDS, HF_VITMAE, MAE_OFFICIAL, PACKAGE_ONNX, ModelSpec, WeightSource
 
 #: Environment variable naming the local weights folder (see :mod:`vitviz.settings`).
