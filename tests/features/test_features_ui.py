@@ -53,7 +53,9 @@ def features_app():
                 features_tab.build(demo)
     demo.queue(default_concurrency_limit=2)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    from vitviz.ui.js import page  # the page module its browser code calls into (keys, clicks)
+
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page())
     url = f"http://127.0.0.1:{port}/"
     deadline = time.time() + 60
     while True:
