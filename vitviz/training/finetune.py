@@ -211,9 +211,18 @@ def lr_at(step: int, total: int, warmup: int) -> float:
 
 
 def train_run(recipe: Recipe, seed: int, data: Path, out: Path, init: Path | None) -> dict:
-    """Train one run (resuming from its checkpoint) and return its ``final`` record."""
+    """Train one run (resuming from its checkpoint) and return its ``final`` record.
+
+    timm builds its layers (and drops paths) with torch's global RNG: the run seeds it inside
+    ``fork_rng``, so the caller's global state is the same afterwards.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _train_run(recipe, seed, data, out, init)
+
+
+def _train_run(recipe: Recipe, seed: int, data: Path, out: Path, init: Path | None) -> dict:
     splits, classes = load_split(data)
-    torch.manual_seed(seed)  # timm builds its layers with the global RNG; fixed per run
     net = build_net(recipe, len(classes), init)
     groups = param_groups(net, recipe.lr, recipe.llrd) if hasattr(net, "blocks") else \
         [{"params": list(net.parameters()), "lr": recipe.lr}]
