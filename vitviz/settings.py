@@ -268,6 +268,12 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "auto: 1 on a Hugging Face Space, else 0 (the socket peer is the client)."),
     Setting("VITVIZ_MAX_SESSIONS", "1000", _int(10, 10**6),
             "Browser sessions whose state the app keeps (the least recently used go first)."),
+    Setting("VITVIZ_LIVE_STREAMS", "auto", _auto_int(1, 64),
+            "Live-camera streams (the MAE tab's live section) computed at once, each in its own slot beside "
+            "the other requests; one per browser session always. auto: 1 on a public host, else 2."),
+    Setting("VITVIZ_LIVE_SECONDS", "auto", _auto_int(0, 86400),
+            "Longest run of one live-camera stream in seconds, then it stops (0: no limit); on a public host "
+            "one stream per client address at a time. auto: 60 on a public host, else 0."),
     Setting("VITVIZ_MEASURE_MAX_TOKENS", "auto", _auto_int(16, 10**6),
             "Largest token count the Compute tab's measurement may run. auto: 3136 on a public host, "
             "else 50176."),
@@ -431,3 +437,12 @@ def measure_limits() -> tuple[int, int, int]:
     return (tokens if tokens is not None else (3136 if pub else 50176),
             seconds if seconds is not None else (10 if pub else 60),
             mb if mb is not None else (256 if pub else 4096))
+
+
+def live_limits() -> tuple[int, int | None]:
+    """``(streams computed at once, seconds a stream may run or None)`` of the live camera."""
+    pub = public()
+    streams, seconds = get("VITVIZ_LIVE_STREAMS"), get("VITVIZ_LIVE_SECONDS")
+    streams = streams if streams is not None else (1 if pub else 2)
+    seconds = seconds if seconds is not None else (60 if pub else 0)
+    return streams, (seconds or None)

@@ -26,7 +26,7 @@ from ..models.registry import MAE_TINY_CONFIG
 from ..plots.mae import sweep_figure
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import mae_provenance, scrub, urlstate
+from . import mae_live, mae_provenance, scrub, urlstate
 from .serve import files
 from .common import as_seed, endpoint, example_images, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .mae_paint import HELP_PAINT, paint_controls, paint_stroke, painted_controls, start_paint
@@ -337,6 +337,7 @@ def build(demo: gr.Blocks) -> MaeTab:
                 with gr.Column(min_width=200, elem_classes=["vitviz-help"]):
                     gr.Markdown(HELP_RATIO + "\n\n" + HELP_VISIBLE)
             provenance = mae_provenance.build()  # click a hidden patch of a reconstruction
+            live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
             with gr.Row(visible=False, equal_height=True) as compare_row:
                 c_recon = gr.Image(label="Comparison: reconstruction", elem_id="panel-compare-reconstruction",
                                    height=PANEL_HEIGHT, **kw)
@@ -415,6 +416,7 @@ def build(demo: gr.Blocks) -> MaeTab:
              api_name="reconstruct")
     endpoint(run_sweep, sweep_inputs, sweep_outputs, api_name="sweep")
     mae_provenance.wire(provenance, [image, model, ratio, seed, pattern, paint, mask_state], metrics)
+    mae_live.wire(live, model, ratio, seed, pattern, paint, mask_state)
     return MaeTab(model, ratio, seed, pattern,
                   show=dict(fn=update_view, inputs=view_inputs, outputs=view_outputs, api_visibility="private",
                             show_progress="minimal"),

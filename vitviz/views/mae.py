@@ -38,6 +38,11 @@ class Panels:
     error: np.ndarray
 
 
+def masked_panel(r: Reconstruction) -> np.ndarray:
+    """The masked input as shown: hidden patches grey, the patch grid drawn lightly. ``uint8`` ``(H, W, 3)``."""
+    return grid_overlay(r.masked, r.patch_size, alpha=0.25)
+
+
 def panels(r: Reconstruction, error_vmax: float | None = None, painting: bool = False) -> Panels:
     """Original with its patch grid, masked input, reconstruction, pasted, error heatmap.
 
@@ -47,7 +52,7 @@ def panels(r: Reconstruction, error_vmax: float | None = None, painting: bool = 
     original = shade_hidden(r.original, r.mask, r.patch_size) if painting else r.original
     return Panels(
         original=grid_overlay(original, r.patch_size),
-        masked=grid_overlay(r.masked, r.patch_size, alpha=0.25),
+        masked=masked_panel(r),
         reconstruction=r.reconstruction,
         pasted=r.pasted,
         error=error_heatmap(r.error_map, r.mask, r.patch_size, vmax=error_vmax),

@@ -62,7 +62,12 @@ def read(name: str, **values: Any) -> str:
     return code
 
 
+#: The live camera's stamp placeholder (vitviz.ui.mae_live): a value the page replaces with its clock
+#: in every request that carries it (page.js, part ``live``).
+LIVE_STAMP = "vitviz-live-sent"
+
+
 def page() -> dict[str, str]:
     """Keyword arguments of ``demo.launch`` that load the page module: ``head`` (``page.js`` as a
     ``<script>``, run before Gradio mounts the app) and ``js`` (its start, once the app has loaded)."""
-    return {"head": "<script>\n" + read("page") + "</script>\n", "js": read("start")}
+    return {"head": "<script>\n" + read("page", live_stamp=LIVE_STAMP) + "</script>\n", "js": read("start")}

@@ -10,7 +10,8 @@
 // Parts: wait (the watchers), tabs (the URL's tab, the shown tab, found by Gradio's data-tab-id),
 // url (the address bar), image (one image for every tab), lazy (tabs compute when first shown),
 // scrub (the slider's stops held in the page), mae (painting, picking, the sweep chart's marker),
-// heads (clicks on its charts), attention (a head opened from the Heads tab), keys (the keyboard).
+// heads (clicks on its charts), attention (a head opened from the Heads tab), live (the live camera's rate),
+// keys (the keyboard).
 (() => {
   if (window.vitviz) return;
 
@@ -378,6 +379,66 @@
     };
   })();
 
+  // --- live: the MAE tab's live camera (vitviz.ui.mae_live): frames per second, frame-to-panel latency --
+  // Every frame the page sends carries the stamp box's placeholder (vitviz.ui.mae_live.STAMP) among its
+  // values; the fetch wrapper puts the page's clock in its place as the request leaves. The server echoes
+  // the stamp of the frame it computed (the echo box), and the latency runs until the reconstruction
+  // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
+  const live = (() => {
+    const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
+    const shown = [];  // [time, latency ms] of the panels shown, oldest first
+    let pending = null, lastLoad = null, img = null, total = 0;
+    const median = (xs, q) => {
+      const s = xs.slice().sort((a, b) => a - b);
+      return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : null;
+    };
+    const stats = () => {
+      const now = Date.now();
+      while (shown.length && shown[0][0] < now - WINDOW) shown.shift();
+      const lat = shown.map((x) => x[1]);
+      const span = shown.length > 1 ? (shown[shown.length - 1][0] - shown[0][0]) / 1000 : 0;
+      return {total, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5), p90: median(lat, 0.9),
+              latencies: lat};
+    };
+    const render = () => {
+      const el = document.getElementById('mae-live-rate-text');
+      if (!el) return;
+      const s = stats();
+      el.textContent = s.p50 === null ? '' : `Live: ${s.fps.toFixed(1)} frames a second reach the page · ` +
+        `frame-to-panel latency ${Math.round(s.p50)} ms (median; 90% under ${Math.round(s.p90)} ms) over the ` +
+        `last ${WINDOW / 1000} s`;
+    };
+    const record = (at, sent) => { total += 1; shown.push([at, at - sent]); render(); };
+    const loaded = () => {
+      const now = Date.now();
+      if (pending !== null) { record(now, pending); pending = null; } else lastLoad = now;
+    };
+    const attach = () => {
+      const el = document.querySelector('#mae-live-pasted img');
+      if (el && el !== img) { img = el; el.addEventListener('load', loaded); }
+      return false;  // Gradio may replace the picture element: keep watching
+    };
+    return {
+      // From start(): stamp the frames as they leave (Gradio's client posts JSON strings with window.fetch).
+      stampFrames() {
+        const send = window.fetch;
+        window.fetch = function (input, init) {
+          if (init && typeof init.body === 'string' && init.body.includes(MARK)) {
+            init = Object.assign({}, init, {body: init.body.split(MARK).join(`"${Date.now()}"`)});
+          }
+          return send.call(this, input, init);
+        };
+      },
+      rate() { watch(attach); },  // js_on_load of the rate line
+      answer(sent) {  // the echoed stamp; its panel loads next (or, rarely, has just loaded)
+        const t = Number(sent);
+        if (!(t > 0)) return;
+        if (lastLoad !== null && Date.now() - lastLoad < 250) { record(lastLoad, t); lastLoad = null; } else pending = t;
+      },
+      stats,  // {total, fps, p50, p90, latencies}: what the line shows (the benchmark reads it too)
+    };
+  })();
+
   // --- keys: the keyboard, while no text field has the focus ----------------------------------------------
   const step = (selector, delta) => {
     const el = document.querySelector(selector);
@@ -410,13 +471,14 @@
 
   let started = false;
   window.vitviz = {
-    watch, tabs, url, presenter, image, lazy, scrub, mae, attention, heads,
+    watch, tabs, url, presenter, image, lazy, scrub, mae, attention, heads, live,
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
     start() {
       if (started) return;
       started = true;
       tabs.start();
       presenter.apply();
+      live.stampFrames();
       document.addEventListener('keydown', onKey);
       document.addEventListener('input', (e) => { if (e.target.closest('#mae-ratio')) mae.marker(); });
       watch(() => { mae.marker(); return false; });  // a new chart, or a slider the server moved

@@ -3,7 +3,9 @@
 A queued event runs in the concurrency group of its cost class: :attr:`Cost.VIEW` (fast
 views, ``VITVIZ_CONCURRENCY`` at once) or :attr:`Cost.HEAVY` (sweeps, probes,
 explanations, curves, measurements, exports, a model not yet in memory:
-``VITVIZ_HEAVY_CONCURRENCY`` at once, and capped per client address). The class is
+``VITVIZ_HEAVY_CONCURRENCY`` at once, and capped per client address) or :attr:`Cost.LIVE`
+(a live-camera stream, which holds its slot while it runs: ``VITVIZ_LIVE_STREAMS`` at once,
+one per session, :mod:`.limits`). The class is
 
 * declared on the handler with :func:`cost`, fixed or computed from the request's
   **checked inputs** (:func:`checked_inputs`: the value of each input component, kept
@@ -40,6 +42,7 @@ class Cost(str, enum.Enum):
 
     VIEW = "view"
     HEAVY = "heavy"
+    LIVE = "live"
 
 
 Declared = Cost | Callable[[list[Any]], Cost]

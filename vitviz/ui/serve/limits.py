@@ -18,8 +18,11 @@ could run at once on two cores. This module:
 * puts every queued request, when it is queued, in the concurrency group of its handler's
   declared cost class (:mod:`.costs`, computed from the checked inputs): ``view`` (fast views,
   ``VITVIZ_CONCURRENCY`` at once) or ``heavy`` (sweeps, probes, explanations, curves,
-  measurements, exports, a model not yet in memory: ``VITVIZ_HEAVY_CONCURRENCY``); an
-  undeclared handler is heavy;
+  measurements, exports, a model not yet in memory: ``VITVIZ_HEAVY_CONCURRENCY``) or ``live``
+  (a live-camera stream: it holds its slot for as long as it runs, so streams get their own
+  ``VITVIZ_LIVE_STREAMS`` slots and never take a view's; one stream per browser session, and on a
+  public host one per client address, :data:`LIVE_BUSY_MESSAGE`); an undeclared handler is heavy.
+  A stream's frames give way to every other request (:func:`others_busy`);
 * answers at once a request whose declared model input names a model known, without the
   network, not to be had here (offline or not allowed to download, and not on disk): it goes
   to its own group (:data:`INSTANT`, no limit), where vitviz's own check fails it in a
@@ -45,8 +48,10 @@ from .costs import Cost, checked_inputs, fixed, model_positions, resolve
 VIEW = "vitviz-view"
 #: Concurrency group of expensive work (:attr:`Cost.HEAVY`).
 HEAVY = "vitviz-heavy"
+#: Concurrency group of live-camera streams (:attr:`Cost.LIVE`).
+LIVE = "vitviz-live"
 #: The concurrency group of each cost class.
-GROUPS = {Cost.VIEW: VIEW, Cost.HEAVY: HEAVY}
+GROUPS = {Cost.VIEW: VIEW, Cost.HEAVY: HEAVY, Cost.LIVE: LIVE}
 
 #: Concurrency group of requests answered at once (a model known to be unavailable here).
 INSTANT = "vitviz-instant"
@@ -58,6 +63,8 @@ FULL_MESSAGE = ("This shared server is busy with many visitors' requests: wait f
                 "to finish, then try again.")
 BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
                 "(this server is shared with other visitors).")
+LIVE_BUSY_MESSAGE = ("A live camera is already running for you: stop it (or close the other tab) before "
+                     "starting another (this server is shared with other visitors).")
 #: Seconds a refused request waits before its answer (slows a flooding client down).
 REFUSAL_PAUSE_S = 1.0
 
@@ -209,16 +216,46 @@ def _over_capacity(queue: Any, address_count: int, max_queue: int | None) -> boo
 
 def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int]:
     """``(same session, same address, same address in the heavy group)`` over queued and running events."""
-    waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
-    running = [e for job in queue.active_jobs if job for e in job]
     same_session = same_address = heavy = 0
-    for event in waiting + running:
+    for event in _events(queue):
         if session is not None and event.session_hash == session:
             same_session += 1
         if getattr(event, "vitviz_address", None) == address:
             same_address += 1
             heavy += event.concurrency_id == HEAVY
     return same_session, same_address, heavy
+
+
+def _events(queue: Any) -> list:
+    """Every queued and running event of Gradio's queue."""
+    waiting = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)]
+    return waiting + [e for job in list(queue.active_jobs) if job for e in job]
+
+
+def live_taken(queue: Any, session: str | None, address: str, per_address: bool) -> bool:
+    """True when this session (or, with ``per_address``, this client address) already has a live stream
+    queued or running."""
+    for event in _events(queue):
+        if event.concurrency_id != LIVE:
+            continue
+        if (session is not None and event.session_hash == session) or (
+                per_address and getattr(event, "vitviz_address", None) == address):
+            return True
+    return False
+
+
+def others_busy(request: Any) -> bool:
+    """True while any request other than a live stream runs or waits in the app's queue: a stream's next
+    frame then gives way (the stream holds its slot, but its frames never take CPU from other visitors).
+
+    Args:
+        request: the ``gr.Request`` of the streaming handler (its app's queue is read; never raises).
+    """
+    try:
+        queue = request.request.app.get_blocks()._queue
+        return any(e.concurrency_id != LIVE for e in _events(queue))
+    except Exception:  # noqa: BLE001 - without a queue to read, nothing waits
+        return False
 
 
 _INSTALLED = False
@@ -251,6 +288,9 @@ def install() -> None:
         async with lock:  # the count and the append happen together
             same_session, same_address, same_heavy = _count(self, body.session_hash, address)
             capped = not exempt(address)
+            if group == LIVE and live_taken(self, body.session_hash, address, capped and settings.public()):
+                await asyncio.sleep(REFUSAL_PAUSE_S)
+                return False, LIVE_BUSY_MESSAGE, "queue_full"
             if not capped:
                 same_address = same_session  # the machine's own sessions share one address: each is a client
             if _over_capacity(self, same_address, getattr(self.blocks, "vitviz_max_queue", None)):
@@ -287,14 +327,13 @@ def apply(demo: Any) -> None:
     Call after every event is registered and after ``demo.queue(...)``.
     """
     install()
-    view_limit = settings.get("VITVIZ_CONCURRENCY")
-    heavy_limit = settings.get("VITVIZ_HEAVY_CONCURRENCY")
+    limit = {Cost.VIEW: settings.get("VITVIZ_CONCURRENCY"), Cost.HEAVY: settings.get("VITVIZ_HEAVY_CONCURRENCY"),
+             Cost.LIVE: settings.live_limits()[0]}
     public_names: set[str] = set()
     for fn in demo.fns.values():
         if fn.queue is not False and fn.fn is not None:
-            heavy = fixed(fn.fn) is Cost.HEAVY  # a computed cost is resolved again when a request is queued
-            fn.concurrency_id = HEAVY if heavy else VIEW
-            fn.concurrency_limit = heavy_limit if heavy else view_limit
+            c = fixed(fn.fn)  # a computed cost is HEAVY here and resolved again when a request is queued
+            fn.concurrency_id, fn.concurrency_limit = GROUPS[c], limit[c]
         if fn.api_visibility == "public" and isinstance(fn.api_name, str):
             public_names.add(fn.api_name)
     taken = set(public_names)

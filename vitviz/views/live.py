@@ -1,0 +1,100 @@
+"""The MAE tab's live picture: one camera (or video) frame reconstructed at the current controls.
+
+No UI code here. A frame goes through the tab's own reconstruction path
+(:func:`vitviz.mae.reconstruct.reconstruct`, masks from :func:`vitviz.core.masking.make_mask`),
+not through the slider-stop cache: every frame is a new picture, and keeping it would only
+push the still images' stops out of the cache budget.
+
+The mask is the controls' mask -- the same ratio, seed and pattern give the same hidden patches
+on every frame, so a teacher can point at one hidden patch while the picture moves -- unless a
+new mask is asked for every frame (:func:`frame_seed`); a painted mask is used as painted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..mae.reconstruct import reconstruct
+from ..models.loading import load_model
+from .mae import masked_panel
+
+#: Seeds run from 0 to 2**63 - 1 (:func:`vitviz.core.masking.make_mask`); a fresh mask per frame wraps there.
+SEED_SPAN = 2**63
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    """What the live section shows for one frame.
+
+    Attributes:
+        masked: ``(S, S, 3)`` uint8, the frame with its hidden patches grey (patch grid drawn).
+        pasted: ``(S, S, 3)`` uint8, the reconstruction with the visible pixels pasted back.
+        hidden: patches hidden from the encoder.
+        patches: patches of the grid (``gh * gw``).
+        seed: the seed the mask was drawn with (None for a painted mask).
+        masked_mse: MSE over the hidden patches, RGB in [0, 1].
+        compute_ms: milliseconds the reconstruction and the two panels took on the server.
+    """
+
+    masked: np.ndarray
+    pasted: np.ndarray
+    hidden: int
+    patches: int
+    seed: int | None
+    masked_mse: float
+    compute_ms: float
+
+    @property
+    def hidden_share(self) -> float:
+        """Share of the patches hidden, in [0, 1]."""
+        return self.hidden / self.patches
+
+
+def frame_seed(seed: int, number: int, fresh: bool) -> int:
+    """The mask's seed for the ``number``-th frame of a stream: ``seed`` itself (the mask held fixed
+    while the picture moves), or with ``fresh`` a different one for every frame (``seed + number``,
+    wrapping within the valid seeds)."""
+    return (seed + number) % SEED_SPAN if fresh else seed
+
+
+def live_frame(model_name: str, frame: np.ndarray, ratio: float, seed: int, pattern: str, number: int = 0,
+               fresh: bool = False, painted: np.ndarray | None = None) -> LiveFrame:
+    """Reconstruct one frame at the current controls.
+
+    Args:
+        model_name: an MAE model name (``mae-tiny``).
+        frame: ``(H, W, 3)`` uint8 RGB, any size (the model's square view is taken, as for a photo).
+        ratio: share of patches hidden, in [0, 0.95].
+        seed: the controls' seed.
+        pattern: ``random``, ``block`` or ``grid``.
+        number: the frame's number in its stream (0, 1, ...), used only with ``fresh``.
+        fresh: draw a new mask for every frame instead of holding it fixed.
+        painted: a painted ``(gh, gw)`` bool mask (True = hidden), used instead of ratio, seed and pattern.
+
+    Returns:
+        The two panels and their numbers.
+
+    Raises:
+        ImageError: not a picture. ValueError: a bad control (the sentence names the valid range).
+    """
+    model = load_model(model_name)
+    start = time.perf_counter()
+    if painted is not None:
+        r = reconstruct(model, frame, mask=np.asarray(painted, dtype=bool))
+        used = None
+    else:
+        used = frame_seed(seed, number, fresh)
+        r = reconstruct(model, frame, ratio, used, pattern)
+    masked = masked_panel(r)
+    ms = (time.perf_counter() - start) * 1000.0
+    return LiveFrame(masked, r.pasted, int(r.mask.sum()), r.num_patches, used, r.masked_mse, ms)
+
+
+def frame_line(f: LiveFrame) -> str:
+    """The frame's numbers as one line of Markdown (hidden share, error, server time)."""
+    mask = "painted mask" if f.seed is None else f"mask seed {f.seed}"
+    return (f"**{f.hidden} of {f.patches} patches hidden ({f.hidden_share:.0%})** · {mask} · "
+            f"hidden-patch MSE {f.masked_mse:.4f} · server {f.compute_ms:.0f} ms")
