@@ -138,3 +138,22 @@ def test_a_broken_declaration_is_heavy() -> None:
     assert costs.resolve(wrong_type, [gr.Number()], [1]) is Cost.HEAVY
     with pytest.raises(TypeError):
         cost("heavy")
+
+
+def test_a_live_stream_has_its_own_slots_and_never_takes_a_views(demo, monkeypatch) -> None:  # noqa: ANN001
+    from vitviz import settings
+
+    fn = _by_name(demo, "live_step")
+    assert costs.fixed(fn.fn) is Cost.LIVE
+    assert fn.concurrency_id == limits.LIVE and fn.connection == "stream"
+    assert fn.concurrency_limit == settings.live_limits()[0]
+    assert limits.queue_group(fn, [None, "mae-tiny", 0.75, 0, "random", False, False, None, ""]) == limits.LIVE
+    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
+    assert settings.live_limits() == (1, 60)
+    monkeypatch.setenv("VITVIZ_LIVE_SECONDS", "0")
+    monkeypatch.setenv("VITVIZ_LIVE_STREAMS", "3")
+    assert settings.live_limits() == (3, None)
+    monkeypatch.setenv("VITVIZ_PUBLIC", "0")
+    monkeypatch.delenv("VITVIZ_LIVE_SECONDS")
+    monkeypatch.delenv("VITVIZ_LIVE_STREAMS")
+    assert settings.live_limits() == (2, None)

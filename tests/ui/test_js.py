@@ -47,7 +47,7 @@ def test_one_owner_of_the_browser_state_and_no_polls():
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_every_script_parses(tmp_path):
     """Event handlers are function expressions, js_on_load scripts function bodies, page.js a script."""
-    bodies = {"mae_paint", "mae_pick", "heads_clicks", "attention_goto"}
+    bodies = {"mae_paint", "mae_pick", "heads_clicks", "attention_goto", "mae_live_rate"}
     for name in SCRIPTS:
         code = re.sub(r"__[A-Z][A-Z0-9_]*__", "null", js._source(name))
         if name in bodies:

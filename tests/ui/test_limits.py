@@ -152,3 +152,35 @@ def test_sessions_are_small_and_bounded():
     assert len(holder.session_data) <= 50
     assert current / 50 < 100_000, "each kept session should hold far less than the page configuration"
     assert holder["session-199"][state._id] == [199]
+
+
+def _event(group: str, session: str, address: str) -> SimpleNamespace:
+    return SimpleNamespace(concurrency_id=group, session_hash=session, vitviz_address=address)
+
+
+def _queue(waiting: list, running: list) -> SimpleNamespace:
+    groups = {}
+    for e in waiting:
+        groups.setdefault(e.concurrency_id, SimpleNamespace(queue=[])).queue.append(e)
+    return SimpleNamespace(event_queue_per_concurrency_id=groups, active_jobs=[running or None, None])
+
+
+def test_one_live_stream_per_session_and_on_a_public_host_per_address():
+    stream = _event(limits.LIVE, "s1", "10.0.0.5")
+    q = _queue([_event(limits.VIEW, "s2", "10.0.0.6")], [stream])
+    assert limits.live_taken(q, "s1", "10.0.0.9", per_address=False)  # the same session
+    assert not limits.live_taken(q, "s3", "10.0.0.5", per_address=False)  # another session, same address
+    assert limits.live_taken(q, "s3", "10.0.0.5", per_address=True)  # ... refused on a public host
+    assert not limits.live_taken(q, "s2", "10.0.0.6", per_address=True)  # a view is no stream
+
+
+def test_a_streams_frames_give_way_to_any_other_request():
+    def request(queue: SimpleNamespace) -> SimpleNamespace:
+        blocks = SimpleNamespace(_queue=queue)
+        return SimpleNamespace(request=SimpleNamespace(app=SimpleNamespace(get_blocks=lambda: blocks)))
+
+    streams = [_event(limits.LIVE, "s1", "a"), _event(limits.LIVE, "s2", "b")]
+    assert not limits.others_busy(request(_queue([], streams)))  # only streams: frames go on
+    assert limits.others_busy(request(_queue([_event(limits.VIEW, "s3", "c")], streams)))  # a view waits
+    assert limits.others_busy(request(_queue([], streams + [_event(limits.HEAVY, "s3", "c")])))  # one runs
+    assert not limits.others_busy(SimpleNamespace())  # no queue to read: nothing waits
