@@ -122,3 +122,17 @@ def test_handlers_without_a_browser(photo_path):
     again, _, numbers_again = mp.redraw(*args, r, c, True)
     assert again.shape == panel.shape and not np.array_equal(again, panel) and numbers_again == numbers
     assert all(isinstance(v, type(gr.skip())) for v in mp.redraw(*args, None, None, True))
+
+
+def test_endpoint_without_row_or_col_says_what_is_missing(photo_path):
+    """Issue 32: ``decoder_provenance`` called without row / col names them, not "Something went wrong"."""
+    import gradio as gr
+
+    from vitviz.ui import mae_provenance as mp
+
+    for row, col, missing in ((None, 3, "row"), (2, None, "col"), ("", 3, "row")):
+        with pytest.raises(gr.Error) as err:
+            mp.run_provenance(str(photo_path), "mae-tiny", 0.75, 0, "random", row, col, False)
+        assert err.value.message.startswith(f"{missing} (of the hidden patch, from 0) is missing")
+    with pytest.raises(gr.Error, match="whole number between 0 and 1024"):
+        mp.run_provenance(str(photo_path), "mae-tiny", 0.75, 0, "random", 2.5, 3, False)

@@ -16,6 +16,7 @@ import gradio as gr
 import numpy as np
 
 from ..views import provenance as pv
+from ..views.common import as_int
 from . import js
 from .common import as_seed, endpoint, require_image, user_errors
 from .serve.costs import cost, model_cost
@@ -104,6 +105,10 @@ def redraw(image: str | None, model_name: str, ratio: float, seed: float, patter
     return _outputs(view)
 
 
+#: The largest row / col an API call may name (a model's grid is checked by the view).
+MAX_CELL = 1024
+
+
 @cost(model_cost(1))
 @user_errors
 def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, row: float,
@@ -111,8 +116,10 @@ def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: 
     """Endpoint ``decoder_provenance``: (image, model, ratio, seed, pattern, row, col, mask tokens) -> panel,
     Markdown table, numbers (JSON). A visible patch gives no panel and a sentence saying so."""
     require_image(image)
-    return _outputs(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern, None,
-                                  (int(row), int(col)), bool(mask_tokens)))
+    cell = (as_int(row, "row (of the hidden patch, from 0)", 0, MAX_CELL),
+            as_int(col, "col (of the hidden patch, from 0)", 0, MAX_CELL))
+    return _outputs(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern, None, cell,
+                                  bool(mask_tokens)))
 
 
 def build() -> ProvenanceBox:

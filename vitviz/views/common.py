@@ -7,7 +7,7 @@ from typing import Any
 
 from ..models.registry import LOCAL_SOURCE, RANDOM_SUFFIX, parse_choice
 
-__all__ = ["RANDOM_SUFFIX", "as_seed", "parse_choice", "require_image"]
+__all__ = ["RANDOM_SUFFIX", "as_int", "as_seed", "parse_choice", "require_image"]
 
 
 def as_seed(value: Any) -> int:
@@ -18,6 +18,19 @@ def as_seed(value: Any) -> int:
         raise ValueError(f"the seed must be a whole number, got {value!r}") from None
     if not math.isfinite(f) or f != int(f) or f < 0 or f >= 2**63:
         raise ValueError(f"the seed must be a whole number between 0 and 2^63-1, got {value!r}")
+    return int(f)
+
+
+def as_int(value: object, name: str, lo: int, hi: int) -> int:
+    """A whole number in ``lo..hi`` from a UI or API value, or ``ValueError`` naming it and the range."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{name} is missing: give a whole number between {lo} and {hi}")
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if f != f or f != int(f) or not lo <= f <= hi:
+        raise ValueError(f"{name} must be a whole number between {lo} and {hi}, got {value!r}")
     return int(f)
 
 

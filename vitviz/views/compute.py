@@ -14,6 +14,7 @@ from fractions import Fraction
 import plotly.graph_objects as go
 
 from .. import settings
+from .common import as_int
 from ..compute.formulas import SWIN_T, ViTConfig, encoder_flops_ratio, mae_configs, mae_visible_tokens, \
     quadratic_crossover_tokens, swin_flops, vit_flops
 from ..compute.formulas import mae_flops as mae_flops_parts
@@ -106,17 +107,6 @@ def window_note(rows: Sequence[dict], dim: int, window: int) -> str:
 
 def _fraction_text(f: Fraction) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{float(f):.3g}"
-
-
-def as_int(value: object, name: str, lo: int, hi: int) -> int:
-    """A whole number in ``lo..hi`` from a UI value, or ``ValueError`` naming the range."""
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if f != f or f != int(f) or not lo <= f <= hi:
-        raise ValueError(f"{name} must be a whole number between {lo} and {hi}, got {value!r}")
-    return int(f)
 
 
 def attention_flops(dim: object, window: object) -> tuple[go.Figure, str, CsvDownload]:
