@@ -256,6 +256,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_MAX_REQUEST", "64kb", parse_bytes,
             "Largest body of a request that is not an upload (a queue join needs a few KB); larger ones get "
             "HTTP 413 before they are read."),
+    Setting("VITVIZ_MAX_FRAME", "256kb", parse_bytes,
+            "Largest body of a request that carries a live-camera frame (a stream's queue join and each next "
+            "frame; a 320x240 JPEG frame is 30-80 KB as sent); every other request keeps VITVIZ_MAX_REQUEST."),
     Setting("VITVIZ_CLIENT_UPLOAD", "200mb", parse_bytes,
             "Upload bytes one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS "
             "(uploads stay that long); more get HTTP 429."),

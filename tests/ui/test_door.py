@@ -93,7 +93,8 @@ def test_each_address_has_a_disk_budget(monkeypatch):
     assert budget.refusal("b", 600_000, now=10_001.0) == uploads.DISK_FULL
 
 
-def _through_door(body: bytes, path: str = "/gradio_api/queue/join", declared: bool = True) -> tuple[int, int]:
+def _through_door(body: bytes, path: str = "/gradio_api/queue/join", declared: bool = True,
+                  fns: dict | None = None) -> tuple[int, int]:
     """(status, bytes the app read) for ``body`` sent through :class:`http.Hardening`."""
     read = [0]
 
@@ -120,6 +121,9 @@ def _through_door(body: bytes, path: str = "/gradio_api/queue/join", declared: b
     if declared:
         headers.append((b"content-length", str(len(body)).encode()))
     scope = {"type": "http", "method": "POST", "path": path, "client": ("127.0.0.1", 1), "headers": headers}
+    if fns is not None:  # the Gradio app the door stands in front of: its events by fn_index
+        blocks = SimpleNamespace(fns=fns)
+        scope["app"] = SimpleNamespace(get_blocks=lambda: blocks)
     asyncio.run(http.Hardening(app)(scope, receive, send))
     return sent[0]["status"], read[0]
 
@@ -131,6 +135,26 @@ def test_request_bodies_are_capped_before_they_are_read():
     assert status == 413 and read == 0  # refused from its declared length, nothing read
     status, read = _through_door(b'{"data": ["' + b"x" * 5_000_000 + b'"]}', declared=False)
     assert status == 413 and read < 200_000  # without a length: cut as soon as it passes the cap
+
+
+def test_a_live_frame_may_be_larger_than_other_requests_but_is_capped_too():
+    """A 320x240 camera frame is 30-80 KB as sent: the join that opens a stream and each next frame may
+    reach VITVIZ_MAX_FRAME (256 KB); any other join keeps the 64 KB cap, and nothing passes 256 KB."""
+    fns = {3: SimpleNamespace(connection="stream"), 4: SimpleNamespace(connection="sse")}
+    frame = b"x" * 100_000
+
+    def join(index: int, data: bytes = frame, declared: bool = True) -> int:
+        body = b'{"fn_index": ' + str(index).encode() + b', "data": ["' + data + b'"]}'
+        return _through_door(body, fns=fns, declared=declared)[0]
+
+    assert join(3) == 200 and join(3, declared=False) == 200  # opens a stream: its first frame rides in it
+    assert join(4) == 413 and join(4, declared=False) == 413  # any other join: 64 KB
+    assert join(3, b"x" * 300_000) == 413 and join(3, b"x" * 300_000, declared=False) == 413
+    assert join(4, b"x" * 1000) == 200
+    chunk = b'{"data": ["' + frame + b'"]}'
+    assert _through_door(chunk, path="/gradio_api/stream/" + "ab12" * 8)[0] == 200  # a stream's next frame
+    assert _through_door(b"x" * 300_000, path="/gradio_api/stream/" + "ab12" * 8)[0] == 413
+    assert _through_door(chunk, path="/gradio_api/stream/" + "ab12" * 8 + "/close")[0] == 413
 
 
 def test_a_static_file_is_fetched_and_compressed_once_whatever_the_query_string():

@@ -55,7 +55,8 @@ HELP_LIVE = (
     "the ones that arrive meanwhile, so the picture never falls behind; the line under the panels says how many "
     "frames a second reach the page and how long from a frame leaving the page to its reconstruction showing."
 )
-PAUSED = "⏸ Other visitors' requests are being computed first: frames are dropped until they finish."
+PAUSED = ("⏸ Other requests (yours or other visitors') are computed first: frames are dropped until they "
+          "finish.")
 
 #: Numbers the frames (a new mask every frame draws its seed from it).
 FRAMES = itertools.count()

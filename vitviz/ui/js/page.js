@@ -387,7 +387,8 @@
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
     const shown = [];  // [time, latency ms] of the panels shown, oldest first
-    let pending = null, lastLoad = null, img = null, total = 0;
+    const history = [];  // every [time, latency ms, ms until the answer arrived] (at most 20,000)
+    let pending = null, arrived = 0, lastLoad = null, img = null, total = 0;
     const median = (xs, q) => {
       const s = xs.slice().sort((a, b) => a - b);
       return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : null;
@@ -408,7 +409,12 @@
         `frame-to-panel latency ${Math.round(s.p50)} ms (median; 90% under ${Math.round(s.p90)} ms) over the ` +
         `last ${WINDOW / 1000} s`;
     };
-    const record = (at, sent) => { total += 1; shown.push([at, at - sent]); render(); };
+    const record = (at, sent) => {
+      total += 1;
+      shown.push([at, at - sent]);
+      if (history.length < 20000) history.push([at, at - sent, arrived - sent]);
+      render();
+    };
     const loaded = () => {
       const now = Date.now();
       if (pending !== null) { record(now, pending); pending = null; } else lastLoad = now;
@@ -433,9 +439,11 @@
       answer(sent) {  // the echoed stamp; its panel loads next (or, rarely, has just loaded)
         const t = Number(sent);
         if (!(t > 0)) return;
+        arrived = Date.now();
         if (lastLoad !== null && Date.now() - lastLoad < 250) { record(lastLoad, t); lastLoad = null; } else pending = t;
       },
-      stats,  // {total, fps, p50, p90, latencies}: what the line shows (the benchmark reads it too)
+      stats,  // {total, fps, p50, p90, latencies}: what the line shows
+      history: () => history.slice(),  // every [time, latency, answer] (bench/live.py reads it)
     };
   })();
 

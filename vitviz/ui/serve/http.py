@@ -6,6 +6,9 @@
   with several files is refused with HTTP 400, a file that does not start like a JPEG, PNG,
   WebP, GIF, BMP or TIFF with HTTP 415 and a sentence naming them (the page shows it), before
   Gradio writes anything to disk (vitviz's reader checks the whole file later);
+* a request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a live-camera
+  frame (``VITVIZ_MAX_FRAME``): Gradio 6.31 sends a stream's first frame inside its queue join, read
+  whole by the door to see that it opens a stream, and each next one to ``/stream/EVENT_ID``;
 * the requests that cost the server work outside the queue -- uploads (parsed and
   written to disk) and the page configuration (``/config``, about 1 MB, and the API
   description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS`` per
@@ -24,6 +27,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -92,13 +97,25 @@ def _address(scope: Scope) -> str:
 TOO_LARGE_REQUEST = "This request is larger than any the app needs."
 
 
+#: A live stream's next frame: ``POST .../stream/EVENT_ID`` (Gradio 6.31's route for streamed chunks).
+STREAM_CHUNK = re.compile(r"/stream/[0-9a-f]{8,64}$")
+
+
 def _capped_body(scope: Scope, receive: Receive) -> Receive:
     """``receive`` for a request that is not an upload: refused (HTTP 413) once its body passes
     ``VITVIZ_MAX_REQUEST``, before the application has buffered it (Gradio reads a queue join whole).
-    MCP messages (``/mcp``) may carry an image inline: they may be as large as the largest upload."""
+    MCP messages (``/mcp``) may carry an image inline: they may be as large as the largest upload.
+    A live-camera frame may reach ``VITVIZ_MAX_FRAME``: each next frame of a stream
+    (:data:`STREAM_CHUNK`), and the queue join that opens a stream (:func:`_stream_join`)."""
     limit = settings.get("VITVIZ_MAX_REQUEST")
-    if "/mcp" in scope.get("path", ""):
+    path = scope.get("path", "").rstrip("/")
+    if "/mcp" in path:
         limit = max(limit, settings.max_upload_bytes() + uploads.SLACK_BYTES)
+    frames = settings.get("VITVIZ_MAX_FRAME")
+    if frames > limit and STREAM_CHUNK.search(path):
+        limit = frames
+    elif frames > limit and path.endswith("/queue/join"):
+        return _stream_join(scope, receive, limit, frames)
     for k, v in scope.get("headers", []):
         if k.lower() == b"content-length" and v.isdigit() and int(v) > limit:
             raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
@@ -111,6 +128,47 @@ def _capped_body(scope: Scope, receive: Receive) -> Receive:
             if seen[0] > limit:
                 raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
         return message
+
+    return wrapped
+
+
+def _streaming(scope: Scope, body: bytes) -> bool:
+    """True when a queue join's body names a streaming event (``connection == "stream"``) of the app."""
+    try:
+        index = json.loads(body).get("fn_index")
+        fn = scope["app"].get_blocks().fns.get(index)
+    except Exception:  # noqa: BLE001 - not JSON, no such event, no app: not a stream
+        return False
+    return fn is not None and getattr(fn, "connection", None) == "stream"
+
+
+def _stream_join(scope: Scope, receive: Receive, limit: int, frames: int) -> Receive:
+    """``receive`` for a queue join: up to ``limit`` bytes as any request; up to ``frames`` when it opens a
+    live stream (its first frame rides in it), read whole first (at most ``frames`` bytes) to see which."""
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"content-length" and v.isdigit() and int(v) > frames:
+            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+    state: dict[str, Any] = {"done": False}
+
+    async def wrapped() -> Message:
+        if state["done"]:
+            return await receive()
+        parts, seen = [], 0
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return message  # a disconnect: nothing to replay
+            parts.append(message.get("body", b""))
+            seen += len(parts[-1])
+            if seen > frames:
+                raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(parts)
+        if seen > limit and not _streaming(scope, body):
+            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+        state["done"] = True
+        return {"type": "http.request", "body": body, "more_body": False}
 
     return wrapped
 

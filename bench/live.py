@@ -1,0 +1,152 @@
+"""The MAE tab's live camera as a visitor sees it: frames per second and frame-to-panel latency.
+
+Usage::
+
+    python bench/live.py [--seconds 20] [--model mae-tiny] [--ratio 0.75]
+
+Starts the app (``python app.py``, the served path with its queue groups) and opens it in headless
+Chromium with a fake camera (``--use-fake-device-for-media-stream --use-fake-ui-for-media-stream
+--use-file-for-fake-video-capture``) playing a 320x240 Y4M panned across a photo
+(``tools/fake_camera.py``). The live section is started and, after a warm-up, measured for
+``--seconds``:
+
+* frames the page sent (POSTs of the stream, counted by Playwright), frames whose
+  reconstruction reached the page, and so the share the server dropped;
+* frames a second shown (reconstruction panels loaded in the page);
+* frame-to-panel latency: from the frame's request leaving the page to its reconstruction panel
+  having loaded, measured by the page itself (``vitviz.live.history()``, ``page.js``).
+
+Side by side, in the same run on the same server: the same 30 frames (saved as the JPEGs the page
+sends) through ``/reconstruct`` one by one with ``gradio_client`` -- the still-image endpoint's
+upload, queue, reconstruction, four PNG panels and their download -- and the equivalent rate.
+
+The machine is shared: the load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import percentile  # noqa: E402
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS, running_app  # noqa: E402
+from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ")[0:3].__str__()
+
+
+def live(url: str, y4m: Path, seconds: float, ratio_steps: int) -> dict:
+    """Run the live section in Chromium for ``seconds`` after a warm-up; the page's own measurements."""
+    from playwright.sync_api import sync_playwright
+
+    sent: list[float] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda r: sent.append(time.monotonic()) if r.method == "POST" and "/stream/" in r.url
+                and not r.url.endswith("/close") else None)
+        page.goto(url)
+        page.locator("button[role=tab][data-tab-id=mae]").click()
+        page.locator("#mae-metrics").filter(has_text="hidden").wait_for(timeout=300_000)  # the first still view
+        page.locator("#mae-live-box").click()
+        for _ in range(ratio_steps):
+            page.locator("#mae-ratio input[type=range]").focus()
+            page.keyboard.press("ArrowRight" if ratio_steps > 0 else "ArrowLeft")
+        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
+        record = page.locator("#mae-live-camera button[aria-label='capture photo']")
+        record.click()
+        page.wait_for_function("() => vitviz.live.stats().total >= 5", timeout=300_000)  # warm-up
+        page.wait_for_timeout(2000)  # let the page sweep of the still image finish
+        start_ms = page.evaluate("Date.now()")
+        t0 = time.monotonic()
+        page.wait_for_timeout(seconds * 1000)
+        t1 = time.monotonic()
+        history = [h for h in page.evaluate("vitviz.live.history()") if h[0] >= start_ms]
+        line = page.locator("#mae-live-line").inner_text()
+        rate = page.locator("#mae-live-rate").inner_text()
+        record.click()
+        browser.close()
+    lat = [h[1] for h in history]
+    answer = [h[2] for h in history]
+    span = (history[-1][0] - history[0][0]) / 1000 if len(history) > 1 else 0.0
+    frames_sent = sum(1 for t in sent if t0 <= t <= t1)
+    return {"shown": len(history), "sent": frames_sent, "fps": (len(history) - 1) / span if span else 0.0,
+            "p50": statistics.median(lat) if lat else float("nan"), "p90": percentile(lat, 0.9) if lat else float("nan"),
+            "answer_p50": statistics.median(answer) if answer else float("nan"), "line": line, "rate": rate,
+            "server_ms": _server_ms(line)}
+
+
+def _server_ms(line: str) -> str:
+    import re
+
+    found = re.search(r"server (\d+) ms", line)
+    return found.group(1) if found else "?"
+
+
+def one_by_one(url: str, frames: list, folder: Path, model: str, ratio: float) -> dict:
+    """The same frames, each as a JPEG through ``/reconstruct``, one call at a time."""
+    from gradio_client import Client, handle_file
+    from PIL import Image
+
+    paths = []
+    for i, f in enumerate(frames):
+        path = folder / f"frame{i:02d}.jpg"
+        Image.fromarray(f).save(path, quality=92)  # what the page sends (canvas.toDataURL's JPEG quality 0.92)
+        paths.append(path)
+    client = Client(url, verbose=False)
+    client.predict(handle_file(str(paths[0])), model, ratio, 7, "random", api_name="/reconstruct")  # warm-up
+    times = []
+    for path in paths:
+        t = time.perf_counter()
+        client.predict(handle_file(str(path)), model, ratio, 0, "random", api_name="/reconstruct")
+        times.append((time.perf_counter() - t) * 1000)
+    return {"calls": len(times), "fps": 1000 * len(times) / sum(times), "p50": statistics.median(times),
+            "p90": percentile(times, 0.9)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--model", default="mae-tiny")
+    ap.add_argument("--ratio", type=float, default=0.75, help="0.75 (the tab's default) or a stop of 0.05")
+    args = ap.parse_args()
+    steps = round((args.ratio - 0.75) / 0.05)
+    if args.model != "mae-tiny":
+        raise SystemExit("the live section uses the tab's model; this benchmark opens the app on mae-tiny")
+    frames = pan_frames()
+    print(f"load average before: {loadavg()}")
+    with tempfile.TemporaryDirectory(prefix="vitviz-live-") as tmp:
+        folder = Path(tmp)
+        y4m = write_y4m(folder / "camera.y4m", frames)
+        with running_app(log=folder / "app.log", HF_HUB_OFFLINE="1") as (url, _proc):
+            stream = live(url, y4m, args.seconds, steps)
+            calls = one_by_one(url, frames, folder, args.model, args.ratio)
+    print(f"load average after:  {loadavg()}")
+    print()
+    print(f"mae-tiny at 224, ratio {args.ratio:.2f}, 320x240 fake camera, {args.seconds:.0f} s measured")
+    print("| path | frames shown (of sent) | frames/s | latency p50 | latency p90 |")
+    print("|---|---|---|---|---|")
+    print(f"| live stream (page -> panel loaded) | {stream['shown']} (of {stream['sent']}) | {stream['fps']:.1f} | "
+          f"{stream['p50']:.0f} ms | {stream['p90']:.0f} ms |")
+    print(f"| /reconstruct one by one (gradio_client) | {calls['calls']} | {calls['fps']:.1f} | {calls['p50']:.0f} ms | "
+          f"{calls['p90']:.0f} ms |")
+    print()
+    print(f"live: the answer reached the page after {stream['answer_p50']:.0f} ms (median), the panel had loaded "
+          f"after {stream['p50']:.0f} ms; the last frame's server time: {stream['server_ms']} ms")
+    print(f"page's line: {stream['rate']}")
+    print(f"last frame:  {stream['line']}")
+
+
+if __name__ == "__main__":
+    main()
