@@ -443,9 +443,6 @@ def measure_limits() -> tuple[int, int, int]:
 
 
 def live_limits() -> tuple[int, int | None]:
-    """``(streams computed at once, seconds a stream may run or None)`` of the live camera."""
-    pub = public()
-    streams, seconds = get("VITVIZ_LIVE_STREAMS"), get("VITVIZ_LIVE_SECONDS")
-    streams = streams if streams is not None else (1 if pub else 2)
-    seconds = seconds if seconds is not None else (60 if pub else 0)
-    return streams, (seconds or None)
+    """``(live streams computed at once, seconds one may run or None)``: auto 1, 60 on a public host, else 2, None."""
+    streams, seconds, pub = get("VITVIZ_LIVE_STREAMS"), get("VITVIZ_LIVE_SECONDS"), public()
+    return streams or (1 if pub else 2), (seconds if seconds is not None else (60 if pub else 0)) or None
