@@ -76,7 +76,7 @@ def features_app():
             os.environ["HF_HUB_OFFLINE"] = old
 
 
-def test_named_endpoints(features_app, photo_path):
+def test_named_endpoints(features_app, photo_path, tmp_path):
     from gradio_client import Client, handle_file
 
     from vitviz.views.features import example_choices
@@ -85,9 +85,19 @@ def test_named_endpoints(features_app, photo_path):
     img = handle_file(str(photo_path))
     panel, text = client.predict(img, "mae-tiny", 3, False, api_name="/feature_pca")
     assert np.asarray(Image.open(panel)).shape[1] >= 4 * 224 and "block 3" in text
-    other = example_choices()[0][1]
-    left, right, text = client.predict(img, "mae-tiny", 3, 2, 9, other, api_name="/patch_similarity")
+    other = example_choices()[0][0]  # the second image is named, never a server path
+    left, right, text = client.predict(img, "mae-tiny", 3, 2, 9, other, None, api_name="/patch_similarity")
     assert "row 2, col 9" in text and np.asarray(Image.open(right)).shape[:2] == (336, 336)
+    # the visitor's own second photo (issue 32): the uploaded file wins over the example's name
+    mine = tmp_path / "mine.png"
+    Image.open(photo_path).convert("RGB").transpose(Image.Transpose.FLIP_TOP_BOTTOM).save(mine)
+    _, right_own, text_own = client.predict(img, "mae-tiny", 3, 2, 9, other, handle_file(str(mine)),
+                                            api_name="/patch_similarity")
+    assert "*your second photo*" in text_own and not np.array_equal(np.asarray(Image.open(right_own)),
+                                                                    np.asarray(Image.open(right)))
+    with pytest.raises(Exception) as err:  # a path is refused, and the refusal names no server path
+        client.predict(img, "mae-tiny", 3, 2, 9, example_choices()[0][1], None, api_name="/patch_similarity")
+    assert "/" not in str(err.value).split("choices", 1)[-1]
     fig, table, text = client.predict(img, "mae-tiny", api_name="/layer_probes")
     assert fig and table.count("\n| ") == 1 + 9 and "| 8 | block 8 |" in table and "fitted on" in text
 

@@ -58,10 +58,11 @@ def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -
 
 @cost(model_cost(1))
 @user_errors
-def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str
-                     ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second example."""
-    return v.similarity_view(image, model, layer, row, col, other)
+def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str,
+                     other_image: str | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second image:
+    an example photo by name (``other``), or your own (``other_image``, which wins when given)."""
+    return v.similarity_view(image, model, layer, row, col, other, other_image)
 
 
 @cost(Cost.HEAVY)
@@ -77,10 +78,10 @@ def layer_probes(image: str | None, model: str) -> tuple[go.Figure, str, str]:
 @user_errors
 @memo_view()
 def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
-               other: str) -> tuple:
+               other: str, other_image: str | None = None) -> tuple:
     """Every view of the tab for the current controls."""
     pca, pca_text = v.pca_view(image, model, layer, bool(foreground))
-    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other)
+    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other, other_image)
     fig, rows, probe_text = v.probe_view(image, model)
     cos_fig, cls_top, gap_top, att, pool_text = v.pooling_view(image, model)
     shown = lambda value: gr.update(value=value, visible=value is not None)  # noqa: E731
@@ -91,10 +92,10 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
 @cost(model_cost(1))
 @user_errors
 def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
-                other: str) -> tuple:
+                other: str, other_image: str | None = None) -> tuple:
     """The views that depend on the layer: PCA maps and correspondence."""
     pca, pca_text = v.pca_view(image, model, layer, bool(foreground))
-    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other)
+    left, right, sim_text = v.similarity_view(image, model, layer, row, col, other, other_image)
     return pca, pca_text, left, right, sim_text
 
 
@@ -141,7 +142,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     default = trained_default(choices, v.DEFAULT_MODEL)
     others = v.example_choices()
     first = default_image()
-    second = next((path for _, path in others if path != first), None)
+    second = next((name for name, path in others if path != first), None)
     examples_box = None
     gr.Markdown(INTRO)
     with gr.Row():
@@ -167,8 +168,10 @@ def build(demo: gr.Blocks) -> ImageInput:
             gr.Markdown("### Patch correspondence")
             gr.Markdown(v.HELP_SIMILARITY)
             with gr.Row(equal_height=True):
-                other = gr.Dropdown(choices=others, value=second,
-                                    label="Second image", elem_id="feat-other", scale=3)
+                other = gr.Dropdown(choices=[name for name, _ in others], value=second,
+                                    label="Second image (an example)", elem_id="feat-other", scale=3)
+                other_image = gr.Image(None, type="filepath", sources=["upload", "clipboard"], height=110,
+                                       label="…or your own second photo", elem_id="feat-other-upload", scale=3)
                 row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="feat-row", min_width=70,
                                 scale=1)
                 col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="feat-col", min_width=70,
@@ -200,10 +203,10 @@ def build(demo: gr.Blocks) -> ImageInput:
             llrd_plot = gr.Plot(label="learning-rate multipliers", elem_id="feat-llrd")
             llrd_text = gr.Markdown(elem_id="feat-llrd-info")
 
-    all_in = [image, model, layer, foreground, row, col, other]
+    all_in = [image, model, layer, foreground, row, col, other, other_image]
     all_out = [pca, pca_text, left, right, sim_text, probe_plot, probe_table, probe_text, cos_plot, cls_top, gap_top,
                cls_att, pool_text]
-    sim_in = [image, model, layer, row, col, other]
+    sim_in = [image, model, layer, row, col, other, other_image]
     sim_out = [left, right, sim_text]
     quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 
@@ -220,6 +223,7 @@ def build(demo: gr.Blocks) -> ImageInput:
     layer.change(None, [layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     foreground.change(feature_pca, [image, model, layer, foreground], [pca, pca_text], **quick)
     other.change(patch_similarity, sim_in, sim_out, **quick)
+    other_image.change(patch_similarity, sim_in, sim_out, **quick)
     gr.on([row.submit, col.submit], patch_similarity, sim_in, sim_out, **quick)
     left.select(pick_patch, [image, model, layer], [row, col], api_visibility="private").then(
         patch_similarity, sim_in, sim_out, **quick)

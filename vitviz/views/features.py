@@ -217,15 +217,25 @@ def _query(lt: LayerTokens, li: int, row: Any, col: Any) -> tuple[int, int]:
     return min(r, gh - 1), min(c, gw - 1)
 
 
-def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: Any, other: str | None
-                    ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Cosine maps of one patch within the image and across to a second image -> (left, right, caption)."""
+def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: Any, other: str | None,
+                    other_image: Any = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """Cosine maps of one patch within the image and across to a second image -> (left, right, caption).
+
+    Args:
+        other: the second image by an example photo's name (``chelsea``): never a path, so a
+            request cannot name a server file and an error lists names only.
+        other_image: the visitor's own second photo (an upload, or anything :func:`vitviz.load_image`
+            reads); when given it replaces ``other``.
+    """
     model, lt = tokens_for(image, choice)
     li = layer_index(lt, layer)
-    paths = dict(example_choices())
-    other_path = other if other and Path(str(other)).is_file() else paths.get(str(other))
-    if other_path is None:
-        raise ValueError(f"unknown second image {other!r}; choose one of {', '.join(paths)}")
+    if other_image is not None and not (isinstance(other_image, str) and not other_image):
+        other_path, other_label = other_image, "your second photo"
+    else:
+        paths = dict(example_choices())
+        if str(other) not in paths:
+            raise ValueError(f"unknown second image {other!r}; choose one of {', '.join(paths)}, or drop your own")
+        other_path, other_label = paths[str(other)], str(other)
     lt2 = layer_tokens(model, other_path)
     r, c = _query(lt, li, row, col)
     corr = correspondence(lt.patch_grid(li), r, c, lt2.patch_grid(li))
@@ -236,7 +246,7 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
     same = np.delete(corr.same.reshape(-1), r * corr.same.shape[1] + c)
     text = (f"**{lt.names[li]}**{_tag(lt)}, query patch (row {r}, col {c}). In this image the other patches' "
             f"cosine ranges {same.min():.2f} to {same.max():.2f} (median {np.median(same):.2f}); in "
-            f"*{_name(other_path)}* the best match is (row {corr.best[0]}, col {corr.best[1]}) at "
+            f"*{other_label}* the best match is (row {corr.best[0]}, col {corr.best[1]}) at "
             f"{corr.best_score:.2f}, the median {np.median(corr.other):.2f}.")
     return left, right, text
 
