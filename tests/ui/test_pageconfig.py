@@ -53,3 +53,19 @@ def test_the_swin_mask_figure_is_small_and_prints_plain_ints() -> None:
     # one label per row and per column, not one string per cell: the figure grows with A, not A*A
     fig = json.loads(text)["data"][0]
     assert len(fig["x"]) == len(fig["y"]) == a and "text" not in fig
+
+
+def test_the_class_picker_sends_its_1000_classes_with_its_first_update_not_in_the_page(demo, photo_path) -> None:  # noqa: ANN001
+    """Issue 32: the page configuration is under 300 KB; the Explain class picker's 1,001 choices (27 KB)
+    are not in it, yet the server's component keeps them all, so a picked class is still accepted."""
+    from vitviz.ui.explain_tab import update_maps
+    from vitviz.views import explain as ev
+
+    config = demo.get_config_file()
+    props = next(c["props"] for c in config["components"] if c.get("props", {}).get("elem_id") == "explain-class")
+    assert [list(c) for c in props["choices"]] == [["predicted class (top-1)", "predicted"]] and props["value"] == "predicted"
+    server = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "explain-class")
+    assert len(server.choices) == 1001 and server.preprocess("macaw") == "macaw"
+    # the tab's first computation (page load / tab opening) gives the page the full list
+    *_, picker = update_maps(str(photo_path), ev.default_model(ev.model_choices()), "predicted", "all")
+    assert len(picker["choices"]) == 1 + 5 + 995 and picker["value"] == "predicted"

@@ -18,6 +18,7 @@ from .common import endpoint, example_images, memo_view, user_errors
 from .js import read as read_js
 from .shared_image import ImageInput, default_image
 from .serve.costs import Cost, cost, model_cost
+from .serve.pageconfig import choices_later
 
 TAB_ID, LABEL = "explain", "Explain"
 TOUR_TITLE = "Explain"
@@ -109,6 +110,7 @@ def build(demo: gr.Blocks) -> ImageInput:
                                      allow_custom_value=False,
                                      label="Class (this photo's top-5 first; type to search all 1000)",
                                      elem_id="explain-class", scale=2)
+                choices_later("explain-class")  # 27 KB of class names arrive with update_maps' first answer
                 method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",
                                   scale=3)
             gr.Markdown(v.HELP_METHODS)

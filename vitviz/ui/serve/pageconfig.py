@@ -52,6 +52,20 @@ EVENT_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Dropdowns whose full list of choices the page receives with their first update, not in the page
+#: configuration: ``elem_id`` -> how many leading choices the configuration keeps. The server's
+#: component keeps every choice (Gradio checks a sent value against it), so only the bytes of a first
+#: visit change. The Explain tab's class picker (1,001 choices, 27 KB) is filled by the tab's first
+#: computation, which returns ``gr.update(choices=...)``.
+CHOICES_LATER: dict[str, int] = {}
+
+
+def choices_later(elem_id: str, keep: int = 1) -> None:
+    """Leave all but the first ``keep`` choices of the dropdown ``elem_id`` out of the page configuration
+    (the tab that builds it must send them with its first update)."""
+    CHOICES_LATER[elem_id] = keep
+
+
 def api_components(blocks: Any) -> set[int]:
     """Ids of the components that are an input or output of an endpoint that is not private."""
     ids: set[int] = set()
@@ -96,6 +110,9 @@ def slim(config: dict[str, Any], api_ids: set[int], builtin_ids: set[int] = froz
             for key, default in PROP_DEFAULTS.items():
                 if key in props and props[key] is default:
                     del props[key]
+            keep = CHOICES_LATER.get(str(props.get("elem_id")))
+            if keep is not None and isinstance(props.get("choices"), list):
+                props["choices"] = props["choices"][:keep]
     for event in config.get("dependencies", []):
         for key, default in EVENT_DEFAULTS.items():
             if key in event and event[key] == default and type(event[key]) is type(default):
