@@ -312,3 +312,71 @@ def test_hf_dinov2_folder(tmp_path):
     m = vitviz.load_model(folder, device="cpu")
     assert m.family == "dino" and m.input_size == 56 and "mask_token" in m.spec.description
     _check_attention(m, sd, heads=4, classes=0)
+
+
+def _hf_swin_names(sd: dict) -> dict:
+    """timm Swin names -> transformers' ``SwinForImageClassification`` names, written out here (patch merging
+    at the end of stage i in transformers, at the start of stage i + 1 in timm; q, k, v apart)."""
+    import re
+
+    block = {"norm1": "layernorm_before", "attn.proj": "attention.output.dense", "norm2": "layernorm_after",
+             "mlp.fc1": "intermediate.dense", "mlp.fc2": "output.dense"}
+    hf: dict[str, torch.Tensor] = {}
+    for key, value in sd.items():
+        if key.startswith("patch_embed.proj."):
+            hf["swin.embeddings.patch_embeddings.projection." + key.rsplit(".", 1)[1]] = value
+        elif key.startswith("patch_embed.norm."):
+            hf["swin.embeddings.norm." + key.rsplit(".", 1)[1]] = value
+        elif key.startswith("norm."):
+            hf["swin.layernorm." + key.rsplit(".", 1)[1]] = value
+        elif key.startswith("head.fc."):
+            hf["classifier." + key.rsplit(".", 1)[1]] = value
+        elif m := re.match(r"layers\.(\d+)\.downsample\.(.+)", key):
+            hf[f"swin.encoder.layers.{int(m.group(1)) - 1}.downsample.{m.group(2)}"] = value
+        elif m := re.match(r"(layers\.\d+\.blocks\.\d+)\.(.+)\.(weight|bias)$", key):
+            stem, part, kind = f"swin.encoder.{m.group(1)}", m.group(2), m.group(3)
+            if part == "attn.qkv":
+                for name, chunk in zip(("query", "key", "value"), value.chunk(3)):
+                    hf[f"{stem}.attention.self.{name}.{kind}"] = chunk
+            else:
+                hf[f"{stem}.{block[part]}.{kind}"] = value
+        elif key.endswith("attn.relative_position_bias_table"):
+            stem = "swin.encoder." + key.removesuffix(".attn.relative_position_bias_table")
+            hf[f"{stem}.attention.self.relative_position_bias_table"] = value
+            w = 7
+            hf[f"{stem}.attention.self.relative_position_index"] = torch.zeros(w * w, w * w, dtype=torch.long)
+        else:
+            raise AssertionError(f"unmapped timm key {key}")
+    return hf
+
+
+def test_hf_swin_folder(tmp_path):
+    """Issue 31: a Hugging Face Swin snapshot (SwinForImageClassification, non-standard sizes) loads strictly
+    and computes what timm's Swin of the same weights computes; a Swin with absolute embeddings is refused."""
+    from timm.models.swin_transformer import SwinTransformer
+
+    g = torch.Generator().manual_seed(11)
+    ref = SwinTransformer(img_size=112, patch_size=4, window_size=7, embed_dim=32, depths=(2, 2), num_heads=(2, 4),
+                          num_classes=5).eval()
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    config = {"model_type": "swin", "architectures": ["SwinForImageClassification"], "image_size": 112,
+              "patch_size": 4, "window_size": 7, "embed_dim": 32, "depths": [2, 2], "num_heads": [2, 4],
+              "mlp_ratio": 4.0, "num_channels": 3, "use_absolute_embeddings": False}
+    folder = _hf_folder(tmp_path, "swin-mine", _hf_swin_names(ref.state_dict()), config)
+    m = vitviz.load_model(folder, device="cpu")
+    assert m.family == "swin" and m.input_size == 112 and "depths 2-2" in m.spec.description
+    x = _x(np.asarray(synthetic_image(112).resize((112, 112))))
+    with torch.no_grad():
+        np.testing.assert_allclose(m.module(x).numpy(), ref(x).numpy(), atol=1e-5)
+    tokens = vitviz.layer_tokens(m, synthetic_image(112))
+    assert len(tokens.tokens) >= 2
+    bad = _hf_folder(tmp_path, "swin-ape", _hf_swin_names(ref.state_dict()), config | {"use_absolute_embeddings": True})
+    with pytest.raises(vitviz.ModelUnavailable, match="absolute position embeddings"):
+        vitviz.load_model(bad, device="cpu")
+    hf = _hf_swin_names(ref.state_dict())
+    del hf["swin.encoder.layers.0.blocks.1.attention.self.key.weight"]
+    partial = _hf_folder(tmp_path, "swin-partial", hf, config)
+    with pytest.raises(vitviz.ModelUnavailable, match="not all of query, key and value"):
+        vitviz.load_model(partial, device="cpu")

@@ -19,7 +19,8 @@ DINO                                      ``["teacher"]`` (what DINO evaluates; 
 vitviz safetensors                        an exported MAE with its config in the metadata
 Hugging Face snapshot folder              ``config.json`` + ``model.safetensors`` / ``pytorch_model.bin``:
                                           ViTMAE, ViT, DeiT (renamed by :mod:`vitviz.models.convert`),
-                                          BEiT (``BeitForMaskedImageModeling``)
+                                          BEiT (``BeitForMaskedImageModeling``), Dinov2, Swin
+                                          (:mod:`vitviz.models.swin_hf`)
 ========================================  ===============================================================
 """
 
@@ -38,6 +39,7 @@ from ..errors import ModelUnavailable
 from .checkpoint import _tensor_dict, read_mae_file, read_state_dict
 from .convert import hf_to_official
 from .infer import found
+from .swin_hf import SwinArch, hf_swin_to_timm
 
 #: Keys of a training checkpoint that may hold the model's weights, in order of preference.
 WEIGHT_KEYS = ("model", "state_dict", "teacher", "model_ema", "student", "module", "net")
@@ -61,6 +63,7 @@ class Checkpoint:
         dropped: tensors left out, with why.
         beit_config: a Hugging Face BEiT config (``config.json``), for BEiT snapshots.
         mae_config: an MAE config stored with the weights (vitviz's own files).
+        swin: a Hugging Face Swin snapshot's architecture (its tensors already in timm's names).
     """
 
     state_dict: dict[str, torch.Tensor]
@@ -74,6 +77,7 @@ class Checkpoint:
     dropped: list[str] = field(default_factory=list)
     beit_config: dict | None = None
     mae_config: dict | None = None
+    swin: SwinArch | None = None
 
 
 def _load_pickle(path: Path, what: str) -> Any:
@@ -269,8 +273,13 @@ def read_hf_folder(folder: Path) -> Checkpoint:
         return Checkpoint(sd, layout, heads=heads, heads_from="config.json", mean=mean, std=std, beit_config=config)
     if mtype == "dinov2":
         return _read_dinov2(sd, config, layout, what, mean, std)
+    if mtype == "swin":
+        head = sd.get("classifier.weight")
+        arch = SwinArch.from_config(config, int(head.shape[0]) if head is not None else 0, str(folder))
+        out, dropped = hf_swin_to_timm(sd, what)
+        return Checkpoint(out, layout, heads_from="config.json", mean=mean, std=std, dropped=dropped, swin=arch)
     raise ModelUnavailable(f"{folder}: model_type {mtype!r} ({archs}) is not one vitviz builds from a snapshot "
-                           f"(it reads {', '.join(HF_VIT_TYPES)}, dinov2 and beit); the file holds {found(sd)}")
+                           f"(it reads {', '.join(HF_VIT_TYPES)}, dinov2, beit and swin); the file holds {found(sd)}")
 
 
 def _read_dinov2(sd: dict[str, torch.Tensor], config: dict, layout: str, what: str, mean: Any, std: Any) -> Checkpoint:

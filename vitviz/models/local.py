@@ -8,7 +8,7 @@ them all (:func:`vitviz.settings.local_models`).
 A local model is a :class:`~vitviz.models.registry.ModelSpec` like any other
 (:func:`vitviz.models.registry.local_spec`), with ``ModelSpec.local`` holding what was read
 (:class:`LocalArch`), so every tab that takes
-its family (``mae``, ``vit``, ``deit``, ``dino`` or ``beit``) lists and runs it. The
+its family (``mae``, ``vit``, ``deit``, ``dino``, ``beit`` or ``swin``) lists and runs it. The
 architecture comes from the tensors (:mod:`vitviz.models.infer`); the layouts from
 :mod:`vitviz.models.layouts`.
 """
@@ -32,6 +32,7 @@ from .infer import Arch, infer
 from .layouts import HF_FILES, Checkpoint, read_local
 from .mae import MAEConfig
 from .spec import LocalArch
+from .swin_hf import swin_module
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -77,6 +78,12 @@ def describe(entry: LocalModelEntry, ck: Checkpoint) -> LocalArch:
         dc = DataConfig(input_size=beit.img_size, mean=beit.mean, std=beit.std)
         return LocalArch(entry, stamp, "beit", None, beit, ck.layout, dc, False, tuple(ck.dropped),
                          "from preprocessor_config.json" if ck.mean else "0.5 / 0.5 (BEiT's; the folder does not say)")
+    if ck.swin is not None:
+        mean_std = (ck.mean, ck.std) if ck.mean is not None else ()
+        dc = DataConfig(ck.swin.img_size, *mean_std)  # type: ignore[arg-type]
+        return LocalArch(entry, stamp, "swin", None, None, ck.layout, dc, False, tuple(ck.dropped),
+                         "from preprocessor_config.json" if ck.mean else "ImageNet's (the folder does not say)",
+                         swin=ck.swin)
     heads, hfrom = (entry.heads, "given with heads=") if entry.heads else (ck.heads, ck.heads_from)
     dheads, dfrom = ((entry.decoder_heads, "given with decoder_heads=") if entry.decoder_heads
                      else (ck.decoder_heads, ck.heads_from))
@@ -170,11 +177,15 @@ def build(la: LocalArch) -> tuple[nn.Module, DataConfig, bool]:
 
     ck = read_local(la.entry.path)
     now = describe(la.entry, ck)
-    if (now.kind, now.arch, now.beit) != (la.kind, la.arch, la.beit):
+    if (now.kind, now.arch, now.beit, now.swin) != (la.kind, la.arch, la.beit, la.swin):
         raise ModelUnavailable(f"{la.entry.path} changed since it was listed; restart vitviz to read it again")
     what = f"{la.entry.name} ({la.entry.path})"
     if la.kind == "beit":
         return _build_beit(la, ck, what), la.data_config, False
+    if la.swin is not None:
+        with isolated_seed(RANDOM_INIT_SEED):
+            module = swin_module(la.swin)
+        return load_strict(module, ck.state_dict, what), la.data_config, False
     a = la.arch
     assert a is not None
     if a.kind == "mae":
@@ -201,6 +212,8 @@ def build_random(la: LocalArch) -> tuple[nn.Module, DataConfig, bool]:
     with isolated_seed(RANDOM_INIT_SEED):
         if la.beit is not None:
             return BEiTForMIM(la.beit), la.data_config, False
+        if la.swin is not None:
+            return swin_module(la.swin), la.data_config, False
         assert la.arch is not None
         if la.arch.kind == "mae":
             return MaskedAutoencoderViT(_mae_config(la.arch, la.norm_pix)), la.data_config, la.norm_pix

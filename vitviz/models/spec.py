@@ -15,6 +15,7 @@ from .beit import BEiTConfig
 from .dinov2 import Dinov2Arch
 from .infer import Arch
 from .mae import MAEConfig
+from .swin_hf import SwinArch
 from .vqvae import VQConfig
 
 
@@ -115,7 +116,7 @@ class LocalArch:
     Attributes:
         entry: the starter's entry (name, path, head overrides).
         stamp: ``(size, mtime_ns)`` of the weight file when it was read.
-        kind: ``mae``, ``vit`` or ``beit``: which module is built.
+        kind: ``mae``, ``vit``, ``beit`` or ``swin``: which module is built.
         arch: the inferred architecture (``mae`` / ``vit``).
         beit: the BEiT config (``beit``).
         layout: the layout recognised, in words.
@@ -123,6 +124,7 @@ class LocalArch:
         norm_pix: an MAE trained on per-patch normalised pixels.
         dropped: tensors left out, with why.
         normalisation_from: where the mean / std came from.
+        swin: the Swin architecture (``swin``: a Hugging Face Swin snapshot).
     """
 
     entry: LocalModelEntry
@@ -135,11 +137,13 @@ class LocalArch:
     norm_pix: bool
     dropped: tuple[str, ...]
     normalisation_from: str
+    swin: SwinArch | None = None
 
     @property
     def family(self) -> str:
-        """``mae``, ``beit``, ``deit`` (a distillation token), ``vit`` (a classifier) or ``dino`` (a backbone)."""
-        if self.kind in ("mae", "beit"):
+        """``mae``, ``beit``, ``swin``, ``deit`` (a distillation token), ``vit`` (a classifier) or ``dino`` (a
+        backbone)."""
+        if self.kind in ("mae", "beit", "swin"):
             return self.kind
         assert self.arch is not None
         return "deit" if self.arch.dist_token else "vit" if self.arch.num_classes else "dino"
@@ -148,6 +152,8 @@ class LocalArch:
         """The architecture in a few words (for lists)."""
         if self.arch is not None:
             return self.arch.describe().split(", MLP")[0]
+        if self.swin is not None:
+            return self.swin.describe().split(", a ")[0].split(", no classifier")[0]
         assert self.beit is not None
         return f"BEiT, patch {self.beit.patch_size}, {self.beit.embed_dim} wide, {self.beit.depth} blocks"
 
@@ -160,6 +166,8 @@ class LocalArch:
         """Markdown: where it came from and everything inferred."""
         if self.arch is not None:
             what = self.arch.describe()
+        elif self.swin is not None:
+            what = f"{self.swin.describe()} (config.json)"
         else:
             c = self.beit
             assert c is not None
