@@ -18,7 +18,9 @@ Chromium with a fake camera (``--use-fake-device-for-media-stream --use-fake-ui-
 
 Side by side, in the same run on the same server: the same 30 frames (saved as the JPEGs the page
 sends) through ``/reconstruct`` one by one with ``gradio_client`` -- the still-image endpoint's
-upload, queue, reconstruction, four PNG panels and their download -- and the equivalent rate.
+upload, queue, reconstruction, four PNG panels and their download -- and the equivalent rate: first
+alone, then again (another seed, so nothing is cached) while the stream runs, which shows what a
+stream costs another visitor (its frames give way to other requests).
 
 The machine is shared: the load average is printed before and after.
 """
@@ -43,11 +45,12 @@ from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
 
 
 def loadavg() -> str:
-    return Path("/proc/loadavg").read_text().split(" ")[0:3].__str__()
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def live(url: str, y4m: Path, seconds: float, ratio_steps: int) -> dict:
-    """Run the live section in Chromium for ``seconds`` after a warm-up; the page's own measurements."""
+def live(url: str, y4m: Path, seconds: float, ratio_steps: int, during=None) -> tuple[dict, dict | None]:  # noqa: ANN001
+    """Run the live section in Chromium for ``seconds`` after a warm-up; the page's own measurements. Then,
+    with the stream still running, ``during()`` (another visitor's calls), and what it measured."""
     from playwright.sync_api import sync_playwright
 
     sent: list[float] = []
@@ -60,7 +63,7 @@ def live(url: str, y4m: Path, seconds: float, ratio_steps: int) -> dict:
         page.locator("button[role=tab][data-tab-id=mae]").click()
         page.locator("#mae-metrics").filter(has_text="hidden").wait_for(timeout=300_000)  # the first still view
         page.locator("#mae-live-box").click()
-        for _ in range(ratio_steps):
+        for _ in range(abs(ratio_steps)):
             page.locator("#mae-ratio input[type=range]").focus()
             page.keyboard.press("ArrowRight" if ratio_steps > 0 else "ArrowLeft")
         page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
@@ -75,8 +78,18 @@ def live(url: str, y4m: Path, seconds: float, ratio_steps: int) -> dict:
         history = [h for h in page.evaluate("vitviz.live.history()") if h[0] >= start_ms]
         line = page.locator("#mae-live-line").inner_text()
         rate = page.locator("#mae-live-rate").inner_text()
+        other = None
+        if during is not None:
+            before = page.evaluate("vitviz.live.stats().total")
+            other = during()
+            other["stream_frames"] = page.evaluate("vitviz.live.stats().total") - before
         record.click()
         browser.close()
+    return stats(history, sent, t0, t1, line, rate), other
+
+
+def stats(history: list, sent: list, t0: float, t1: float, line: str, rate: str) -> dict:
+    """The stream's figures from the page's history of panels shown and the frames it sent."""
     lat = [h[1] for h in history]
     answer = [h[2] for h in history]
     span = (history[-1][0] - history[0][0]) / 1000 if len(history) > 1 else 0.0
@@ -94,7 +107,7 @@ def _server_ms(line: str) -> str:
     return found.group(1) if found else "?"
 
 
-def one_by_one(url: str, frames: list, folder: Path, model: str, ratio: float) -> dict:
+def one_by_one(url: str, frames: list, folder: Path, model: str, ratio: float, seed: int = 0) -> dict:
     """The same frames, each as a JPEG through ``/reconstruct``, one call at a time."""
     from gradio_client import Client, handle_file
     from PIL import Image
@@ -109,7 +122,7 @@ def one_by_one(url: str, frames: list, folder: Path, model: str, ratio: float) -
     times = []
     for path in paths:
         t = time.perf_counter()
-        client.predict(handle_file(str(path)), model, ratio, 0, "random", api_name="/reconstruct")
+        client.predict(handle_file(str(path)), model, ratio, seed, "random", api_name="/reconstruct")
         times.append((time.perf_counter() - t) * 1000)
     return {"calls": len(times), "fps": 1000 * len(times) / sum(times), "p50": statistics.median(times),
             "p90": percentile(times, 0.9)}
@@ -130,8 +143,9 @@ def main() -> None:
         folder = Path(tmp)
         y4m = write_y4m(folder / "camera.y4m", frames)
         with running_app(log=folder / "app.log", HF_HUB_OFFLINE="1") as (url, _proc):
-            stream = live(url, y4m, args.seconds, steps)
             calls = one_by_one(url, frames, folder, args.model, args.ratio)
+            stream, beside = live(url, y4m, args.seconds, steps,
+                                  lambda: one_by_one(url, frames, folder, args.model, args.ratio, seed=1))
     print(f"load average after:  {loadavg()}")
     print()
     print(f"mae-tiny at 224, ratio {args.ratio:.2f}, 320x240 fake camera, {args.seconds:.0f} s measured")
@@ -139,8 +153,11 @@ def main() -> None:
     print("|---|---|---|---|---|")
     print(f"| live stream (page -> panel loaded) | {stream['shown']} (of {stream['sent']}) | {stream['fps']:.1f} | "
           f"{stream['p50']:.0f} ms | {stream['p90']:.0f} ms |")
-    print(f"| /reconstruct one by one (gradio_client) | {calls['calls']} | {calls['fps']:.1f} | {calls['p50']:.0f} ms | "
-          f"{calls['p90']:.0f} ms |")
+    print(f"| /reconstruct one by one (gradio_client), alone | {calls['calls']} | {calls['fps']:.1f} | "
+          f"{calls['p50']:.0f} ms | {calls['p90']:.0f} ms |")
+    print(f"| /reconstruct one by one while the stream runs | {beside['calls']} | {beside['fps']:.1f} | "
+          f"{beside['p50']:.0f} ms | {beside['p90']:.0f} ms |")
+    print(f"| (the stream meanwhile: panels shown) | {beside['stream_frames']} | | | |")
     print()
     print(f"live: the answer reached the page after {stream['answer_p50']:.0f} ms (median), the panel had loaded "
           f"after {stream['p50']:.0f} ms; the last frame's server time: {stream['server_ms']} ms")

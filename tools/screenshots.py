@@ -11,7 +11,9 @@ one of the presenter layout; first, the MAE tab's first screen (no scrolling) at
 and 1920x1080, normal and presenter (``mae-WxH.png``, ``presenter-WxH.png``; only those with
 ``--first-screens-only``); and the MAE tab's decoder provenance after a click on a hidden patch
 (``mae-provenance.png``; only that with ``--provenance-only``, or, adding ``--presenter``, the same in the
-presenter layout at both projector sizes). Stops the app afterwards.
+presenter layout at both projector sizes); and the MAE tab's live camera running on Chromium's fake
+camera, a Y4M panned across the example photo (``mae-live.png``; only that with ``--live-only``).
+Stops the app afterwards.
 """
 
 from __future__ import annotations
@@ -130,6 +132,32 @@ def provenance_shot(browser, url: str, out: Path, size: tuple[int, int] = (1600,
     return path
 
 
+def live_shot(p, url: str, out: Path, size: tuple[int, int] = (1600, 1000)) -> Path:  # noqa: ANN001
+    """The MAE tab's live section running on a fake camera (``tools/fake_camera.py``): ``mae-live.png``,
+    taken once 20 reconstructions have reached the page (its rate line filled)."""
+    import tempfile
+
+    from tools.fake_camera import camera_args, pan_frames, write_y4m
+
+    with tempfile.TemporaryDirectory(prefix="vitviz-shot-") as tmp:
+        y4m = write_y4m(Path(tmp) / "camera.y4m", pan_frames())
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+        page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+        page.goto(url + "?ratio=0.75")
+        page.wait_for_function(METRICS_READY, timeout=180_000)
+        settle(page)
+        page.locator("#mae-live-box").click()
+        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
+        page.locator("#mae-live-camera button[aria-label='capture photo']").click()
+        page.wait_for_function("() => vitviz.live.stats().total >= 20", timeout=300_000)
+        box = page.locator("#mae-live-box")
+        box.scroll_into_view_if_needed()
+        path = out / "mae-live.png"
+        box.screenshot(path=str(path))
+        browser.close()
+    return path
+
+
 def tab_shot(page, tab, out: Path) -> Path:  # noqa: ANN001
     """Open ``tab`` (a tab module) in ``page``, wait for its views, and take ``out/<id>.png`` (full page)."""
     page.get_by_role("tab", name=tab.LABEL).click()
@@ -175,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presenter", action="store_true",
                     help="with --provenance-only: in the presenter layout at 1280x720 and 1920x1080 instead "
                          "(presenter-provenance-WxH.png)")
+    ap.add_argument("--live-only", action="store_true",
+                    help="only the MAE tab's live camera on a fake camera (mae-live.png)")
     ap.add_argument("--tabs", nargs="+", metavar="TAB_ID",
                     help="only these tabs' full-page shots (e.g. --tabs heads), without the MAE and presenter shots")
     args = ap.parse_args(argv)
@@ -183,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     with running_app() as (url, _proc):
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
+            if args.live_only:
+                live_shot(p, url, args.out)
+                print(f"screenshots in {args.out}")
+                return 0
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             if args.provenance_only:
                 if args.presenter:
@@ -229,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             presenter.wait_for_timeout(1500)
             presenter.screenshot(path=str(args.out / "presenter.png"))
             browser.close()
+            live_shot(p, url, args.out)
     print(f"screenshots in {args.out}")
     return 0
 

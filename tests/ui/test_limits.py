@@ -174,13 +174,40 @@ def test_one_live_stream_per_session_and_on_a_public_host_per_address():
     assert not limits.live_taken(q, "s2", "10.0.0.6", per_address=True)  # a view is no stream
 
 
-def test_a_streams_frames_give_way_to_any_other_request():
-    def request(queue: SimpleNamespace) -> SimpleNamespace:
+def test_a_streams_frames_give_way_to_any_other_visitors_request(monkeypatch):
+    monkeypatch.setattr(limits, "_SEEN", {})
+
+    def request(queue: SimpleNamespace, session: str = "s1") -> SimpleNamespace:
         blocks = SimpleNamespace(_queue=queue)
-        return SimpleNamespace(request=SimpleNamespace(app=SimpleNamespace(get_blocks=lambda: blocks)))
+        return SimpleNamespace(session_hash=session, request=SimpleNamespace(
+            app=SimpleNamespace(get_blocks=lambda: blocks), client=SimpleNamespace(host="10.0.0.1"), headers={}))
 
     streams = [_event(limits.LIVE, "s1", "a"), _event(limits.LIVE, "s2", "b")]
     assert not limits.others_busy(request(_queue([], streams)))  # only streams: frames go on
     assert limits.others_busy(request(_queue([_event(limits.VIEW, "s3", "c")], streams)))  # a view waits
     assert limits.others_busy(request(_queue([], streams + [_event(limits.HEAVY, "s3", "c")])))  # one runs
+    limits._SEEN.clear()  # (s3 was seen: the stream would keep giving way for a second)
+    assert not limits.others_busy(request(_queue([_event(limits.HEAVY, "s1", "a")], streams)))  # its own page
     assert not limits.others_busy(SimpleNamespace())  # no queue to read: nothing waits
+    # A visitor's calls come one after another: the stream keeps giving way for GIVE_WAY_S after each.
+    idle = request(_queue([], streams))
+    limits.note_request("s1")  # the stream's own page
+    assert not limits.others_busy(idle)
+    limits.note_request("s3", now=time.monotonic() - 2 * limits.GIVE_WAY_S)  # long ago
+    assert not limits.others_busy(idle)
+    limits.note_request("s3")
+    assert limits.others_busy(idle)
+    limits.note_request("10.0.0.1")  # an upload from the stream's own address
+    limits._SEEN.pop("s3")
+    assert not limits.others_busy(idle)
+
+
+def test_a_request_seen_running_keeps_the_stream_giving_way_after_it_ends(monkeypatch):
+    monkeypatch.setattr(limits, "_SEEN", {})
+    blocks = SimpleNamespace(_queue=_queue([], [_event(limits.VIEW, "s9", "c")]))
+    stream = SimpleNamespace(session_hash="s1", request=SimpleNamespace(app=SimpleNamespace(get_blocks=lambda: blocks),
+                                                                        client=SimpleNamespace(host="10.0.0.1"),
+                                                                        headers={}))
+    assert limits.others_busy(stream)  # s9's view runs
+    blocks._queue = _queue([], [])  # it ended just now
+    assert limits.others_busy(stream)  # ... its next call comes within GIVE_WAY_S

@@ -11,7 +11,7 @@ stream and the server's loop ends with it.
 
 The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
-(``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other visitor's request
+(``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for a second after one
 (:func:`vitviz.ui.serve.limits.others_busy`).
 
 The page shows frames per second and frame-to-panel latency (:file:`js/page.js`, part ``live``):
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,8 @@ HELP_LIVE = (
     "the ones that arrive meanwhile, so the picture never falls behind; the line under the panels says how many "
     "frames a second reach the page and how long from a frame leaving the page to its reconstruction showing."
 )
+#: Seconds a frame that gives way waits before its answer (the stream's own slot; nothing else waits).
+PAUSE_S = 0.25
 PAUSED = ("⏸ Other requests (yours or other visitors') are computed first: frames are dropped until they "
           "finish.")
 
@@ -115,6 +118,7 @@ def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: flo
     if frame is None:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip()
     if others_busy(request):
+        time.sleep(PAUSE_S)  # the page sends its next frame after this answer: a paused stream costs little
         return gr.skip(), gr.skip(), PAUSED, gr.skip()
     try:
         mask = np.asarray(painted, dtype=bool) if paint and painted is not None else None

@@ -219,7 +219,9 @@ class Hardening:
         try:
             if scope.get("method") in ("POST", "PUT", "PATCH"):
                 if scope.get("path", "").rstrip("/").endswith(UPLOAD_PATHS):
-                    from .limits import exempt
+                    from .limits import exempt, note_request
+
+                    note_request(address)  # a visitor's upload: live streams give way (limits.others_busy)
 
                     receive = uploads.checked_upload(scope, receive, address, exempt(address))
                 else:

@@ -38,6 +38,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,18 +246,54 @@ def live_taken(queue: Any, session: str | None, address: str, per_address: bool)
     return False
 
 
+#: Seconds a live stream keeps giving way after another session's request was last seen: a visitor's
+#: calls come one after another (an upload, a join, the next upload), and the gaps are theirs too.
+GIVE_WAY_S = 1.0
+#: Session (or address) -> when its last request other than a stream was seen (only the last GIVE_WAY_S).
+_SEEN: dict[str, float] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def note_request(who: str, now: float | None = None) -> None:
+    """Remember that ``who`` (a session hash, or a client address for an upload) sent a request that is no
+    live frame (the queue's push, the door's uploads)."""
+    now = time.monotonic() if now is None else now
+    with _SEEN_LOCK:
+        _SEEN[who] = now
+        for k in [k for k, t in _SEEN.items() if now - t >= GIVE_WAY_S]:
+            del _SEEN[k]
+
+
 def others_busy(request: Any) -> bool:
-    """True while any request other than a live stream runs or waits in the app's queue: a stream's next
-    frame then gives way (the stream holds its slot, but its frames never take CPU from other visitors).
+    """True while a request of another session than the stream's own runs or waits in the app's queue, or
+    was seen less than :data:`GIVE_WAY_S` ago: the stream's next frame then gives way (the stream holds its
+    slot, but its frames never take CPU from other visitors). The stream's own page (its still view, its
+    sweep) does not stop it.
 
     Args:
         request: the ``gr.Request`` of the streaming handler (its app's queue is read; never raises).
     """
+    mine = {getattr(request, "session_hash", None), _peer(request)}
+    now = time.monotonic()
+    with _SEEN_LOCK:
+        if any(now - t < GIVE_WAY_S for k, t in _SEEN.items() if k not in mine):
+            return True
     try:
         queue = request.request.app.get_blocks()._queue
-        return any(e.concurrency_id != LIVE for e in _events(queue))
+        events = _events(queue)
     except Exception:  # noqa: BLE001 - without a queue to read, nothing waits
         return False
+    others = {e.session_hash for e in events if e.concurrency_id != LIVE and e.session_hash not in mine}
+    for who in others:
+        note_request(who, now)  # seen again: the stream keeps giving way until GIVE_WAY_S after it ends
+    return bool(others)
+
+
+def _peer(request: Any) -> str | None:
+    try:
+        return client_address(request.request, settings.trusted_proxies())
+    except Exception:  # noqa: BLE001 - no address: only the session is the stream's own
+        return None
 
 
 _INSTALLED = False
@@ -299,6 +337,8 @@ def install() -> None:
             if (same_session < limits.per_session
                     and not (capped and same_address >= limits.per_address)
                     and not (capped and heavy and same_heavy >= limits.heavy_per_address)):
+                if group != LIVE:
+                    note_request(str(body.session_hash))
                 ok, event_id, state = await original(self, body, request, username)
                 event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
                 if event is not None:
