@@ -290,10 +290,12 @@ def others_busy(request: Any) -> bool:
 
 
 def _peer(request: Any) -> str | None:
+    """The stream's client address, or None for a loopback one (every local client shares it)."""
     try:
-        return client_address(request.request, settings.trusted_proxies())
+        address = client_address(request.request, settings.trusted_proxies())
     except Exception:  # noqa: BLE001 - no address: only the session is the stream's own
         return None
+    return None if exempt(address) else address
 
 
 _INSTALLED = False
