@@ -4,7 +4,7 @@ A :class:`FeatureSet` holds, for every photo of ``assets/labelled/manifest.json`
 for some layers of one encoder, two vectors: the class token (``cls``) and the average
 of the patch tokens (``avg``), both taken from the residual stream leaving the layer
 (before any final norm; the probe standardises every channel on the train photos,
-as MAE's linear probe does with a BatchNorm without affine parameters, He et al. 2021 §A.3).
+as MAE's linear probe does with a BatchNorm without affine parameters, He et al. 2021 §A.1, table 10).
 
 Files are ``.npz`` with the vectors quantised to int8 per channel (affine, 256 levels;
 the shipped files for the embedded encoders are under ``assets/labelled/features/``,

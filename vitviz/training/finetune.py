@@ -10,7 +10,7 @@ rates differ:
 - ``ft-llrd``: mae-tiny's encoder (8 blocks, width 192) + a new head on the average
   patch token, fine-tuned end to end with layer-wise learning-rate decay
   (:func:`vitviz.features.llrd.param_groups`; MAE's fine-tuning recipe, He et al. 2021
-  §A.2, uses 0.75 for ViT-B);
+  §A.1 and table 9, uses 0.75 for ViT-B);
 - ``ft``: the same with decay 1 (every layer at the base rate);
 - ``scratch-vit``: the same architecture, randomly initialised (MAE's initialisation);
 - ``scratch-cnn``: timm ``resnet10t`` (a ResNet-style CNN of comparable FLOPs at this

@@ -15,7 +15,7 @@ import gradio as gr
 from .. import settings
 from . import shared_image
 from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, js, lazy, mae_provenance,
-               mae_tab, patches_tab, serve, swin_tab, urlstate)
+               mae_tab, patches_tab, pretraining_tab, serve, swin_tab, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 INTRO = (
@@ -28,7 +28,8 @@ INTRO = (
 
 #: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
 #: ``TOUR_TEXT`` and ``build(demo)``.
-TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, beit_tab, swin_tab, compute_tab)
+TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, pretraining_tab, beit_tab, swin_tab,
+        compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.
@@ -152,6 +153,6 @@ def launch_options() -> dict:
         max_file_size=settings.max_upload_bytes(),
         share=False,
         **js.page(),  # the page module (vitviz/ui/js/page.js) in the head, started once the app has loaded
-        css=urlstate.CSS + mae_provenance.CSS,
+        css=urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS,
         app_kwargs={"middleware": serve.middleware()},
     )

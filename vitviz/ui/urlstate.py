@@ -1,6 +1,7 @@
 """Shareable state: the page URL carries the tab, model, ratio, seed, pattern and layer.
 
 ``?tab=mae&model=mae-tiny&ratio=0.6&seed=3&pattern=block`` opens that view;
+``&encoders=dinov2-small,mae-tiny&depth=last&pooling=avg`` the Pretraining tab's probes;
 ``&presenter=1`` turns on the teaching layout; ``&mask=14x14.<hex>`` restores a painted
 mask (:func:`encode_mask`). Reading is done on the server when
 the page loads (every value validated, unknown ones ignored); writing is done in the
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..models.registry import model_names
+from ..probing.features import POOLINGS
+from ..views.pretraining import DEPTHS as PROBE_DEPTHS
 from . import js
 
 
@@ -34,6 +37,10 @@ class UrlState:
     layer: int | None = None
     presenter: bool = False
     mask: np.ndarray | None = None  # a painted (gh, gw) bool mask, True = hidden
+    # the Pretraining tab: encoders (feature keys), the share of the depth probed, the pooling
+    encoders: tuple[str, ...] | None = None
+    depth: str | None = None
+    pooling: str | None = None
 
 
 def parse_query(params: Mapping[str, str], tabs: Collection[str] = ()) -> UrlState:
@@ -66,7 +73,19 @@ def parse_query(params: Mapping[str, str], tabs: Collection[str] = ()) -> UrlSta
         layer=int(layer) if layer is not None and layer == int(layer) and 0 <= layer < 1000 else None,
         presenter=params.get("presenter", "0").lower() in ("1", "true", "yes", "on"),
         mask=decode_mask(params.get("mask")),
+        encoders=_encoders(params.get("encoders")),
+        depth=params.get("depth") if params.get("depth") in PROBE_DEPTHS else None,
+        pooling=params.get("pooling") if params.get("pooling") in POOLINGS else None,
     )
+
+
+def _encoders(text: str | None) -> tuple[str, ...] | None:
+    """``encoders=dinov2-small,mae-tiny-random``: registry names, each optionally ``-random``; at most 12
+    (which have features on disk is the tab's check)."""
+    names = set(model_names())
+    parts = [p for p in (text or "")[:400].split(",") if p]
+    keys = tuple(dict.fromkeys(p for p in parts if p in names or (p.endswith("-random") and p[:-7] in names)))
+    return keys[:12] or None
 
 
 #: Largest painted grid the URL may carry (a 448-px image at patch 8 is 56 x 56).
