@@ -122,3 +122,29 @@ def test_validation(model, image):
         step_counts(16, 0)
     with pytest.raises(ValueError, match="1..16"):
         step_counts(16, 17)
+
+
+def test_random_order_baseline_is_the_mean_of_permutation_curves(model, image):
+    from vitviz.explain.faithfulness import curves_for, random_orders
+
+    orders = random_orders(16, 3)
+    assert orders.shape == (3, 16) and all(sorted(o) == list(range(16)) for o in orders)
+    np.testing.assert_array_equal(orders, random_orders(16, 3))  # seeded: the same orders every call
+    e = explain_maps(model, image)
+    c = faithfulness(model, image, removal="drop", steps=4, explanation=e, random=3)
+    assert c.methods == METHODS and c.random_count == 3
+    assert c.random_deletion.shape == c.random_insertion.shape == (3, 5)
+    # each baseline row is exactly the curve of that order, computed as if it were a map's ranking
+    x = model_input(e.image, model.data_config, model.device)
+    alone = curves_for(model.module, x, {f"o{k}": o for k, o in enumerate(orders)}, e.target, "drop", 4)
+    for k in range(3):
+        np.testing.assert_allclose(c.random_deletion[k], alone.deletion[f"o{k}"], rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(c.random_insertion[k], alone.insertion[f"o{k}"], rtol=1e-5, atol=1e-8)
+    d_mean, d_std, i_mean, i_std = c.random_auc()
+    d_each = [alone.auc()[f"o{k}"][0] for k in range(3)]
+    assert d_mean == pytest.approx(np.mean(d_each), rel=1e-5) and d_std == pytest.approx(np.std(d_each), abs=1e-6)
+    assert 0 <= i_mean <= 1
+    # endpoints are shared with every map: full input first on deletion, empty first on insertion
+    assert c.random_deletion[:, 0] == pytest.approx(c.deletion[METHODS[0]][0], abs=1e-6)
+    assert c.random_insertion[:, 0] == pytest.approx(c.insertion[METHODS[0]][0], abs=1e-6)
+    assert faithfulness(model, image, steps=4, explanation=e, random=0).random_auc() is None

@@ -44,8 +44,8 @@ def test_explain_endpoint_through_gradio_client(explain_url, photo_path):
     panel = np.asarray(Image.open(maps).convert("RGB"))
     assert panel.shape[0] > 200 and 200 < panel.shape[1] < 400  # one method: one panel
     rows = auc["data"]
-    assert [r[0] for r in rows] == ["gradient-weighted rollout"]
-    assert all(0 <= float(x) <= 1 for x in rows[0][1:3])
+    assert [r[0] for r in rows] == ["gradient-weighted rollout", "random order (mean of 3)"]  # the baseline last
+    assert all(0 <= float(x) <= 1 for r in rows for x in r[1:3])
     assert "goldfish" in text and "random weights" in text.lower()
     assert curves is not None
     with pytest.raises(Exception, match="list of choices|choose one of|drop, grey"):
@@ -77,7 +77,7 @@ def test_browser_shows_four_panels_curves_and_table(explain_url):
                 arg=list(names), timeout=300_000)
             page.locator("#explain-curves .js-plotly-plot").wait_for(timeout=120_000)
             traces = page.evaluate("() => document.querySelector('#explain-curves .js-plotly-plot').data.length")
-            assert traces == 8  # a deletion and an insertion curve per method
+            assert traces == 10  # a deletion and an insertion curve per method, and of the random orders
             info = page.locator("#explain-curves-info").inner_text()
             assert "no ranking of the maps is meaningful" in info  # random weights: no method is named best
             assert "Lowest deletion area" not in info and "Most faithful" not in info

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,6 +49,21 @@ REMOVAL_NAMES: dict[str, str] = {"drop": "drop the token", "grey": "grey the pat
 DEFAULT_STEPS = 8
 #: Sequences run through the encoder at once.
 BATCH = 16
+#: Random patch orders averaged into the baseline curves (what an uninformative map gives).
+RANDOM_ORDERS = 3
+#: Seed of the random orders (the same orders for every map, class and step count of an image).
+RANDOM_SEED = 0
+
+
+def random_orders(num_patches: int, n: int = RANDOM_ORDERS, seed: int = RANDOM_SEED) -> np.ndarray:
+    """``n`` random orders of the patches, the baseline a map must beat.
+
+    Returns:
+        ``(n, P)`` int64, each row a permutation of ``0..P-1`` (``np.random.default_rng(seed)``).
+    """
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(num_patches) for _ in range(int(n))]) if n > 0 else \
+        np.empty((0, num_patches), np.int64)
 
 
 def check_removal(removal: str) -> str:
@@ -184,6 +200,9 @@ class Curves:
         insertion: method -> ``(S + 1,)`` class probability as patches are added.
         removal: ``drop`` or ``grey``.
         target: class index.
+        random_deletion, random_insertion: ``(R, S + 1)`` the same curves for ``R`` random
+            orders of the patches (:func:`random_orders`; ``R`` may be 0): the chance level an
+            area is read against.
     """
 
     counts: np.ndarray
@@ -192,6 +211,8 @@ class Curves:
     insertion: dict[str, np.ndarray]
     removal: str
     target: int
+    random_deletion: np.ndarray | None = None
+    random_insertion: np.ndarray | None = None
 
     @property
     def fractions(self) -> np.ndarray:
@@ -212,10 +233,25 @@ class Curves:
         return {m: (float(np.trapezoid(self.deletion[m], x)), float(np.trapezoid(self.insertion[m], x)))
                 for m in self.methods}
 
+    @property
+    def random_count(self) -> int:
+        """Random orders behind the baseline (0: none computed)."""
+        return 0 if self.random_deletion is None else int(self.random_deletion.shape[0])
+
+    def random_auc(self) -> tuple[float, float, float, float] | None:
+        """The random orders' areas: ``(deletion mean, deletion std, insertion mean, insertion std)``
+        over the orders, or None without a baseline."""
+        if not self.random_count:
+            return None
+        x = self.fractions
+        d = np.trapezoid(self.random_deletion, x, axis=1)
+        i = np.trapezoid(self.random_insertion, x, axis=1)
+        return float(d.mean()), float(d.std()), float(i.mean()), float(i.std())
+
 
 def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarray], target: int,
                removal: str = "drop", steps: int = DEFAULT_STEPS, batch: int = BATCH,
-               known: dict[bytes, np.ndarray] | None = None) -> Curves:
+               known: dict[bytes, np.ndarray] | None = None, random: int = 0) -> Curves:
     """Deletion and insertion curves of every ranking, each distinct input run once.
 
     Args:
@@ -232,11 +268,15 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
             class-independent maps' orders), so a caller keeping this dict per image and
             removal runs each distinct input once. The curves are the same numbers as
             without it.
+        random: also this many random orders (:func:`random_orders`), the baseline.
     """
     check_removal(removal)
     p = int(next(iter(rankings.values())).shape[0])
     counts = step_counts(p, steps)
-    sets = {(m, c): kept_patches(np.asarray(order), counts, c) for m, order in rankings.items()
+    orders: dict[Any, np.ndarray] = dict(rankings)
+    baseline = [("random", i) for i in range(int(random))]
+    orders.update(zip(baseline, random_orders(p, int(random))))
+    sets = {(m, c): kept_patches(np.asarray(order), counts, c) for m, order in orders.items()
             for c in ("deletion", "insertion")}
     rows = {} if known is None else known
     missing: dict[bytes, np.ndarray] = {}
@@ -254,14 +294,19 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
     for v in curve.values():
         v.setflags(write=False)
     counts.setflags(write=False)
+    rand = {c: np.array([curve[(r, c)] for r in baseline]).reshape(len(baseline), len(counts))
+            for c in ("deletion", "insertion")} if baseline else {"deletion": None, "insertion": None}
     return Curves(counts, p, {m: curve[(m, "deletion")] for m in rankings},
-                  {m: curve[(m, "insertion")] for m in rankings}, removal, target)
+                  {m: curve[(m, "insertion")] for m in rankings}, removal, target, rand["deletion"],
+                  rand["insertion"])
 
 
 def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None = None,
                  methods: Sequence[str] | str | None = None, removal: str = "drop", steps: int = DEFAULT_STEPS,
-                 explanation: Explanation | None = None, known: dict[bytes, np.ndarray] | None = None) -> Curves:
-    """Deletion and insertion curves of the explanation maps of one image and class.
+                 explanation: Explanation | None = None, known: dict[bytes, np.ndarray] | None = None,
+                 random: int = RANDOM_ORDERS) -> Curves:
+    """Deletion and insertion curves of the explanation maps of one image and class, and of
+    ``random`` random orders of the patches (the baseline an area is read against).
 
     Args:
         model: a ViT classifier (see :func:`vitviz.explain.methods.explain_maps`).
@@ -273,6 +318,7 @@ def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None
         explanation: maps already computed for this model and image (skips that pass).
         known: softmax rows of earlier calls for this model, image and removal (see
             :func:`curves_for`); rows found there are not run again.
+        random: random orders of the baseline (:data:`RANDOM_ORDERS`; 0 = none).
 
     Raises:
         ValueError: not a classifier, unknown method, class, removal or steps.
@@ -282,4 +328,5 @@ def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None
     e = explanation if explanation is not None else explain_maps(model, image, target, methods)
     x = model_input(e.image, model.data_config, model.device)
     wanted = [m for m in e.maps if methods is None or m in ((methods,) if isinstance(methods, str) else methods)]
-    return curves_for(module, x, {m: e.ranking(m) for m in wanted}, e.target, removal, steps, known=known)
+    return curves_for(module, x, {m: e.ranking(m) for m in wanted}, e.target, removal, steps, known=known,
+                      random=random)

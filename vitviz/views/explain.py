@@ -72,7 +72,8 @@ HELP_CURVES = (
     "on full sequences only, so a shorter one is also an input they never saw (only MAE's encoder was trained on "
     "subsets). The empty input is the class token(s) alone (drop) or an all-grey image (grey). Each curve has the "
     "chosen number of steps; every distinct input is run once.  \n"
-    "**Read the areas against a random order**: removing the patches in a random order makes the deletion and "
+    "**Read the areas against a random order** (grey dashed curves and the table's last row: the mean of "
+    "three random orders of the patches, the same for every map): removing the patches in a random order makes the deletion and "
     "insertion curves move at about the same pace, so their areas come out close; a map earns the word "
     "*faithful* only when its deletion area is clearly below, and its insertion area clearly above, what a random "
     "order gives on the same image. *(RISE §4; MAE §3 for subsets)*"
@@ -230,9 +231,33 @@ def _sig(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
+def random_name(c: Curves) -> str:
+    """The baseline's name in the legend and the table."""
+    return f"random order (mean of {c.random_count})"
+
+
 def auc_rows(c: Curves) -> list[list[Any]]:
-    """One table row per method: name, deletion AUC, insertion AUC, their difference (3 significant digits)."""
-    return [[METHOD_NAMES[m], _sig(d), _sig(i), _sig(i - d)] for m, (d, i) in c.auc().items()]
+    """One table row per method: name, deletion AUC, insertion AUC, their difference (3 significant digits);
+    last, the random orders' mean (the chance level), when computed."""
+    rows = [[METHOD_NAMES[m], _sig(d), _sig(i), _sig(i - d)] for m, (d, i) in c.auc().items()]
+    r = c.random_auc()
+    if r is not None:
+        rows.append([random_name(c), _sig(r[0]), _sig(r[2]), _sig(r[2] - r[0])])
+    return rows
+
+
+def against_random(c: Curves) -> str:
+    """Which maps beat the random orders on both curves by more than the orders' own spread (a sentence)."""
+    r = c.random_auc()
+    if r is None:
+        return ""
+    d_mean, d_std, i_mean, i_std = r
+    beat = [METHOD_NAMES[m] for m, (d, i) in c.auc().items() if d < d_mean - d_std and i > i_mean + i_std]
+    head = (f"A random order of the patches gives deletion area {d_mean:.3g} ± {d_std:.2g} and insertion area "
+            f"{i_mean:.3g} ± {i_std:.2g} ({c.random_count} orders): ")
+    if not beat:
+        return head + "no map beats it on both curves by more than that spread on this image."
+    return head + f"beaten on both curves by more than that spread: **{', '.join(beat)}**."
 
 
 def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
@@ -240,9 +265,13 @@ def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, 
     """Deletion and insertion curves, the AUC table rows and a caption (no ranking of the maps on random weights)."""
     model, e, c = curves_for(image, choice, target, removal, steps, parse_methods(method))
     auc = c.auc()
+    r = c.random_auc()
     fig = faithfulness_figure(c.fractions, c.deletion, c.insertion, METHOD_NAMES, auc,
                               f"{model.name}{_tag(e)}: {e.class_name}, {len(c.counts) - 1} steps",
-                              REMOVAL_NAMES[c.removal])
+                              REMOVAL_NAMES[c.removal],
+                              random=None if r is None else (c.random_deletion.mean(axis=0),
+                                                             c.random_insertion.mean(axis=0)),
+                              random_auc=None if r is None else (r[0], r[2]), random_name=random_name(c))
     best_d = min(auc, key=lambda m: auc[m][0])
     best_i = max(auc, key=lambda m: auc[m][1])
     text = (f"Areas under the curves (↓: lower is more faithful, ↑: higher is). "
@@ -253,6 +282,7 @@ def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, 
     else:
         text += (f" Lowest deletion area here: **{METHOD_NAMES[best_d]}**; highest insertion area: "
                  f"**{METHOD_NAMES[best_i]}**. One image is one test: the papers average over thousands.")
+        text += " " + against_random(c)
     return fig, auc_rows(c), text
 
 
