@@ -66,7 +66,8 @@ def full_page(page, path: Path) -> None:  # noqa: ANN001
 READY = {"patches": "#patches-overlay img", "attention": "#attn-query-overlay img",
          "swin": ".js-plotly-plot >> visible=true", "compute": ".js-plotly-plot >> visible=true",
          "features": "#feat-probes .js-plotly-plot", "beit": "#beit-compare-mae img",
-         "heads": "#heads-token img", "explain": "#explain-curves .js-plotly-plot"}
+         "heads": "#heads-token img", "explain": "#explain-curves .js-plotly-plot",
+         "pretraining": "#pre-epochs .js-plotly-plot"}
 DEFAULT_READY = "img:visible, .js-plotly-plot:visible"
 #: Clicks that fill a tab's on-demand views before its screenshot: (button, what appears).
 ACTIONS = {"swin": ("#swin-show-attention", "#swin-overlay img")}
