@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,24 +69,6 @@ def stop_key(ratio: float) -> str:
     return f"{round(float(ratio) * 20) / 20:.2f}"
 
 
-def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to ``folder/name`` through a staging file (readers never see a partial file)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    final = folder / name
-    if final.exists() and final.stat().st_size == len(data):
-        os.utime(final)  # young again for Gradio's cleaner
-        return final
-    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(staging, final)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
-    return final
-
-
 def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir: str) -> str:
     """Pack every stop's panel files into one file and describe it for the page.
 
@@ -119,7 +99,7 @@ def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir
     digest = hashlib.blake2b(blob, digest_size=16)
     digest.update(json.dumps(entries, sort_keys=True).encode())
     ident = digest.hexdigest()
-    pack = _write_atomic(Path(cache_dir) / f"scrub-{ident}", "panels.bin", blob)
+    pack = files.write_once(Path(cache_dir) / f"scrub-{ident}", "panels.bin", blob)
     files.record(pack.resolve())  # deleted by Gradio's cleaner after VITVIZ_CACHE_SECONDS, like every served file
     return json.dumps({
         "id": ident, "image": str(key["image"]), "model": key["model"], "seed": int(key["seed"]),

@@ -43,13 +43,19 @@ def write_bytes(data: bytes, name: str) -> str:
     leaves no second copy; a file being served is never seen half-written.
     """
     safe = Path(name).name or "file"
-    folder = cache_folder() / hashlib.sha256(data).hexdigest()[:32]
+    return record(write_once(cache_folder() / hashlib.sha256(data).hexdigest()[:32], safe, data).resolve())
+
+
+def write_once(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to ``folder/name`` through a staging file and ``os.replace`` (a reader never sees a
+    partial file); a file already there with the same size is kept and made young again for the cleaner
+    (callers name files by their content's digest, so the same size means the same bytes)."""
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / safe
+    final = folder / name
     if final.is_file() and final.stat().st_size == len(data):
-        os.utime(final)  # young again for the cleaner
-        return record(final.resolve())
-    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{safe}.")
+        os.utime(final)
+        return final
+    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -57,7 +63,7 @@ def write_bytes(data: bytes, name: str) -> str:
     except BaseException:
         Path(staging).unlink(missing_ok=True)
         raise
-    return record(final.resolve())
+    return final
 
 
 def write_text(text: str, name: str) -> str:

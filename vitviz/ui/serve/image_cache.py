@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 from pathlib import Path
 
 from PIL import Image
@@ -75,22 +74,7 @@ def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "ima
         _touch(Path(known))
         return files.record(known)
     data = encode(img, format)
-    folder = Path(cache_dir) / pu.hash_bytes(data)
-    folder.mkdir(exist_ok=True, parents=True)
-    final = (folder / f"{name}.{format}").resolve()
-    if final.exists() and final.stat().st_size == len(data):
-        _touch(final)
-        if key is not None:
-            _MEMO.put(key, str(final))
-        return files.record(final)
-    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(staging, final)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    final = files.write_once(Path(cache_dir) / pu.hash_bytes(data), f"{name}.{format}", data).resolve()
     if key is not None:
         _MEMO.put(key, str(final))
     return files.record(final)
