@@ -105,8 +105,8 @@ def _capped_body(scope: Scope, receive: Receive) -> Receive:
     """``receive`` for a request that is not an upload: refused (HTTP 413) once its body passes
     ``VITVIZ_MAX_REQUEST``, before the application has buffered it (Gradio reads a queue join whole).
     MCP messages (``/mcp``) may carry an image inline: they may be as large as the largest upload.
-    A live-camera frame may reach ``VITVIZ_MAX_FRAME``: each next frame of a stream
-    (:data:`STREAM_CHUNK`), and the queue join that opens a stream (:func:`_stream_join`)."""
+    A live stream's next frame (:data:`STREAM_CHUNK`) may reach ``VITVIZ_MAX_FRAME``; a queue join
+    goes through :func:`_stream_join` (:func:`_capped`)."""
     limit = settings.get("VITVIZ_MAX_REQUEST")
     path = scope.get("path", "").rstrip("/")
     if "/mcp" in path:
@@ -114,8 +114,6 @@ def _capped_body(scope: Scope, receive: Receive) -> Receive:
     frames = settings.get("VITVIZ_MAX_FRAME")
     if frames > limit and STREAM_CHUNK.search(path):
         limit = frames
-    elif frames > limit and path.endswith("/queue/join"):
-        return _stream_join(scope, receive, limit, frames)
     for k, v in scope.get("headers", []):
         if k.lower() == b"content-length" and v.isdigit() and int(v) > limit:
             raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
@@ -142,35 +140,41 @@ def _streaming(scope: Scope, body: bytes) -> bool:
     return fn is not None and getattr(fn, "connection", None) == "stream"
 
 
-def _stream_join(scope: Scope, receive: Receive, limit: int, frames: int) -> Receive:
-    """``receive`` for a queue join: up to ``limit`` bytes as any request; up to ``frames`` when it opens a
-    live stream (its first frame rides in it), read whole first (at most ``frames`` bytes) to see which."""
+async def _stream_join(scope: Scope, receive: Receive, limit: int, frames: int) -> Receive:
+    """Read a queue join whole (at most ``frames`` bytes) before the app sees it, and refuse it (HTTP 413)
+    past ``limit`` unless it opens a live stream (its first frame rides in it); returns a ``receive``
+    that hands the app the body read."""
     for k, v in scope.get("headers", []):
         if k.lower() == b"content-length" and v.isdigit() and int(v) > frames:
             raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-    state: dict[str, Any] = {"done": False}
+    parts, seen = [], 0
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            break  # a disconnect: the app reads it next
+        parts.append(message.get("body", b""))
+        seen += len(parts[-1])
+        if seen > frames:
+            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(parts)
+    if seen > limit and not _streaming(scope, body):
+        raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+    replay = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def wrapped() -> Message:
-        if state["done"]:
-            return await receive()
-        parts, seen = [], 0
-        while True:
-            message = await receive()
-            if message.get("type") != "http.request":
-                return message  # a disconnect: nothing to replay
-            parts.append(message.get("body", b""))
-            seen += len(parts[-1])
-            if seen > frames:
-                raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(parts)
-        if seen > limit and not _streaming(scope, body):
-            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-        state["done"] = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        return replay.pop() if replay else await receive()
 
     return wrapped
+
+
+async def _capped(scope: Scope, receive: Receive) -> Receive:
+    """:func:`_capped_body`, or for a queue join that may carry a live frame, :func:`_stream_join`."""
+    limit, frames = settings.get("VITVIZ_MAX_REQUEST"), settings.get("VITVIZ_MAX_FRAME")
+    if frames > limit and scope.get("path", "").rstrip("/").endswith("/queue/join"):
+        return await _stream_join(scope, receive, limit, frames)
+    return _capped_body(scope, receive)
 
 
 class Hardening:
@@ -225,7 +229,7 @@ class Hardening:
 
                     receive = uploads.checked_upload(scope, receive, address, exempt(address))
                 else:
-                    receive = _capped_body(scope, receive)
+                    receive = await _capped(scope, receive)
             await self.app(scope, receive, send_with_headers)
         except uploads.RefusedUpload as refused:
             await send_with_headers({"type": "http.response.start", "status": refused.status,
