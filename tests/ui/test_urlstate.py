@@ -69,32 +69,6 @@ def test_url_round_trip_and_presenter(app_url):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
-def test_tour_steps_open_their_tabs(app_url):
-    from playwright.sync_api import sync_playwright
-
-    from vitviz.ui.app import TOUR
-
-    assert [t for t, _, _ in TOUR] == ["patches", "attention", "heads", "explain", "features", "mae", "beit", "swin",
-                                      "compute"]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app_url)
-        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
-        page.get_by_text("Tour: from pixels").click()
-        page.locator("#tour-swin").click()
-        page.wait_for_function("window.location.search.includes('tab=swin')", timeout=30_000)
-        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Swin')", timeout=30_000)
-        page.locator("#tour-patches").click()
-        page.wait_for_function("window.location.search.includes('tab=patches')", timeout=30_000)
-        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Patches')", timeout=30_000)
-        page.locator("#tour-beit").click()
-        page.wait_for_function("window.location.search.includes('tab=beit')", timeout=30_000)
-        page.wait_for_selector("[role=tab][aria-selected=true]:has-text('BEiT tokens')", timeout=30_000)
-        browser.close()
-
-
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_attention_layer_in_url(app_url):
     from playwright.sync_api import sync_playwright
 

@@ -1,9 +1,9 @@
 """Assemble the Gradio app from its tabs.
 
 Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
-``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``, ``TOUR_TEXT`` and
-``build(demo)``, then add the module to :data:`TABS` (and its id to :data:`TOUR_ORDER`
-if the tour should visit it). See ``docs/architecture.md``. Tabs are lazy
+``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL``, ``TOUR_TITLE`` and ``build(demo)``, then
+add the module to :data:`TABS`, its one line to :data:`PURPOSES` and, if the guided tour should
+visit it, its steps to :data:`vitviz.ui.tour.STEPS`. See ``docs/architecture.md``. Tabs are lazy
 (:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
 is first shown, so a page load computes only the tab it opens on.
 """
@@ -15,31 +15,38 @@ import gradio as gr
 from .. import settings
 from . import shared_image
 from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, js, lazy, mae_provenance,
-               mae_tab, patches_tab, pretraining_tab, serve, swin_tab, urlstate)
+               mae_tab, patches_tab, pretraining_tab, serve, swin_tab, tour, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
-INTRO = (
-    "# vitviz\n"
-    "Drop a photo and watch a **Masked Autoencoder** rebuild it as you move the masking ratio; take an image "
-    "apart into **patches** and positions; click a patch to see where every **attention** head looks; see how "
-    "**Swin**'s shifted windows work and why windowed attention scales where global attention does not. "
-    "Everything runs locally; the default model, *mae-tiny*, ships with the app."
-)
+#: What each tab is for, one line each (the intro lists them in the tabs' order).
+PURPOSES: dict[str, str] = {
+    "mae": "hide patches; a masked autoencoder paints them back",
+    "patches": "how an image becomes a sequence of tokens",
+    "attention": "click a patch to see where each head looks",
+    "heads": "every head at once, sorted by what it does",
+    "explain": "which patches a decision rests on, and a test",
+    "features": "what each layer's tokens hold",
+    "pretraining": "few labels: does a pretrained encoder beat training from scratch?",
+    "beit": "visual tokens, and guessing the hidden ones",
+    "swin": "attention inside windows that shift",
+    "compute": "why windowed attention scales and global does not",
+}
 
-#: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE``,
-#: ``TOUR_TEXT`` and ``build(demo)``.
+
+def intro(tabs: tuple = ()) -> str:
+    """The page's intro: the title line and one line per tab (its label and :data:`PURPOSES` entry)."""
+    lines = [f"- **{t.LABEL}**: {PURPOSES.get(t.TAB_ID, t.TOUR_TITLE)}" for t in tabs]
+    return ("# vitviz\nSee how Vision Transformers and masked image modeling work, on your own photos; everything "
+            "runs locally, and the default model, *mae-tiny*, ships with the app.\n\n" + "\n".join(lines))
+
+
+#: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE`` and ``build(demo)``.
 TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, pretraining_tab, beit_tab, swin_tab,
         compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.
 TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
-#: The order the guided tour visits the tabs.
-TOUR_ORDER: tuple[str, ...] = ("patches", "attention", "heads", "explain", "features", "mae", "beit", "swin",
-                               "compute")
-#: The guided tour: (tab id, step title, one sentence).
-TOUR: tuple[tuple[str, str, str], ...] = tuple(
-    (t.TAB_ID, t.TOUR_TITLE, t.TOUR_TEXT) for tab_id in TOUR_ORDER for t in TABS if t.TAB_ID == tab_id)
 
 
 def build_demo() -> gr.Blocks:
@@ -60,15 +67,8 @@ def build_demo() -> gr.Blocks:
     # Files handed to the browser (panels, exports, CSVs) are deleted after VITVIZ_CACHE_SECONDS.
     cache_age = settings.get("VITVIZ_CACHE_SECONDS")
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
-        gr.Markdown(INTRO, elem_id="vitviz-intro", elem_classes=["vitviz-secondary"])
-        tour_buttons = []
-        with gr.Accordion(f"Tour: from pixels to tokens to masked image modeling, in {len(TOUR)} steps", open=False,
-                          elem_id="tour", elem_classes=["vitviz-secondary"]):
-            for i, (tab_id, title, sentence) in enumerate(TOUR, start=1):
-                with gr.Row(equal_height=True):
-                    gr.Markdown(f"**{i}. {title}.** {sentence}")
-                    tour_buttons.append((tab_id, gr.Button(f"Open {title}", size="sm", scale=0, min_width=160,
-                                                           elem_id=f"tour-{tab_id}")))
+        gr.Markdown(intro(TABS), elem_id="vitviz-intro", elem_classes=["vitviz-secondary"])
+        tour.build(TAB_IDS)  # the guided tour's bar (vitviz.ui.tour; the page module runs it)
         built = {}
         # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
         # shows the photo dropped (or the example picked) in any tab once it is selected.
@@ -91,10 +91,6 @@ def build_demo() -> gr.Blocks:
                 if image_input is None:  # a tab sharing the image opens through the hub (one handler, in the page)
                     tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
                                api_visibility="private")
-
-        for tab_id, button in tour_buttons:
-            button.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, js=urlstate.tab_js(tab_id),
-                         queue=False, api_visibility="private")
 
         mae = built["mae"]
         beit = built["beit"]
@@ -153,6 +149,6 @@ def launch_options() -> dict:
         max_file_size=settings.max_upload_bytes(),
         share=False,
         **js.page(),  # the page module (vitviz/ui/js/page.js) in the head, started once the app has loaded
-        css=urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS,
+        css=urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS + tour.CSS,
         app_kwargs={"middleware": serve.middleware()},
     )

@@ -147,7 +147,11 @@ def tab_js(tab: str) -> str:
 #: presenter layout (``?presenter=1``, Alt+P) keeps only the slider, the key panels and the metrics, large.
 CSS = """
 :root { --vitviz-panel: max(200px, calc(100vh - 400px)); }
-#vitviz-intro h1 { margin-bottom: 0.2rem; }
+#vitviz-intro h1 { display: inline; margin: 0 0.6rem 0 0; font-size: 1.6rem; }
+#vitviz-intro h1 + p { display: inline; margin: 0; }
+#vitviz-intro ul { display: grid; grid-template-columns: repeat(auto-fill, minmax(23rem, 1fr)); gap: 0 1.2rem;
+  margin: 0.3rem 0 0; padding-left: 1.1rem; font-size: 0.86rem; line-height: 1.45; }
+#vitviz-intro li { margin: 0 !important; padding: 0 !important; }
 #mae-panels > .block, #mae-panels-more > .block { height: auto !important; }
 #mae-panels .image-container { height: auto !important; aspect-ratio: 1 / 1; max-height: var(--vitviz-panel); }
 #mae-panels-more .image-container { height: 230px !important; }

@@ -68,6 +68,7 @@ LIVE_STAMP = "vitviz-live-sent"
 
 
 def page() -> dict[str, str]:
-    """Keyword arguments of ``demo.launch`` that load the page module: ``head`` (``page.js`` as a
-    ``<script>``, run before Gradio mounts the app) and ``js`` (its start, once the app has loaded)."""
-    return {"head": "<script>\n" + read("page", live_stamp=LIVE_STAMP) + "</script>\n", "js": read("start")}
+    """Keyword arguments of ``demo.launch`` that load the page module: ``head`` (``page.js``, then its
+    part ``tour.js``, as a ``<script>``, run before Gradio mounts the app) and ``js`` (its start, once
+    the app has loaded)."""
+    return {"head": "<script>\n" + read("page", live_stamp=LIVE_STAMP) + read("tour") + "</script>\n", "js": read("start")}

@@ -480,11 +480,14 @@
   let started = false;
   window.vitviz = {
     watch, tabs, url, presenter, image, lazy, scrub, mae, attention, heads, live,
+    // Run the watchers' checks soon even if the page does not change (a check that waits for time to pass).
+    wake: () => later(),
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
     start() {
       if (started) return;
       started = true;
       tabs.start();
+      if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
       document.addEventListener('keydown', onKey);

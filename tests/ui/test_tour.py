@@ -1,0 +1,81 @@
+"""The guided tour (vitviz.ui.tour): its steps name real tabs and components; a browser walks it to the end and
+back, waiting on each step's own output, and every step ends with its key visual and the bar on screen."""
+
+import os
+
+import pytest
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
+from vitviz.ui import tour
+
+
+def _blocks():
+    from vitviz.ui.app import build_demo
+
+    demo = build_demo()
+    return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+
+
+def test_steps_name_real_tabs_and_components():
+    from vitviz.ui.app import TAB_IDS
+
+    tour.check(tour.STEPS, TAB_IDS)
+    with pytest.raises(ValueError, match="not one of"):
+        tour.check((tour.Step("nowhere", "t", "n", output="x", ready=("x", "y")),), TAB_IDS)
+    blocks = _blocks()
+    from vitviz.ui.common import example_images
+
+    names = {os.path.splitext(os.path.basename(p))[0] for p in example_images()}
+    assert tour.PHOTO in names  # the default photo is a bundled example
+    for step in tour.STEPS:
+        assert step.output in blocks and step.ready[0] in blocks, step.title
+        assert step.photo is None or step.photo in names, step.title
+        for elem_id, value in step.controls:
+            block = blocks[elem_id]
+            if hasattr(block, "minimum") and block.minimum is not None:
+                assert block.minimum <= value <= (block.maximum if block.maximum is not None else value), elem_id
+            if getattr(block, "choices", None):
+                assert str(value) in {str(c[1] if isinstance(c, tuple) else c) for c in block.choices}, elem_id
+    assert '"tab": "patches"' in tour.steps_json() and "<" not in tour.steps_json(tour.STEPS[:1])
+
+
+def _walked(page, i: int, step: tour.Step, height: int) -> None:
+    """Step ``i`` (1-based) is in: its own output, its key visual on screen, the bar on screen."""
+    page.wait_for_function(
+        "([i, id, text]) => { const b = document.querySelector('#tour .vitviz-tour');"
+        " const el = document.getElementById(id);"
+        " return b && b.dataset.ready === String(i) && el && el.innerText.includes(text); }",
+        arg=[i, *step.ready], timeout=300_000)
+    assert page.locator("[role=tab][aria-selected=true]").get_attribute("data-tab-id") == step.tab
+    box = page.locator(f"#{step.output}").bounding_box()
+    bar = page.locator("#tour .vitviz-tour").bounding_box()
+    assert box is not None and bar is not None, step.title
+    assert 0 <= bar["y"] and bar["y"] + bar["height"] <= height, step.title
+    # the key visual starts below the bar and is on screen (its upper part at least)
+    assert bar["y"] + bar["height"] <= box["y"] + 1 and box["y"] + min(box["height"], 200) <= height + 1, step.title
+    assert step.notice in page.locator("#tour .vitviz-tour-text").inner_text()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_walk_the_tour_forward_and_back(app_url):
+    from playwright.sync_api import sync_playwright
+
+    steps = tour.STEPS
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
+        page.locator("#tour-start").click()
+        for i, step in enumerate(steps, start=1):
+            _walked(page, i, step, 720)
+            assert page.locator("#tour-back").is_disabled() == (i == 1)
+            if i < len(steps):
+                page.locator("#tour-next").click()
+        for i in range(len(steps) - 1, 0, -1):
+            page.locator("#tour-back").click()
+            _walked(page, i, steps[i - 1], 720)
+        page.locator("#tour-end").click()
+        page.wait_for_selector("#tour-start", timeout=10_000)
+        assert page.locator("#tour .vitviz-tour").get_attribute("data-step") == ""
+        browser.close()
