@@ -100,7 +100,11 @@ STEPS: tuple[Step, ...] = (
          "token, amber in the top 5, red wrong; the line above says how often it beats chance.",
          output="beit-correct", ready=("beit-predict-text", "Token accuracy")),
     # BEiT v2 tokenizer (issue 35): its step goes here, beside BEiT's own, once that tokenizer is on main.
-    # Pretraining (issue 29, its own tab): its steps go here, after MAE and BEiT, once the tab is on main.
+    Step("pretraining", "Does pretraining pay off?",
+         "Each curve is a linear classifier on an encoder's frozen features, fitted with 1 to all labelled photos "
+         "per class: a pretrained encoder sits above its own random-weight twin (dashed) and far above chance. "
+         "The sentence above says whether a ViT from scratch loses to a CNN here.",
+         output="pre-probe", ready=("pre-probe-info", "chance is"), photo=None),
     Step("swin", "Windows that shift",
          "Attention stays inside each window; the middle view shifts the windows, the right one shows how "
          "Swin rolls the image so the shifted windows line up again. Click a token to follow it.",
