@@ -26,7 +26,7 @@ PURPOSES: dict[str, str] = {
     "heads": "every head at once, sorted by what it does",
     "explain": "which patches a decision rests on, and a test",
     "features": "what each layer's tokens hold",
-    "pretraining": "few labels: does a pretrained encoder beat training from scratch?",
+    "pretraining": "few labels: pretrained features vs from scratch",
     "beit": "visual tokens, and guessing the hidden ones",
     "swin": "attention inside windows that shift",
     "compute": "why windowed attention scales and global does not",
