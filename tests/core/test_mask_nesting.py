@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vitviz.core.masking import NESTED_PATTERNS, PATTERNS, block_mask, block_order, make_mask, num_hidden
+from vitviz.core.masking import NESTED_PATTERNS, PATTERNS, nested_block_mask, block_order, make_mask, num_hidden
 from vitviz.mae.sweep import STOPS
 
 GRIDS = [(14, 14), (16, 16), (7, 9)]
@@ -44,7 +44,7 @@ def test_block_mask_hides_a_prefix_of_its_order():
     grid = (14, 14)
     order = block_order(grid, 3)
     for ratio in (0.1, 0.4, 0.75, 0.95):
-        m = block_mask(grid, ratio, 3).flatten()
+        m = nested_block_mask(grid, ratio, 3).flatten()
         k = num_hidden(196, ratio)
         assert int(m.sum()) == k
         assert bool(m[order[:k]].all())
@@ -52,5 +52,5 @@ def test_block_mask_hides_a_prefix_of_its_order():
 
 def test_block_rectangles_grow_with_the_ratio():
     # A patch hidden at 40% by seed 0 is still hidden at 75%, and 75% adds patches next to blocks.
-    lo, hi = block_mask((14, 14), 0.4, 0), block_mask((14, 14), 0.75, 0)
+    lo, hi = nested_block_mask((14, 14), 0.4, 0), nested_block_mask((14, 14), 0.75, 0)
     assert _nested(lo, hi) and int(hi.sum()) > int(lo.sum())

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from vitviz.core.masking import PATTERNS, block_mask, grid_mask, make_mask, mask_to_ids, num_hidden, random_mask
+from vitviz.core.masking import PATTERNS, nested_block_mask, grid_mask, make_mask, mask_to_ids, num_hidden, random_mask
 
 GRID = (14, 14)
 RATIOS = [round(0.05 * i, 2) for i in range(20)]  # 0.0 .. 0.95
@@ -56,7 +56,7 @@ def test_block_mask_is_blocky():
         nb[:, :-1] |= m[:, 1:]
         return float((m & nb).sum() / m.sum())
 
-    blocks = [clustered(block_mask(GRID, 0.4, s)) for s in range(10)]
+    blocks = [clustered(nested_block_mask(GRID, 0.4, s)) for s in range(10)]
     randoms = [clustered(random_mask(GRID, 0.4, s)) for s in range(10)]
     assert min(blocks) > 0.9
     assert sum(blocks) / 10 > sum(randoms) / 10 + 0.1

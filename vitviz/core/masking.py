@@ -118,7 +118,7 @@ def block_order(grid: tuple[int, int], seed: int, min_block: int = 16) -> torch.
     patches follow in growth order: visible 4-neighbours of hidden patches, in random
     order, ring after ring.
 
-    :func:`block_mask` hides a prefix of this order, so for one seed the masks of all
+    :func:`nested_block_mask` hides a prefix of this order, so for one seed the masks of all
     ratios are nested: raising the ratio grows the same rectangles (the last one of a
     prefix may be cut part-way, row by row).
 
@@ -166,7 +166,7 @@ def block_order(grid: tuple[int, int], seed: int, min_block: int = 16) -> torch.
     return torch.tensor(order, dtype=torch.long)
 
 
-def block_mask(grid: tuple[int, int], mask_ratio: float, seed: int, min_block: int = 16) -> torch.Tensor:
+def nested_block_mask(grid: tuple[int, int], mask_ratio: float, seed: int, min_block: int = 16) -> torch.Tensor:
     """Block-wise masking (BEiT's rectangles) with an exact hidden count, nested across ratios.
 
     Hides the first ``round(ratio*L)`` patches of :func:`block_order`: the same seed's
@@ -237,7 +237,7 @@ def make_mask(grid: tuple[int, int], mask_ratio: float, seed: int = 0, pattern: 
     if pattern == "random":
         return random_mask(grid, mask_ratio, seed)
     if pattern == "block":
-        return block_mask(grid, mask_ratio, seed)
+        return nested_block_mask(grid, mask_ratio, seed)
     if pattern == "grid":
         _generator(seed)  # validate the seed even though the pattern ignores it
         return grid_mask(grid, mask_ratio)

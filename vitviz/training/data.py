@@ -39,7 +39,8 @@ from .composite import composite_crops
 from .sources import (EXTRA_DEB_PACKAGES, HELDOUT_MEMBERS, extract_gcompris, photographic_stamps,
                       tuxpaint_templates)
 
-Image.MAX_IMAGE_PIXELS = 60_000_000  # trusted package files; still bounded
+# PIL's own pixel cap (DecompressionBombError above ~179 MP) bounds these trusted package files;
+# no process-wide setting is changed here (importing this module must not change the app's cap).
 
 # Debian packages with photographs: desktop wallpapers, OpenCV's sample data and
 # tutorial images, and Stellarium's landscape panoramas.
