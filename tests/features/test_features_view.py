@@ -29,11 +29,11 @@ def test_similarity_view_marks_the_query_and_a_best_match(photo_path):
 
     others = dict(v.example_choices())
     left, right, text = v.similarity_view(str(photo_path), "mae-tiny", 4, 3, 5, list(others)[0])
-    assert left.shape == right.shape == (v.VIEW, v.VIEW, 3)
+    assert left.shape == right.shape == (v.VIEW_PX, v.VIEW_PX, 3)
     assert "row 3, col 5" in text and "best match" in text
     left2, _, _ = v.similarity_view(str(photo_path), "mae-tiny", 4, 10, 1, list(others)[0])
     assert not np.array_equal(left, left2)
-    assert v.pick_patch(str(photo_path), "mae-tiny", 4, v.VIEW - 1, 0) == (0, 13)
+    assert v.pick_patch(str(photo_path), "mae-tiny", 4, v.VIEW_PX - 1, 0) == (0, 13)
 
 
 def test_probes_are_fitted_on_other_images_than_they_are_scored_on(photo_path):

@@ -48,7 +48,7 @@ def test_views_on_mae_tiny(photo_path):
 
     out = t.update_all(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4, False, "mean", 0.0)
     overlay, grid, info, cls_img, _, roll, roll_text, fig, top5, note, query = out
-    assert overlay.shape == (av.VIEW, av.VIEW, 3) and roll.shape == (av.VIEW, av.VIEW, 3)
+    assert overlay.shape == (av.VIEW_PX, av.VIEW_PX, 3) and roll.shape == (av.VIEW_PX, av.VIEW_PX, 3)
     assert "Layer 2 of 8" in info and "row 3, col 4" in info and query == "patch"
     assert "sums to 1.000" in roll_text
     assert sum(len(trace.x) for trace in fig.data if trace.mode == "markers") == 8 * 3  # a dot per head per layer
@@ -71,7 +71,7 @@ def test_masked_encoder_and_clicks(photo_path):
     mask = make_mask((14, 14), 0.75, 0).numpy()
     hidden_r, hidden_c = (int(v) for v in np.argwhere(mask)[0])
     visible_r, visible_c = (int(v) for v in np.argwhere(~mask)[0])
-    px = lambda v: (v + 0.5) * av.VIEW / 14  # noqa: E731 - pixel centre of a patch in the overlay
+    px = lambda v: (v + 0.5) * av.VIEW_PX / 14  # noqa: E731 - pixel centre of a patch in the overlay
     args = (str(photo_path), "mae-tiny", "encoder", 0.75, 0)
     assert t.pick_patch(_select(px(visible_c), px(visible_r)), *args) == (visible_r, visible_c, "patch")
     with pytest.raises(gr.Error, match="hidden by the mask"):

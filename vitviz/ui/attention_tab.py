@@ -17,7 +17,7 @@ from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
 from ..views import heads as hv
-from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW, model_choices, model_note
+from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, model_choices, model_note
 from . import js, urlstate
 from .common import endpoint, example_images, memo_view, user_errors
 from .shared_image import ImageInput, default_image
@@ -258,10 +258,10 @@ def build(demo: gr.Blocks) -> ImageInput:
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Click a patch**: its attention, mean over heads (red box: the query)")
-                    overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW, **kw)
+                    overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW_PX, **kw)
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Every head of this layer** (each scaled to its own maximum)")
-                    heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW, **kw)
+                    heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
             query_info = gr.Markdown(elem_id="attn-query-info")
             gr.Markdown("### Class token, last layer")
             gr.Markdown(HELP_CLS)
@@ -278,7 +278,7 @@ def build(demo: gr.Blocks) -> ImageInput:
                                         elem_id="attn-discard")
                     roll_info = gr.Markdown(elem_id="attn-rollout-info")
                 with gr.Column(scale=2):
-                    roll = gr.Image(label="rollout of the class token", elem_id="attn-rollout", height=VIEW, **kw)
+                    roll = gr.Image(label="rollout of the class token", elem_id="attn-rollout", height=VIEW_PX, **kw)
             gr.Markdown("### Mean attention distance")
             gr.Markdown(HELP_DISTANCE)
             dist_plot = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")

@@ -179,11 +179,11 @@ def build(demo: gr.Blocks) -> ImageInput:
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**Click a patch**: its cosine similarity in this image")
-                    left = gr.Image(label="similarity in this image", elem_id="feat-sim-same", height=v.VIEW, **kw)
+                    left = gr.Image(label="similarity in this image", elem_id="feat-sim-same", height=v.VIEW_PX, **kw)
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**The same token against the second image** (red box: best match)")
                     right = gr.Image(label="similarity in the second image", elem_id="feat-sim-other",
-                                     height=v.VIEW, **kw)
+                                     height=v.VIEW_PX, **kw)
             sim_text = gr.Markdown(elem_id="feat-sim-info")
             gr.Markdown("### Probes by depth")
             gr.Markdown(v.HELP_PROBES)

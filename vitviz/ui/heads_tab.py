@@ -166,7 +166,7 @@ def build(demo: gr.Blocks) -> ImageInput:
                 with gr.Column(scale=2, min_width=280):
                     token = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                      buttons=["download"], label="the clicked token", elem_id="heads-token",
-                                     height=hv.VIEW)
+                                     height=hv.VIEW_PX)
                     token_text = gr.Markdown(elem_id="heads-token-info")
             qk_text = gr.Markdown(elem_id="heads-qk-info")
             gr.Markdown("### Token norms: registers and high-norm tokens")
@@ -174,7 +174,7 @@ def build(demo: gr.Blocks) -> ImageInput:
             norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)", elem_id="heads-norm-layer")
             with gr.Row(equal_height=True):
                 norm_map = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                    buttons=["download"], label="token norms", elem_id="heads-norm-map", height=nv.VIEW)
+                                    buttons=["download"], label="token norms", elem_id="heads-norm-map", height=nv.VIEW_PX)
                 with gr.Column():
                     norm_hist = gr.Plot(label="norm histogram", elem_id="heads-norm-hist", show_label=False)
                     norm_depth = gr.Plot(label="outliers by depth", elem_id="heads-norm-depth", show_label=False)

@@ -22,7 +22,7 @@ FAMILIES = ("mae", "vit", "deit", "dino", "dinov2")
 RANDOM_FAMILIES = ("vit", "deit", "dino", "dinov2")
 DEFAULT_MODEL = "mae-tiny"
 #: Side of the clickable overlays, in pixels.
-VIEW = 448
+VIEW_PX = 448  # side in pixels of the drawn maps (not the concurrency group serve.limits.VIEW)
 #: Side of one head tile.
 TILE = 160
 #: Share of the attention mass kept by the DINO-style view.
@@ -178,7 +178,7 @@ def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any) 
     idx = maps.layout.resolve(token)
     where = token if isinstance(token, tuple) else None
     name = maps.layout.describe(idx)
-    overlay = heat_overlay(maps.image, maps.query_mean(li, token), VIEW, query=where, hatch=_hatch(maps),
+    overlay = heat_overlay(maps.image, maps.query_mean(li, token), VIEW_PX, query=where, hatch=_hatch(maps),
                            label=f"layer {li + 1}/{maps.depth} · {name} · mean of {maps.num_heads} heads")
     grid = head_grid(maps.image, maps.query(li, token), tile=TILE if maps.num_heads > 4 else 200, query=where,
                      hatch=_hatch(maps))
@@ -214,7 +214,7 @@ def class_view(maps: AttentionMaps, mass: bool) -> tuple[np.ndarray, str]:
 def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) -> tuple[np.ndarray, str]:
     """Rollout overlay and a line of numbers."""
     r = maps.rollout(head_fusion, float(discard_ratio))
-    overlay = heat_overlay(maps.image, r, VIEW, absent=maps.layout.hidden if maps.part == "encoder" else None,
+    overlay = heat_overlay(maps.image, r, VIEW_PX, absent=maps.layout.hidden if maps.part == "encoder" else None,
                            hatch=_hatch(maps),
                            label=f"rollout · {head_fusion} · discard {float(discard_ratio):.0%}")
     s = maps.rollout_summary(r, 0.1)
@@ -329,7 +329,7 @@ def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: 
         ValueError: the patch is hidden by the mask (the encoder never sees it).
     """
     _, maps = maps_for(image, choice, part, mask_ratio, seed)
-    r, c = maps.layout.patch_at_pixel(x, y, VIEW)
+    r, c = maps.layout.patch_at_pixel(x, y, VIEW_PX)
     if maps.layout.token_of_patch(r, c) is None:
         raise ValueError(f"Patch (row {r}, col {c}) is hidden by the mask: the encoder never sees it. "
                          "Click a visible patch, or set the masking ratio to 0.")

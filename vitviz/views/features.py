@@ -44,7 +44,7 @@ DEFAULT_MODEL = "mae-tiny"
 N_PCA = 4
 #: Side of one PCA panel and of the clickable similarity overlays, in pixels.
 PANEL = 224
-VIEW = 336
+VIEW_PX = 336
 #: Seed of the shuffled-target control.
 CONTROL_SEED = 0
 
@@ -202,7 +202,7 @@ def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = Fals
 def pick_patch(image: Any, choice: str | None, layer: Any, x: float, y: float) -> tuple[int, int]:
     """Pixel ``(x, y)`` of the left similarity view -> grid ``(row, col)`` at that layer."""
     _, lt = tokens_for(image, choice)
-    return lt.layouts[layer_index(lt, layer)].patch_at_pixel(x, y, VIEW)
+    return lt.layouts[layer_index(lt, layer)].patch_at_pixel(x, y, VIEW_PX)
 
 
 def _query(lt: LayerTokens, li: int, row: Any, col: Any) -> tuple[int, int]:
@@ -239,9 +239,9 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
     lt2 = layer_tokens(model, other_path)
     r, c = _query(lt, li, row, col)
     corr = correspondence(lt.patch_grid(li), r, c, lt2.patch_grid(li))
-    left = heat_overlay(lt.image, (corr.same + 1) / 2, VIEW, vmax=1.0, query=(r, c),
+    left = heat_overlay(lt.image, (corr.same + 1) / 2, VIEW_PX, vmax=1.0, query=(r, c),
                         label=f"{lt.names[li]} · patch (row {r}, col {c})")
-    right = heat_overlay(lt2.image, (corr.other + 1) / 2, VIEW, vmax=1.0, query=corr.best,
+    right = heat_overlay(lt2.image, (corr.other + 1) / 2, VIEW_PX, vmax=1.0, query=corr.best,
                          label=f"best match (row {corr.best[0]}, col {corr.best[1]}) · cos {corr.best_score:.2f}")
     same = np.delete(corr.same.reshape(-1), r * corr.same.shape[1] + c)
     text = (f"**{lt.names[li]}**{_tag(lt)}, query patch (row {r}, col {c}). In this image the other patches' "

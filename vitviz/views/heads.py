@@ -23,7 +23,7 @@ from .common import require_image
 model_choices = av.model_choices
 model_note = av.model_note
 DEFAULT_MODEL = av.DEFAULT_MODEL
-VIEW = av.VIEW
+VIEW_PX = av.VIEW_PX
 #: Where the statistics come from: (label, value).
 SOURCES: list[tuple[str, str]] = [("this image", "image"), ("average over the example photos", "examples")]
 
@@ -170,7 +170,7 @@ def token_view(image: Any, choice: str | None, layer: Any, head: Any, token: Any
     where = tuple(int(v) for v in lay.patch_rc[i - p0]) if i >= p0 else None
     name = lay.describe(i)
     what = f"which patches attend to the key of {name}" if is_key else f"where the query of {name} looks"
-    overlay = heat_overlay(s.image, lay.scatter(weights), VIEW, query=where,
+    overlay = heat_overlay(s.image, lay.scatter(weights), VIEW_PX, query=where,
                            label=f"layer {s.layer + 1}, head {s.head + 1} · {'key' if is_key else 'query'}: {name}")
     box = f"Red box: {name}." if where is not None else f"The {name} has no patch, so no box."
     if is_key:
@@ -219,6 +219,6 @@ def head_query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: 
     token: Any = (int(row), int(col)) if query == "patch" else query
     idx = maps.layout.resolve(token)
     heat = maps.query(li, token)[h - 1]
-    overlay = heat_overlay(maps.image, heat, VIEW, query=token if query == "patch" else None, hatch=av._hatch(maps),
+    overlay = heat_overlay(maps.image, heat, VIEW_PX, query=token if query == "patch" else None, hatch=av._hatch(maps),
                            label=f"layer {li + 1}/{maps.depth} · {maps.layout.describe(idx)} · head {h}")
     return overlay, grid, f"**Head {h} selected** (left). " + info

@@ -16,7 +16,7 @@ from ..plots.norms import norm_depth_figure, norm_histogram_figure
 from ..render.attention import heat_overlay
 from .common import require_image
 
-VIEW = 448
+VIEW_PX = 448
 
 HELP = (
     "**Token norms** (registers and high-norm tokens): the length of every token after each block, as a map over "
@@ -35,7 +35,7 @@ def norms_for(image: Any, choice: str | None) -> TokenNorms:
 
 
 def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, go.Figure, go.Figure, str]:
-    """``(norm map with outliers outlined (VIEW, VIEW, 3) uint8, histogram, per-layer chart, Markdown)``."""
+    """``(norm map with outliers outlined (VIEW_PX, VIEW_PX, 3) uint8, histogram, per-layer chart, Markdown)``."""
     n = norms_for(image, choice)
     try:
         li = n.check_layer(int(round(float(layer))))
@@ -46,7 +46,7 @@ def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, 
     view = layer_tokens(load_choice(choice), image).image
     heat = n.patch_norms(li)
     tag = " (random weights)" if n.random_init else ""
-    overlay = heat_overlay(view, heat, size=VIEW, region=n.outlier_map(li) if n.outlier_map(li).any() else None,
+    overlay = heat_overlay(view, heat, size=VIEW_PX, region=n.outlier_map(li) if n.outlier_map(li).any() else None,
                            label=f"{n.model_name}{tag} · {n.names[li]} · token norm")
     k = n.layout.num_prefix
     prefix = {TOKEN_NAMES.get(name, name): float(n.norms[li, i]) for i, name in enumerate(n.layout.prefix)}

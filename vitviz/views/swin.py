@@ -20,7 +20,7 @@ from ..render.windows import attention_overlay, partition_overlay, rolled_overla
 #: Side of the model input and of the coordinates a point is given in.
 INPUT = 224
 #: Side of the three main views.
-VIEW = 448
+VIEW_PX = 448
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def windows_view(image: Any, stage: Any, x: Any, y: Any) -> tuple[np.ndarray, np
     geoms, g = geometry(stage)
     arr = view_or_synthetic(image, INPUT)
     token = token_at_pixel(g, x, y, INPUT)
-    v = swin_views(arr, g.stage, token, geoms, size=VIEW)
+    v = swin_views(arr, g.stage, token, geoms, size=VIEW_PX)
     fig = attention_mask_figure(v.blocked, v.regions, v.positions, g.window, v.query_index,
                                 title=f"window {v.window_shifted}, shifted block")
     gallery = [(img, f"stage {s.stage}: {s.grid[0]}x{s.grid[1]} tokens") for img, s in zip(v.stages, geoms)]
@@ -203,16 +203,16 @@ def attention_view(image: Any, stage: Any, block: Any, x: Any, y: Any) -> tuple[
         f"token {cap.token} is query {cap.query_index} of window {cap.window_index}; {int(cap.blocked.sum())} of "
         f"{cap.blocked.size} keys are masked (weight effectively 0)."
     )
-    return tiles, attention_overlay(arr, cap, VIEW), fig, text
+    return tiles, attention_overlay(arr, cap, VIEW_PX), fig, text
 
 
 def pick(stage: Any, px: float, py: float, rolled: bool) -> tuple[int, int]:
-    """A click at ``(px, py)`` on a ``VIEW``-px view -> the token's centre ``(x, y)`` in the 224 image.
+    """A click at ``(px, py)`` on a ``VIEW_PX``-px view -> the token's centre ``(x, y)`` in the 224 image.
 
     On the rolled map (``rolled=True``) the position is un-rolled first.
     """
     _, g = geometry(stage)
-    token = token_at_pixel(g, px, py, VIEW, rolled_block=1 if rolled and g.depth > 1 else None)
+    token = token_at_pixel(g, px, py, VIEW_PX, rolled_block=1 if rolled and g.depth > 1 else None)
     return token_center_pixel(g, token, INPUT)
 
 
