@@ -45,3 +45,31 @@ def test_beit_tab_shows_the_photo_uploaded_in_another_tab(app_url, tmp_path):
         page.wait_for_function("() => document.querySelector('#beit-original img') !== null", timeout=300_000)
         assert page.evaluate("() => window.gradio_config.components.length") == before
         browser.close()
+
+
+def test_model_note_follows_the_first_switch_to_a_loadable_model(tmp_path):
+    """Bug 3: picking a second MAE that loads (here the shipped mae-tiny weights under another name, as a
+    teacher's own checkpoint) left the note on mae-tiny until the new model had loaded and swept every stop:
+    the page runs a trigger's listeners in the order they were registered, and the note's came last."""
+    from playwright.sync_api import sync_playwright
+
+    from tools.appserver import ROOT, running_app
+
+    weights = ROOT / "assets" / "models" / "mae-tiny.safetensors"
+    with running_app(log=tmp_path / "app.log", args=("--model", f"mae-copy={weights}"), HF_HUB_OFFLINE="1",
+                     OMP_NUM_THREADS="2") as (url, _proc), sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+        sent: list[str] = []
+        page.on("request", lambda r: sent.append(
+            "note" if "run/predict" in r.url and '"data":["mae-copy"]' in (r.post_data or "")
+            else "queued" if "queue/join" in r.url else "other"))
+        page.locator("#mae-model input").click()
+        page.locator("ul[role=listbox] li").filter(has_text="mae-copy").first.click()
+        page.wait_for_function("document.querySelector('#mae-model-note').innerText.includes('Your checkpoint')",
+                               timeout=300_000)
+        # the note is asked for before the new model's view and sweep, never after them
+        assert "note" in sent and "queued" not in sent[:sent.index("note")], sent
+        browser.close()

@@ -380,6 +380,10 @@ def build(demo: gr.Blocks) -> MaeTab:
                      queue=False, api_visibility="private")
     for control in (model, ratio, seed, pattern):
         control.change(**write_url)
+    # The note never waits on a model: it is registry text, answered at once for the last pick. Registered
+    # before the view and the sweep: the page runs a trigger's listeners one after the other, in the order
+    # they were registered, so after them it waited for the new model to load and sweep (issue 34, bug 3).
+    model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
     # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
@@ -394,8 +398,6 @@ def build(demo: gr.Blocks) -> MaeTab:
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on([image.change, model.change, seed.change, pattern.change], page_sweep, sweep_inputs, sweep_outputs,
           api_visibility="private", trigger_mode="always_last", show_progress="full").then(**prewarm)
-    # The note never waits on a model: it is registry text, answered at once for the last pick.
-    model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
     # Painting: a click or drag on the Original panel (urlstate.PAINT_JS) sends its points; ticking the box
     # starts from the slider stop on screen. While painting, slider, seed and pattern are off and the slider
     # says how much is painted; the URL carries the mask (mask_code, urlstate.MASK_JS).
