@@ -37,6 +37,9 @@ def test_image_files_are_keyed_by_content_identity(tmp_path):
     f.write_text("two!")  # a new file under the same name (other size and time)
     os.utime(f, ns=(1, 1))
     assert view(str(f)) == "two!" and len(calls) == 2
+    twin = tmp_path / "upload-again.png"  # the same photo uploaded again: another path, same content
+    twin.write_text("two!")
+    assert view(str(twin)) == "two!" and len(calls) == 2
 
 
 def test_errors_and_unknown_arguments_are_not_cached():

@@ -8,6 +8,7 @@ input size are upscaled the same way; a 1x1 image works.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from dataclasses import dataclass
@@ -139,7 +140,8 @@ def load_image(source: ImageInput) -> Image.Image:
 
     Returns:
         An RGB ``PIL.Image`` (EXIF orientation applied, transparency on grey), the caller's own copy.
-        A file is decoded once while it is unchanged (same path, size and modification time).
+        A file is decoded once per content (:func:`file_digest`): the same photo under another
+        path, or uploaded twice, is not decoded again.
 
     Raises:
         ImageError: unreadable, corrupt, too large or otherwise unusable input.
@@ -153,34 +155,54 @@ def load_image(source: ImageInput) -> Image.Image:
     if isinstance(source, np.ndarray):
         return _from_array(source)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _to_rgb(_open(bytes(source)))
-    if isinstance(source, (str, os.PathLike)):
-        key = _file_key(source)  # the size limit is checked here, so a memo hit obeys today's limit too
-        img = _DECODED.get_or_compute(key, lambda: _to_rgb(_open(_read_file(source))))
-        if img.size[0] * img.size[1] > MAX_PIXELS:
-            raise ImageError(f"the image is {img.size[0]}x{img.size[1]} pixels; the limit is "
-                             f"{MAX_PIXELS / 1e6:.0f} megapixels")
-        return img.copy()
-    raise ImageError(f"cannot read an image from a {type(source).__name__}")
+        data = bytes(source)
+        if len(data) > settings.max_upload_bytes():
+            return _to_rgb(_open(data))  # raises the size sentence, memo hit or not
+    elif isinstance(source, (str, os.PathLike)):
+        data = _read_file(source)  # the size limit is checked here, so a memo hit obeys today's limit too
+    else:
+        raise ImageError(f"cannot read an image from a {type(source).__name__}")
+    img = _DECODED.get_or_compute(bytes_digest(data), lambda: _to_rgb(_open(data)))
+    if img.size[0] * img.size[1] > MAX_PIXELS:
+        raise ImageError(f"the image is {img.size[0]}x{img.size[1]} pixels; the limit is "
+                         f"{MAX_PIXELS / 1e6:.0f} megapixels")
+    return img.copy()
 
 
-#: Files already decoded, by identity (:func:`_file_key`) -> their RGB image: one upload is decoded once,
-#: however many views and caches read it (the MAE tab's view, sweep and slider stops used to decode it four
-#: times: ``bench/decodes.py``). Entries count against the one cache budget (``VITVIZ_CACHE_BUDGET``).
-_DECODED: LRU[tuple[str, int, int], Image.Image] = LRU(8, name="core.images.decoded")
+#: Image files and byte strings already decoded, by content (:func:`bytes_digest`) -> their RGB image: one
+#: upload is decoded once, however many views and caches read it (the MAE tab's view, sweep and slider stops
+#: used to decode it four times: ``bench/decodes.py``). Entries count against the one cache budget
+#: (``VITVIZ_CACHE_BUDGET``).
+_DECODED: LRU[str, Image.Image] = LRU(8, name="core.images.decoded")
 
 
-def _file_key(source: str | os.PathLike) -> tuple[str, int, int]:
-    """A file's identity: resolved path, size and modification time (a rewritten file is read again)."""
-    try:
-        st = Path(source).stat()
-        key = str(Path(source).resolve()), st.st_size, st.st_mtime_ns
-    except OSError:
-        raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
-    max_bytes = settings.max_upload_bytes()
-    if st.st_size > max_bytes:
-        raise ImageError(f"the file is {st.st_size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB")
-    return key
+def bytes_digest(data: bytes) -> str:
+    """The content key of an encoded image: BLAKE2b-128 of its bytes, hex (32 characters)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def pixels_digest(pixels: np.ndarray) -> str:
+    """The content key of decoded pixels, the one image key of every cache below the UI.
+
+    Args:
+        pixels: any array, typically a model's ``(S, S, 3)`` uint8 view.
+
+    Returns:
+        BLAKE2b-128 of the array's bytes, shape and dtype, hex (32 characters).
+    """
+    a = np.ascontiguousarray(pixels)
+    h = hashlib.blake2b(a.tobytes(), digest_size=16)
+    h.update(f"|{a.shape}|{a.dtype}".encode())
+    return h.hexdigest()
+
+
+def file_digest(source: str | os.PathLike) -> str:
+    """The content key of an image file (:func:`bytes_digest` of its bytes), after the size check.
+
+    Raises:
+        ImageError: a missing file or one over ``VITVIZ_MAX_UPLOAD``.
+    """
+    return bytes_digest(_read_file(source))
 
 
 def _read_file(source: str | os.PathLike) -> bytes:

@@ -9,7 +9,6 @@ lookup, not a new forward pass.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from torch import nn
 
 from .. import settings
 from ..cache import LRU
-from ..core.images import ImageInput, model_input, square_view
+from ..core.images import ImageInput, model_input, pixels_digest, square_view
 from ..core.masking import check_mask, make_mask, mask_to_ids, validate_ratio
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
@@ -123,7 +122,7 @@ CACHE: LRU[tuple, AttentionMaps] = LRU(lambda: settings.get("VITVIZ_ATTENTION_CA
 
 
 def _key(model: LoadedModel, view: np.ndarray, mask: np.ndarray | torch.Tensor | None, part: str) -> tuple:
-    digest = hashlib.blake2b(np.ascontiguousarray(view).tobytes(), digest_size=16).hexdigest()
+    digest = pixels_digest(view)
     mkey = None if mask is None else np.asarray(mask, dtype=bool).tobytes() + repr(np.shape(mask)).encode()
     return (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.module),
             digest, mkey, part)

@@ -19,7 +19,6 @@ Shapes: ``n = L + 1`` layers (index 0 = the input of block 1), ``T_l`` tokens an
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ import torch
 from torch import nn
 
 from ..cache import LRU
-from ..core.images import ImageInput, model_input, square_view
+from ..core.images import ImageInput, model_input, pixels_digest, square_view
 from ..core.masking import mask_to_ids
 from ..explain.capture import capture_block_tokens
 from ..explain.layout import TokenLayout, mae_layout, vit_layout
@@ -208,8 +207,7 @@ CACHE: LRU[tuple, LayerTokens] = LRU(CACHE_ENTRIES)
 
 
 def _key(model: LoadedModel, view: np.ndarray) -> tuple:
-    digest = hashlib.blake2b(np.ascontiguousarray(view).tobytes(), digest_size=16).hexdigest()
-    return (model.name, bool(model.random_init), str(model.device), id(model.module), digest)
+    return (model.name, bool(model.random_init), str(model.device), id(model.module), pixels_digest(view))
 
 
 def layer_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:

@@ -8,7 +8,6 @@ Random masks nest across ratios, so one seed gives one coherent sequence.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ import torch
 
 from .. import settings
 from ..cache import LRU
-from ..core.images import ImageInput
+from ..core.images import ImageInput, pixels_digest
 from ..core.masking import MAX_RATIO, check_pattern, make_mask, validate_ratio
 from ..models.loading import LoadedModel
 from .reconstruct import Reconstruction, as_mae, assemble_stops, predict, prepare
@@ -62,9 +61,7 @@ def stop_of(ratio: float) -> float:
 
 def image_key(model: LoadedModel, original: np.ndarray, seed: int, pattern: str) -> str:
     """Cache key: model, the exact pixels the model sees, seed and pattern."""
-    h = hashlib.blake2b(original.tobytes(), digest_size=16)
-    h.update(f"{model.name}|{model.device}|{original.shape}|{seed}|{pattern}".encode())
-    return h.hexdigest()
+    return f"{pixels_digest(original)}|{model.name}|{model.device}|{seed}|{pattern}"
 
 
 class SweepCache:

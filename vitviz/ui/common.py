@@ -14,6 +14,7 @@ import gradio as gr
 
 from ..assets import example_images
 from ..cache import LRU
+from ..core.images import file_digest
 from ..errors import ImageError, ModelUnavailable
 from ..views.common import as_seed, require_image
 
@@ -127,11 +128,12 @@ def _arg_key(value: Any) -> Any:
     if isinstance(value, str):
         path = Path(value)
         try:
-            if path.is_file():  # an image file: its identity is its path, size and modification time
-                st = path.stat()
-                return ("file", str(path.resolve()), st.st_size, st.st_mtime_ns)
+            if path.is_file():  # an image file: its content is its identity (the decode memo's key too)
+                return ("image", file_digest(path))
         except (OSError, ValueError):
             pass
+        except ImageError:
+            return _UNCACHEABLE  # too large or unreadable: the view itself says so
         return value
     if isinstance(value, (list, tuple, dict)):
         try:

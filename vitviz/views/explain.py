@@ -9,14 +9,13 @@ sentences; no gradio here.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..cache import LRU
-from ..core.images import square_view
+from ..core.images import pixels_digest, square_view
 from ..explain.labels import imagenet_labels
 from ..explain.faithfulness import DEFAULT_STEPS, REMOVAL_NAMES, Curves, check_removal, faithfulness
 from ..explain.methods import (METHOD_NAMES, METHODS, Explanation, check_classifier, check_methods, check_target,
@@ -135,10 +134,6 @@ def parse_steps(value: Any) -> int:
     return int(round(f))
 
 
-def _digest(view: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(view).tobytes(), digest_size=16).hexdigest()
-
-
 def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[LoadedModel, Explanation]:
     """The picked model and its (cached) four maps for the image and class.
 
@@ -148,7 +143,7 @@ def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[Loaded
     require_image(image)
     model = load_choice(choice)
     view = square_view(image, model.input_size)
-    image_key = (model.choice, id(model.module), _digest(view))
+    image_key = (model.choice, id(model.module), pixels_digest(view))
     t = parse_class(target)
     if t is None:
         t = PREDICTED_CLASS.get(image_key)
@@ -170,7 +165,7 @@ def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps:
     """
     model, e = explanation_for(image, choice, target)
     r, s = check_removal(str(removal or "drop")), parse_steps(steps)
-    image_key = (model.choice, id(model.module), _digest(e.image))
+    image_key = (model.choice, id(model.module), pixels_digest(e.image))
     key = image_key + (e.target, r, s, methods)
 
     def compute() -> Curves:
