@@ -133,7 +133,7 @@ def readout_markdown(g: PatchGrid) -> str:
     )
 
 
-def model_note(m: LoadedModel) -> str:
+def position_note(m: LoadedModel) -> str:
     """What the picked model's position embeddings are, and whether its maps mean anything."""
     pos = position_embeddings(m.module)
     gh, gw = pos.grid
@@ -230,7 +230,7 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
                 f"**E** ({e_dim}×{k_in:,}) plus a bias give the {e_dim} numbers above: the patch's token, before "
                 "the position embedding is added."
                 + (" ⚠️ Random weights: E is untrained." if m.random_init else ""))
-    return r, c, fig, text, model_note(m)
+    return r, c, fig, text, position_note(m)
 
 
 def pos_views(choice: str, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, MosaicLayout]:
