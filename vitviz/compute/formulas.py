@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Union
 
 from ..core.masking import num_hidden
+from ..core.patches import SquarePatchGrid
 from ..core.windows import StageGeometry, effective_window, padded_size, stage_geometry
 from ..models.mae import MAEConfig
 from ..models.registry import MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MAE_TINY_CONFIG
@@ -204,7 +205,7 @@ def quadratic_crossover_tokens(dim: int, mlp_ratio: float = 4.0) -> int:
 
 
 @dataclass(frozen=True)
-class ViTConfig:
+class ViTConfig(SquarePatchGrid):
     """A plain ViT (timm ``VisionTransformer`` defaults: class token, token pooling)."""
 
     img_size: int = 224
@@ -216,17 +217,6 @@ class ViTConfig:
     mlp_ratio: float = 4.0
     num_classes: int = 1000
     class_token: bool = True
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """Patch grid; the stride-``p`` convolution drops any remainder pixels."""
-        g = self.img_size // self.patch_size
-        return g, g
-
-    @property
-    def num_patches(self) -> int:
-        """``(img // p)^2``."""
-        return self.grid[0] * self.grid[1]
 
     @property
     def seq_len(self) -> int:

@@ -171,6 +171,26 @@ def snap_to_patch(resolution: int, patch_size: int) -> int:
     return p * max(1, math.floor(r / p + 0.5))
 
 
+class SquarePatchGrid:
+    """Mixin of the model configs (MAE, BEiT, VQ, ViT FLOPs): the square patch grid of ``img_size``.
+
+    The subclass has ``img_size`` and ``patch_size`` (pixels). A stride-``P`` patch embedding
+    drops remainder pixels, so the grid is ``img_size // patch_size`` on each side.
+    """
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """``(gh, gw)`` patch grid at ``img_size``."""
+        g = self.img_size // self.patch_size  # type: ignore[attr-defined]
+        return g, g
+
+    @property
+    def num_patches(self) -> int:
+        """``L = gh * gw``."""
+        gh, gw = self.grid
+        return gh * gw
+
+
 @dataclass(frozen=True)
 class PatchGrid:
     """The geometry of one image cut into patches under the module's policy.

@@ -39,6 +39,8 @@ from timm.models.beit import Block as BEiTBlock
 from timm.models.beit import RelativePositionBias
 from timm.models.vision_transformer import Block
 
+from ..core.patches import SquarePatchGrid
+
 BEIT_FORMAT = "vitviz-beit"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -50,7 +52,7 @@ REL_POS_BIAS = ("none", "shared", "layer")
 
 
 @dataclass(frozen=True)
-class BEiTConfig:
+class BEiTConfig(SquarePatchGrid):
     """Architecture of a BEiT masked-image-modeling model (defaults: ViT-Tiny width, 8 blocks)."""
 
     img_size: int = 224
@@ -75,17 +77,6 @@ class BEiTConfig:
     def beit_blocks(self) -> bool:
         """True when the blocks are BEiT's (relative position bias, layer scale or q/v biases)."""
         return self.rel_pos_bias != "none" or self.layer_scale > 0 or self.qv_bias
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """``(gh, gw)`` patch grid."""
-        g = self.img_size // self.patch_size
-        return g, g
-
-    @property
-    def num_patches(self) -> int:
-        """``L = gh * gw``."""
-        return self.grid[0] * self.grid[1]
 
     def to_dict(self) -> dict:
         """Plain dict for safetensors metadata."""

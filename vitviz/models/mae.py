@@ -22,11 +22,12 @@ from torch import nn
 from timm.layers import PatchEmbed
 from timm.models.vision_transformer import Block
 
+from ..core.patches import SquarePatchGrid
 from ..core.pos_embed import sincos_pos_embed
 
 
 @dataclass(frozen=True)
-class MAEConfig:
+class MAEConfig(SquarePatchGrid):
     """Architecture of an MAE. Defaults are MAE ViT-Base/16 with the 512x8 decoder."""
 
     img_size: int = 224
@@ -40,18 +41,6 @@ class MAEConfig:
     decoder_num_heads: int = 16
     mlp_ratio: float = 4.0
     norm_pix_loss: bool = False
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """``(gh, gw)`` patch grid at ``img_size``."""
-        g = self.img_size // self.patch_size
-        return g, g
-
-    @property
-    def num_patches(self) -> int:
-        """Number of patches ``L``."""
-        gh, gw = self.grid
-        return gh * gw
 
     def to_dict(self) -> dict:
         """Plain dict (for safetensors metadata and model cards)."""

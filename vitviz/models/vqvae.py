@@ -33,11 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core.patches import SquarePatchGrid
+
 VQ_FORMAT = "vitviz-vqvae"
 
 
 @dataclass(frozen=True)
-class VQConfig:
+class VQConfig(SquarePatchGrid):
     """Architecture of the tokenizer."""
 
     img_size: int = 224
@@ -47,12 +49,6 @@ class VQConfig:
     hidden: int = 128
     decoder_blocks: int = 2
     ema_decay: float = 0.99
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """``(gh, gw)`` token grid at ``img_size``."""
-        g = self.img_size // self.patch_size
-        return g, g
 
     @property
     def patch_dim(self) -> int:
