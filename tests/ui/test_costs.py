@@ -148,6 +148,9 @@ def test_a_live_stream_has_its_own_slots_and_never_takes_a_views(demo, monkeypat
     assert fn.concurrency_id == limits.LIVE and fn.connection == "stream"
     assert fn.concurrency_limit == settings.live_limits()[0]
     assert limits.queue_group(fn, [None, "mae-tiny", 0.75, 0, "random", False, False, None, ""]) == limits.LIVE
+    video = _by_name(demo, "play_video")  # an uploaded video's playback: the same class, slots and rules
+    assert costs.fixed(video.fn) is Cost.LIVE and video.concurrency_id == limits.LIVE
+    assert video.concurrency_limit == settings.live_limits()[0]
     monkeypatch.setenv("VITVIZ_PUBLIC", "1")
     assert settings.live_limits() == (1, 60)
     monkeypatch.setenv("VITVIZ_LIVE_SECONDS", "0")

@@ -39,6 +39,15 @@ def _settled(read, quiet_s: float = 1.5, limit_s: float = 30.0) -> int:
     raise AssertionError("the server kept computing live frames")
 
 
+def _slider_to_half_and_seen_live(page) -> None:  # noqa: ANN001
+    """Move the MAE ratio from 75% to 50% and wait for a live frame computed at 50%."""
+    page.locator("#mae-ratio input[type=range]").focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowLeft")
+    page.wait_for_function("() => (document.querySelector('#mae-live-line') || {}).innerText"
+                           ".includes('98 of 196 patches hidden (50%)')", timeout=120_000)
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
     from playwright.sync_api import sync_playwright
@@ -61,12 +70,7 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
         assert "147 of 196 patches hidden (75%)" in line.inner_text()  # the tab's 75%
         assert "frames a second reach the page" in page.locator("#mae-live-rate").inner_text()
         assert "latency" in page.locator("#mae-live-rate").inner_text()
-        # The slider acts on the next frames: 75% -> 50%.
-        page.locator("#mae-ratio input[type=range]").focus()
-        for _ in range(5):
-            page.keyboard.press("ArrowLeft")
-        page.wait_for_function("() => (document.querySelector('#mae-live-line') || {}).innerText"
-                               ".includes('98 of 196 patches hidden (50%)')", timeout=120_000)
+        _slider_to_half_and_seen_live(page)  # the slider acts on the next frames
         stats = page.evaluate("vitviz.live.stats()")
         assert stats["total"] >= 5 and all(ms > 0 for ms in stats["latencies"])
         # Stopping the camera ends the server's loop: no frame is computed after it settles.
@@ -77,3 +81,71 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
         time.sleep(2.0)  # frames would arrive every 0.05 s if the stream were still open
         assert mae_live.frames_computed() == stopped
         browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_an_uploaded_video_plays_through_the_model_without_a_camera_and_stops(tmp_path):
+    pytest.importorskip("av")
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.core.video import write_video
+    from vitviz.ui import mae_live, mae_tab
+
+    clip = write_video(tmp_path / "pan.mp4", pan_frames(count=120), fps=20, codec="libx264")  # 6 s
+    with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)  # no camera at all
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.locator("#mae-live-box").click()
+        page.evaluate(COUNT_PANELS)
+        page.locator("#mae-live-play").click()  # nothing chosen yet: a sentence
+        page.locator("#mae-live-line").filter(has_text="Upload a video file first").wait_for(timeout=60_000)
+        page.locator("#mae-live-video input[type=file]").set_input_files(str(clip))
+        page.locator("#mae-live-video video").wait_for(timeout=60_000)
+        page.locator("#mae-live-pace input").uncheck()  # every frame in turn: the panel changes with each
+        page.locator("#mae-live-play").click()
+        page.wait_for_function("() => window.__livePanels.size >= 5", timeout=120_000)
+        assert "147 of 196 patches hidden (75%)" in page.locator("#mae-live-line").inner_text()
+        assert "video frame" in page.locator("#mae-live-line").inner_text()
+        assert "frames a second reach the page" in page.locator("#mae-live-rate").inner_text()
+        _slider_to_half_and_seen_live(page)  # the slider acts on a playing video's next frames
+        page.locator("#mae-live-stop").click()
+        stopped = _settled(mae_live.frames_computed)
+        time.sleep(1.5)
+        assert mae_live.frames_computed() == stopped
+        assert mae_live._PLAYING == {}  # the stopped video's controls are gone
+        browser.close()
+
+
+class _Request:
+    session_hash = "test-session"
+    headers: dict = {}
+    client = None
+
+
+def test_video_playback_refuses_with_sentences_and_keeps_to_the_time_limit(tmp_path, monkeypatch):
+    pytest.importorskip("av")
+    from vitviz import settings
+    from vitviz.core.video import write_video
+    from vitviz.ui import mae_live
+
+    monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
+    controls = ("mae-tiny", 0.75, 0, "random", False, False, None, True)
+    assert next(mae_live.play_video(None, *controls, _Request()))[2] == mae_live.NO_VIDEO
+    (tmp_path / "notes.mp4").write_text("not a video " * 20)
+    said = list(mae_live.play_video(str(tmp_path / "notes.mp4"), *controls, _Request()))
+    assert len(said) == 1 and "not a video vitviz can read" in said[0][2]
+    assert mae_live._PLAYING == {}
+    # A run stops at the live time limit (VITVIZ_LIVE_SECONDS), with a sentence.
+    clip = write_video(tmp_path / "pan.mp4", pan_frames(count=40), fps=10)  # 4 s at its own pace
+    monkeypatch.setattr(settings, "live_limits", lambda: (1, 1))
+    said = list(mae_live.play_video(str(clip), *controls, _Request()))
+    assert "Stopped after 1 s" in said[-1][2]
+    assert 1 <= len(said) - 1 <= 12 and all(s[0].shape == s[1].shape == (224, 224, 3) for s in said[:-1])
+    assert mae_live._PLAYING == {}
+    # Without a limit, it plays to the end and says so (every frame in turn: none dropped).
+    monkeypatch.setattr(settings, "live_limits", lambda: (1, None))
+    short = write_video(tmp_path / "short.mp4", pan_frames(count=4), fps=10)
+    said = list(mae_live.play_video(str(short), *controls[:-1], False, _Request()))
+    assert [s[3] for s in said[:-1]] == [f"video-{n}" for n in range(int(said[0][3][6:]), int(said[0][3][6:]) + 4)]
+    assert "End of the video: 4 frames rebuilt, 0 dropped" in said[-1][2]

@@ -73,3 +73,71 @@ def test_the_line_names_the_hidden_share_and_the_server_time(frames) -> None:
     f = live.live_frame("mae-tiny", frames[1], 0.25, 4, "block")
     text = live.frame_line(f)
     assert f"{f.hidden} of 196 patches hidden" in text and "mask seed 4" in text and "server" in text
+
+
+def _video_frames(times: list[float]) -> list:
+    from vitviz.core.video import VideoFrame
+
+    return [VideoFrame(i, t, np.full((2, 2, 3), i, dtype=np.uint8)) for i, t in enumerate(times)]
+
+
+class _Clock:
+    """A fake monotonic clock: ``sleep`` moves it on; ``work`` is what computing a frame costs."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def test_paced_plays_at_the_videos_speed_and_drops_frames_that_fell_behind() -> None:
+    clock = _Clock()
+    times = [i / 10 for i in range(10)]  # 10 frames a second
+    handed = []
+    for due in live.paced(_video_frames(times), True, clock, clock.sleep):
+        handed.append((due.frame.index, due.dropped))
+        clock.now += 0.25  # each frame takes 250 ms to compute: 2-3 frames go by meanwhile
+    # frame 0 at once; then always the newest frame whose time has come, never one that waits in a queue
+    assert handed == [(0, 0), (2, 1), (5, 3), (7, 4), (9, 5)]
+    assert clock.slept == [] or all(s > 0 for s in clock.slept)
+
+
+def test_paced_waits_for_a_frames_time_when_the_computation_is_quick() -> None:
+    clock = _Clock()
+    handed = []
+    for due in live.paced(_video_frames([0.0, 0.5, 1.0]), True, clock, clock.sleep):
+        handed.append((due.frame.index, round(clock.now - 100.0, 3)))
+        clock.now += 0.1
+    assert handed == [(0, 0.0), (1, 0.5), (2, 1.0)]
+    assert clock.slept == pytest.approx([0.4, 0.4])
+
+
+def test_unpaced_hands_out_every_frame_in_turn_and_never_waits() -> None:
+    clock = _Clock()
+    got = [(d.frame.index, d.dropped) for d in live.paced(_video_frames([0.0, 5.0, 10.0]), False, clock, clock.sleep)]
+    assert got == [(0, 0), (1, 0), (2, 0)] and clock.slept == []
+
+
+def test_a_video_plays_through_the_same_reconstruction_as_the_camera(tmp_path, frames) -> None:
+    pytest.importorskip("av")
+    from vitviz.core.video import write_video
+
+    path = write_video(tmp_path / "pan.mp4", frames, fps=10)
+    decoded = list(live.video_frames("mae-tiny", path))
+    assert len(decoded) == len(frames) and {f.rgb.shape[0] for f in decoded} == {224}  # short side = model's input
+    model = load_model("mae-tiny")
+    shown = [live.live_frame("mae-tiny", d.frame.rgb, 0.75, 3, "random", d.frame.index)
+             for d in live.paced(decoded, pace=False)]
+    for d, f in zip(decoded, shown):
+        r = reconstruct(model, d.rgb, 0.75, 3, "random")
+        assert np.array_equal(f.pasted, r.pasted) and f.seed == 3  # each frame, the held mask
+    assert len({f.pasted.tobytes() for f in shown}) >= len(frames) - 1  # the picture moves: the panels differ
+    (tmp_path / "notes.mp4").write_text("x" * 99)
+    with pytest.raises(ImageError, match="not a video"):
+        next(live.video_frames("mae-tiny", tmp_path / "notes.mp4"))

@@ -17,13 +17,24 @@ The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its
 The page shows frames per second and frame-to-panel latency (:file:`js/page.js`, part ``live``):
 the page stamps each frame it sends with its own clock, the server echoes the stamp of the frame
 it computed, and the page measures until the reconstruction panel has loaded.
+
+Where no camera is present, an uploaded video plays through the same per-frame reconstruction
+(:func:`play_video`, one generator event of the same cost class and rules: its own slot, one per
+session, the time limit, giving way to others). The file is read with ``gr.Video(sources=["upload"])``:
+with no ``format`` and its audio kept, Gradio 6.31 passes the uploaded file's path on as it is,
+without calling ``ffmpeg`` (which this app does not need); vitviz decodes it in-process
+(:mod:`vitviz.core.video`). A generator's inputs are fixed when it starts, so the controls' changes
+reach a playing video through :func:`note_controls` (the latest controls of each session that is
+playing, dropped when it stops).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +72,14 @@ PAUSE_S = 0.25
 PAUSED = ("⏸ Other requests (yours or other visitors') are computed first: frames are dropped until they "
           "finish.")
 
+HELP_VIDEO = (
+    "**No camera?** Upload a short video (at most 60 s, Full HD, the upload size limit) and play it through the "
+    "same reconstruction: the controls above act while it plays. *At the video's own speed* drops the frames "
+    "whose time passed while one was computing; unticked, every frame is rebuilt in turn, as fast as they compute."
+)
+#: Sentence while no video is chosen.
+NO_VIDEO = "Upload a video file first (MP4, WebM, MOV, MKV or AVI), then press Play."
+
 #: Numbers the frames (a new mask every frame draws its seed from it).
 FRAMES = itertools.count()
 #: Frames this process has reconstructed (the tests read it to see that a stopped stream stops the work).
@@ -83,6 +102,10 @@ class LiveBox:
     line: gr.Markdown
     echo: gr.Textbox
     stamp: gr.Textbox
+    video: gr.Video
+    pace: gr.Checkbox
+    play: gr.Button
+    stop: gr.Button
 
 
 def build() -> LiveBox:
@@ -97,12 +120,19 @@ def build() -> LiveBox:
             masked = gr.Image(label="Live: masked input", elem_id="mae-live-masked", **kw)
             pasted = gr.Image(label="Live: reconstruction + visible", elem_id="mae-live-pasted", **kw)
         fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh")
+        gr.Markdown(HELP_VIDEO, elem_classes=["vitviz-help"])
+        with gr.Row():
+            video = gr.Video(sources=["upload"], label="Video file", height=HEIGHT, elem_id="mae-live-video", scale=2)
+            with gr.Column(scale=1):
+                pace = gr.Checkbox(True, label="At the video's own speed", elem_id="mae-live-pace")
+                play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
+                stop = gr.Button("■ Stop", elem_id="mae-live-stop")
         line = gr.Markdown(elem_id="mae-live-line")
         gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
                 elem_id="mae-live-rate", padding=False, container=False)
         echo = gr.Textbox("", visible="hidden", elem_id="mae-live-echo", show_label=False, container=False)
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
-    return LiveBox(camera, fresh, masked, pasted, line, echo, stamp)
+    return LiveBox(camera, fresh, masked, pasted, line, echo, stamp, video, pace, play, stop)
 
 
 def _stamp(value: Any) -> str:
@@ -129,6 +159,80 @@ def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: flo
     return f.masked, f.pasted, live.frame_line(f), _stamp(stamp)
 
 
+@dataclass(frozen=True)
+class Controls:
+    """The controls a live frame is computed with (read again for every frame of a playing video)."""
+
+    model: str
+    ratio: float
+    seed: Any
+    pattern: str
+    fresh: bool
+    paint: bool
+    painted: Any
+
+
+#: The latest controls of each session whose video is playing (set by :func:`play_video` while it runs,
+#: updated by :func:`note_controls`): at most one entry per live slot, each gone when its video stops.
+_PLAYING: dict[str, Controls] = {}
+_PLAYING_LOCK = threading.Lock()
+
+
+def note_controls(model_name: str, ratio: float, seed: float, pattern: str, fresh: bool, paint: bool,
+                  painted: list | None, request: gr.Request) -> None:
+    """A control changed: a video playing for this session takes it from its next frame (private)."""
+    session = getattr(request, "session_hash", None)
+    with _PLAYING_LOCK:
+        if session in _PLAYING:
+            _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted)
+
+
+def _video_line(f: live.LiveFrame, due: live.Due) -> str:
+    return (f"{live.frame_line(f)} · video frame {due.frame.index} at {due.frame.time:.1f} s"
+            + (f" · {due.dropped} dropped so far" if due.dropped else ""))
+
+
+@cost(Cost.LIVE)
+def play_video(path: str | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
+               paint: bool, painted: list | None, pace: bool, request: gr.Request) -> Iterator[tuple]:
+    """Play an uploaded video through the live reconstruction: masked panel, reconstruction panel, their
+    line, and a frame tag for the page's rate, for every frame computed (private; a generator)."""
+    if not path:
+        yield gr.skip(), gr.skip(), NO_VIDEO, gr.skip()
+        return
+    session = getattr(request, "session_hash", None) or f"anonymous-{id(request)}"
+    with _PLAYING_LOCK:
+        _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted)
+    limit = settings.live_limits()[1]
+    start = time.monotonic()
+    done, due = 0, None
+    try:
+        for due in live.paced(live.video_frames(model_name, path), bool(pace)):
+            if limit is not None and time.monotonic() - start > limit:
+                yield gr.skip(), gr.skip(), f"⏹ Stopped after {limit} s, this server's limit for one live run.", gr.skip()
+                return
+            if others_busy(request):
+                time.sleep(PAUSE_S)
+                yield gr.skip(), gr.skip(), PAUSED, gr.skip()
+                continue
+            with _PLAYING_LOCK:
+                c = _PLAYING.get(session)
+            mask = np.asarray(c.painted, dtype=bool) if c.paint and c.painted is not None else None
+            f = live.live_frame(c.model, due.frame.rgb, c.ratio, as_seed(c.seed), c.pattern, due.frame.index,
+                                c.fresh, mask)
+            _computed[0] += 1
+            done += 1
+            yield f.masked, f.pasted, _video_line(f, due), f"video-{next(FRAMES)}"
+        dropped = due.dropped if due is not None else 0
+        yield gr.skip(), gr.skip(), (f"⏹ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
+                                     "passed while others were computing). Press Play to run it again."), gr.skip()
+    except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the app stays up
+        yield gr.skip(), gr.skip(), f"⚠️ {report('play_video', exc)}", gr.skip()
+    finally:
+        with _PLAYING_LOCK:
+            _PLAYING.pop(session, None)
+
+
 def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: Any, painted: Any) -> None:
     """Connect the camera's stream to the tab's controls, and the page's measurements to the answers."""
     streams, seconds = settings.live_limits()
@@ -137,3 +241,11 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
                       concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
                       api_visibility="private")
     box.echo.change(None, [box.echo], None, js=js.read("mae_live_echo"), queue=False, api_visibility="private")
+    controls = [model, ratio, seed, pattern, box.fresh, paint, painted]
+    playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.masked, box.pasted, box.line, box.echo],
+                             concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
+                             api_visibility="private")
+    box.stop.click(None, None, None, cancels=[playing], queue=False, api_visibility="private")
+    box.video.change(None, None, None, cancels=[playing], queue=False, api_visibility="private")
+    gr.on([c.change for c in controls], note_controls, controls, None, queue=False, show_progress="hidden",
+          api_visibility="private", trigger_mode="always_last")

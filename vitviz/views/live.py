@@ -8,15 +8,23 @@ push the still images' stops out of the cache budget.
 The mask is the controls' mask -- the same ratio, seed and pattern give the same hidden patches
 on every frame, so a teacher can point at one hidden patch while the picture moves -- unless a
 new mask is asked for every frame (:func:`frame_seed`); a painted mask is used as painted.
+
+An uploaded video plays through the same :func:`live_frame`: :func:`video_frames` decodes it at the
+model's input size (:mod:`vitviz.core.video`) and :func:`paced` hands out the frame due now -- at the
+video's own pace, the frames whose time passed while the previous one was computing are dropped,
+never queued -- or, without pacing, every frame in turn as fast as they compute.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from ..core.video import VideoFrame, read_frames
 from ..mae.reconstruct import reconstruct
 from ..models.loading import load_model
 from .mae import masked_panel
@@ -98,3 +106,60 @@ def frame_line(f: LiveFrame) -> str:
     mask = "painted mask" if f.seed is None else f"mask seed {f.seed}"
     return (f"**{f.hidden} of {f.patches} patches hidden ({f.hidden_share:.0%})** · {mask} · "
             f"hidden-patch MSE {f.masked_mse:.4f} · server {f.compute_ms:.0f} ms")
+
+
+def video_frames(model_name: str, path: str | Path) -> Iterator[VideoFrame]:
+    """The frames of a video file, decoded with their shorter side at the model's input size (the model
+    sees a square of that size: decoding smaller costs less and changes nothing it sees).
+
+    Raises:
+        ImageError: not a video, or over a limit of :mod:`vitviz.core.video` (the sentence says which).
+    """
+    return read_frames(path, short_side=load_model(model_name).input_size)
+
+
+@dataclass(frozen=True)
+class Due:
+    """A frame handed out by :func:`paced`.
+
+    Attributes:
+        frame: the frame.
+        dropped: frames passed over so far (their time went by while earlier frames were computed).
+    """
+
+    frame: VideoFrame
+    dropped: int
+
+
+def paced(frames: Iterable[VideoFrame], pace: bool = True, clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[Due]:
+    """Hand out the frames to compute, one when the caller asks for the next (a generator's pull).
+
+    With ``pace``, the video plays at its own speed from the first pull: the frame handed out is the
+    last one whose time has come (frames passed over are dropped, never queued), waiting for the next
+    frame's time when the caller is early. Without ``pace``, every frame in turn, at once.
+
+    Args:
+        frames: frames in time order (:func:`video_frames`).
+        pace: keep the video's own speed, dropping frames; False: every frame, as fast as they compute.
+        clock: seconds, monotonic (tests pass a fake one).
+        sleep: waits that many seconds (tests pass a fake one).
+    """
+    it = iter(frames)
+    start: float | None = None
+    dropped = 0
+    ahead = next(it, None)
+    while ahead is not None:
+        current, ahead = ahead, next(it, None)
+        if not pace:
+            yield Due(current, dropped)
+            continue
+        now = clock()
+        start = now - current.time if start is None else start
+        while ahead is not None and ahead.time <= now - start:  # its successor is due too: drop this one
+            dropped += 1
+            current, ahead = ahead, next(it, None)
+        wait = current.time - (now - start)
+        if wait > 0:
+            sleep(wait)
+        yield Due(current, dropped)

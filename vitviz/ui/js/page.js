@@ -386,6 +386,7 @@
   // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
+    const VIDEO = 'video';  // the "send time" of a video's frame: none
     const shown = [];  // [time, latency ms] of the panels shown, oldest first
     const history = [];  // every [time, latency ms, ms until the answer arrived] (at most 20,000)
     let pending = null, arrived = 0, lastLoad = null, img = null, total = 0;
@@ -396,7 +397,7 @@
     const stats = () => {
       const now = Date.now();
       while (shown.length && shown[0][0] < now - WINDOW) shown.shift();
-      const lat = shown.map((x) => x[1]);
+      const lat = shown.map((x) => x[1]).filter((x) => x !== null);
       const span = shown.length > 1 ? (shown[shown.length - 1][0] - shown[0][0]) / 1000 : 0;
       return {total, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5), p90: median(lat, 0.9),
               latencies: lat};
@@ -405,14 +406,17 @@
       const el = document.getElementById('mae-live-rate-text');
       if (!el) return;
       const s = stats();
-      el.textContent = s.p50 === null ? '' : `Live: ${s.fps.toFixed(1)} frames a second reach the page · ` +
-        `frame-to-panel latency ${Math.round(s.p50)} ms (median; 90% under ${Math.round(s.p90)} ms) over the ` +
-        `last ${WINDOW / 1000} s`;
+      if (!shown.length) { el.textContent = ''; return; }
+      el.textContent = `Live: ${s.fps.toFixed(1)} frames a second reach the page` + (s.p50 === null
+        ? ` over the last ${WINDOW / 1000} s (a video's frames: no camera-to-panel latency to measure)`
+        : ` · frame-to-panel latency ${Math.round(s.p50)} ms (median; 90% under ${Math.round(s.p90)} ms) over ` +
+          `the last ${WINDOW / 1000} s`);
     };
-    const record = (at, sent) => {
+    const record = (at, sent) => {  // sent: the frame's send time, or VIDEO (no latency)
       total += 1;
-      shown.push([at, at - sent]);
-      if (history.length < 20000) history.push([at, at - sent, arrived - sent]);
+      const video = sent === VIDEO;
+      shown.push([at, video ? null : at - sent]);
+      if (history.length < 20000) history.push([at, video ? null : at - sent, video ? null : arrived - sent]);
       render();
     };
     const loaded = () => {
@@ -437,8 +441,9 @@
       },
       rate() { watch(attach); },  // js_on_load of the rate line
       answer(sent) {  // the echoed stamp; its panel loads next (or, rarely, has just loaded)
-        const t = Number(sent);
-        if (!(t > 0)) return;
+        // A video's frame ("video-N") has no send time in the page: it counts for the rate, not the latency.
+        const t = String(sent).startsWith('video-') ? VIDEO : Number(sent);
+        if (!(t > 0) && t !== VIDEO) return;
         arrived = Date.now();
         if (lastLoad !== null && Date.now() - lastLoad < 250) { record(lastLoad, t); lastLoad = null; } else pending = t;
       },
