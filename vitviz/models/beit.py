@@ -25,8 +25,6 @@ reference's layout and names; the relative position *index* is computed, not sto
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -40,6 +38,7 @@ from timm.models.beit import RelativePositionBias
 from timm.models.vision_transformer import Block
 
 from ..core.patches import SquarePatchGrid
+from .own_file import export_fp16, load_own_file
 
 BEIT_FORMAT = "vitviz-beit"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -223,17 +222,8 @@ def normalize(x01: torch.Tensor, config: BEiTConfig) -> torch.Tensor:
 
 
 def export_beit(model: BEiTForMIM, path: Path, extra: dict[str, str] | None = None) -> None:
-    """Write the model as fp16 safetensors with its config in the metadata (atomic)."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
-    meta = {"format": BEIT_FORMAT, "config": json.dumps(model.config.to_dict())}
-    meta.update(extra or {})
-    tmp = path.with_suffix(".tmp")
-    save_file(sd, str(tmp), metadata=meta)
-    os.replace(tmp, path)
+    """Write the model as fp16 safetensors with its config in the metadata (atomic; :func:`export_fp16`)."""
+    export_fp16(model, path, BEIT_FORMAT, extra)
 
 
 def load_beit_file(path: Path) -> tuple[BEiTForMIM, dict[str, str]]:
@@ -243,13 +233,4 @@ def load_beit_file(path: Path) -> tuple[BEiTForMIM, dict[str, str]]:
         ValueError: not a vitviz-beit file.
         RuntimeError: keys or shapes do not match the config in its metadata.
     """
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    with safe_open(str(path), framework="pt") as fh:
-        meta = fh.metadata() or {}
-    if meta.get("format") != BEIT_FORMAT:
-        raise ValueError(f"{Path(path).name} is not a {BEIT_FORMAT} file (format={meta.get('format')!r})")
-    model = BEiTForMIM(BEiTConfig.from_dict(json.loads(meta["config"])))
-    model.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()}, strict=True)
-    return model.eval(), meta
+    return load_own_file(path, BEIT_FORMAT, lambda d: BEiTForMIM(BEiTConfig.from_dict(d)))

@@ -11,7 +11,6 @@ only when they equal the computed values.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,12 +18,13 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from ..errors import ModelUnavailable
 from .build import create_timm
 from .mae import MAEConfig, MaskedAutoencoderViT
+from .own_file import export_fp16
 
 
 def check_keys(expected: set[str], found: set[str], what: str, hint: str = "") -> None:
@@ -41,15 +41,8 @@ def check_keys(expected: set[str], found: set[str], what: str, hint: str = "") -
 
 
 def export_mae(model: MaskedAutoencoderViT, path: Path, extra: dict[str, str] | None = None) -> None:
-    """Write an MAE's weights as fp16 safetensors with its config in the metadata."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
-    meta = {"format": "vitviz-mae", "config": json.dumps(model.config.to_dict())}
-    meta.update(extra or {})
-    tmp = path.with_suffix(".tmp")
-    save_file(sd, str(tmp), metadata=meta)
-    os.replace(tmp, path)
+    """Write an MAE's weights as fp16 safetensors with its config in the metadata (atomic; :func:`export_fp16`)."""
+    export_fp16(model, path, "vitviz-mae", extra)
 
 
 def read_mae_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

@@ -78,6 +78,28 @@ def _packed_attention(qkv: torch.Tensor, lengths: list[int], num_heads: int) -> 
     return out
 
 
+def init_like_mae(module: nn.Module, *tokens: nn.Parameter) -> None:
+    """MAE's reference initialisation (``models_mae.initialize_weights``) of a ViT-like module.
+
+    In this order (the draws from torch's RNG are those of the reference): the patch
+    projection xavier-uniform as a ``(D, 3*P*P)`` matrix, each token ``N(0, 0.02)``,
+    every ``Linear`` xavier-uniform with zero bias, every ``LayerNorm`` 1 and 0. Used by
+    the MAE and by the classifier fine-tuned from its encoder (``training.finetune``).
+    """
+    w = module.patch_embed.proj.weight.data
+    nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+    for t in tokens:
+        nn.init.normal_(t, std=0.02)
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
 class MaskedAutoencoderViT(nn.Module):
     """MAE with a ViT encoder and a light ViT decoder.
 
@@ -120,18 +142,7 @@ class MaskedAutoencoderViT(nn.Module):
         self.decoder_pos_embed.data.copy_(
             torch.from_numpy(sincos_pos_embed(c.decoder_embed_dim, c.grid)).unsqueeze(0)
         )
-        w = self.patch_embed.proj.weight.data
-        nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
-        nn.init.normal_(self.cls_token, std=0.02)
-        nn.init.normal_(self.mask_token, std=0.02)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        init_like_mae(self, self.cls_token, self.mask_token)
 
     @property
     def patch_size(self) -> int:

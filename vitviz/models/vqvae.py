@@ -24,8 +24,6 @@ Pixels go in and come out in [0, 1].
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core.patches import SquarePatchGrid
+from .own_file import export_fp16, load_own_file
 
 VQ_FORMAT = "vitviz-vqvae"
 
@@ -235,33 +234,15 @@ class VQTokenizer(nn.Module):
 
 
 def export_vq(model: VQTokenizer, path: Path, extra: dict[str, str] | None = None) -> None:
-    """Write the tokenizer as fp16 safetensors with its config in the metadata (atomic)."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
-    meta = {"format": VQ_FORMAT, "config": json.dumps(model.config.to_dict())}
-    meta.update(extra or {})
-    tmp = path.with_suffix(".tmp")
-    save_file(sd, str(tmp), metadata=meta)
-    os.replace(tmp, path)
+    """Write the model as fp16 safetensors with its config in the metadata (atomic; :func:`export_fp16`)."""
+    export_fp16(model, path, VQ_FORMAT, extra)
 
 
 def load_vq_file(path: Path) -> tuple[VQTokenizer, dict[str, str]]:
-    """Build a tokenizer from a vitviz-vqvae safetensors file, strictly (fp32, eval mode).
+    """Build a model from a vitviz-vqvae safetensors file, strictly (fp32, eval mode).
 
     Raises:
-        ValueError: the file is not a vitviz-vqvae file.
+        ValueError: not a vitviz-vqvae file.
         RuntimeError: keys or shapes do not match the config in its metadata.
     """
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    with safe_open(str(path), framework="pt") as fh:
-        meta = fh.metadata() or {}
-    if meta.get("format") != VQ_FORMAT:
-        raise ValueError(f"{Path(path).name} is not a {VQ_FORMAT} file (format={meta.get('format')!r})")
-    model = VQTokenizer(VQConfig.from_dict(json.loads(meta["config"])))
-    model.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()}, strict=True)
-    return model.eval(), meta
+    return load_own_file(path, VQ_FORMAT, lambda d: VQTokenizer(VQConfig.from_dict(d)))

@@ -48,6 +48,7 @@ from torch import nn
 from ..core.pos_embed import sincos_pos_embed
 from ..features.llrd import param_groups
 from ..models.checkpoint import read_mae_file
+from ..models.mae import init_like_mae
 
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
@@ -103,17 +104,7 @@ class ViTClassifier(nn.Module):
         self._init()
 
     def _init(self) -> None:
-        w = self.patch_embed.proj.weight.data
-        nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
-        nn.init.normal_(self.cls_token, std=0.02)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        init_like_mae(self, self.cls_token)
         nn.init.trunc_normal_(self.head.weight, std=2e-5)  # MAE fine-tuning's head init
 
     def load_mae_encoder(self, path: Path) -> list[str]:
