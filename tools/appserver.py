@@ -71,19 +71,33 @@ def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str
 
 
 @contextmanager
-def serving_tab(title: str, build) -> Iterator[str]:  # noqa: ANN001 - build: a tab module's build(demo)
-    """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL."""
+def serving_tab(title: str, build, tab_id: str | None = None) -> Iterator[str]:  # noqa: ANN001 - build(demo)
+    """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL.
+
+    With ``tab_id`` the tab sits in ``gr.Tabs`` under that id, as in the app (for browser code that
+    finds a tab by its id). The hub is offline (``HF_HUB_OFFLINE=1``) while it serves.
+    """
     import gradio as gr
 
     from vitviz.ui.js import page  # the page module its browser code calls into
 
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
     with gr.Blocks(analytics_enabled=False) as demo:
-        with gr.Tab(title):
-            build(demo)
+        if tab_id is None:
+            with gr.Tab(title):
+                build(demo)
+        else:
+            with gr.Tabs(), gr.Tab(title, id=tab_id):
+                build(demo)
     demo.queue(default_concurrency_limit=2)
     port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, **page())
     try:
+        demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, **page())
         yield f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old

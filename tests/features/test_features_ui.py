@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
-import urllib.request
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -40,40 +37,11 @@ def test_handlers_turn_errors_into_messages(photo_path):
 @pytest.fixture(scope="module")
 def features_app():
     """The tab alone in a Blocks app on a free loopback port."""
-    import gradio as gr
-
+    from tools.appserver import serving_tab
     from vitviz.ui import features_tab
 
-    old = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    with gr.Blocks(analytics_enabled=False) as demo:
-        with gr.Tabs():
-            with gr.Tab("Features", id="features"):
-                features_tab.build(demo)
-    demo.queue(default_concurrency_limit=2)
-    port = free_port()
-    from vitviz.ui.js import page  # the page module its browser code calls into (keys, clicks)
-
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page())
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.3)
-    try:
+    with serving_tab("Features", features_tab.build, tab_id="features") as url:
         yield url
-    finally:
-        demo.close()
-        if old is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = old
 
 
 def test_named_endpoints(features_app, photo_path, tmp_path):
