@@ -73,3 +73,38 @@ def test_model_note_follows_the_first_switch_to_a_loadable_model(tmp_path):
         # the note is asked for before the new model's view and sweep, never after them
         assert "note" in sent and "queued" not in sent[:sent.index("note")], sent
         browser.close()
+
+
+def test_a_refused_upload_clears_the_panels_and_a_tiny_photo_is_said_enlarged(app_url, tmp_path):
+    """Bug 4: Gradio refused a too-large upload and emptied the box, but the previous photo's panels stayed;
+    a 12×12 photo was enlarged to 224×224 without a word."""
+    import numpy as np
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import settings
+
+    rng = np.random.default_rng(0)
+    big = tmp_path / "too_big.png"  # noise does not compress: just over the upload limit
+    side = int((settings.max_upload_bytes() / 3) ** 0.5) + 64
+    Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(big, compress_level=0)
+    assert big.stat().st_size > settings.max_upload_bytes()
+    tiny = tmp_path / "tiny.png"
+    Image.fromarray(rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(tiny)
+    metrics = "(document.querySelector('#mae-metrics') || {innerText: ''}).innerText"
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+        assert page.locator("#panel-masked img").count() == 1
+        page.locator("#mae-input input[type=file]").set_input_files(str(big))
+        page.wait_for_function(f"() => {metrics}.includes('Drop an image first')", timeout=60_000)
+        assert page.locator("#mae-input img").count() == 0
+        for panel in ("original", "masked", "pasted", "reconstruction", "error"):
+            assert page.locator(f"#panel-{panel} img").count() == 0, panel
+        page.locator("#mae-input input[type=file]").set_input_files(str(tiny))
+        page.wait_for_function(f"() => {metrics}.includes('Your photo is 12×12 px; it was enlarged 18.7× to "
+                               "224×224 px')", timeout=120_000)
+        assert "\u00a0dB" in page.evaluate(f"() => {metrics}")  # bug 5: "dB" never wraps alone
+        browser.close()

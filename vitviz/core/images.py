@@ -169,6 +169,15 @@ def load_image(source: ImageInput) -> Image.Image:
     return img.copy()
 
 
+def image_size(source: ImageInput) -> tuple[int, int]:
+    """``(width, height)`` of an image as :func:`load_image` reads it (a file is decoded once: the memo below).
+
+    Raises:
+        ImageError: as :func:`load_image`.
+    """
+    return load_image(source).size
+
+
 #: Image files and byte strings already decoded, by content (:func:`bytes_digest`) -> their RGB image: one
 #: upload is decoded once, however many views and caches read it (the MAE tab's view, sweep and slider stops
 #: used to decode it four times: ``bench/decodes.py``). Entries count against the one cache budget

@@ -129,7 +129,7 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
     """
     require_image(image)
     model, r = mae_view.result(image, model_name, mask_ratio, as_seed(seed), pattern, None)
-    return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r))
+    return r.original, r.masked, r.reconstruction, r.pasted, mae_view.metrics_markdown(mae_view.metrics(model, r, image))
 
 
 def _view_cleared(message: str) -> tuple:
@@ -150,7 +150,7 @@ def update_view(image: str | None, model_name: str, mask_ratio: float, seed: flo
     model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
                                np.asarray(painted, dtype=bool) if painting else None)
     p = mae_view.panels(r, painting=painting)
-    m = mae_view.metrics(model, r)
+    m = mae_view.metrics(model, r, image)
     out = [p.original, p.masked, p.reconstruction, p.pasted, p.error, mae_view.metrics_markdown(m),
            r.mask.tolist(), urlstate.encode_mask(r.mask) if painting else ""]
     if compare_name and compare_name != NO_COMPARE:
@@ -233,7 +233,7 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
             p = mae_view.panels(r)
             files = {kind: save_img_array_to_cache(getattr(p, kind), cache_dir=folder, format="png")
                      for kind in scrub.PANEL_KINDS}
-            stops.append(scrub.StopPanels(ratio, files, mae_view.metrics_markdown(mae_view.metrics(model, r))))
+            stops.append(scrub.StopPanels(ratio, files, mae_view.metrics_markdown(mae_view.metrics(model, r, image))))
         key = {"image": image, "model": model_name, "seed": s, "pattern": pattern}
         payload = scrub.build_payload(key, stops, folder) if stops else ""
         if complete:
@@ -253,7 +253,7 @@ def export(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     painting = bool(paint and painted is not None)
     model, r = mae_view.result(image, model_name, mask_ratio, s, pattern,
                                np.asarray(painted, dtype=bool) if painting else None)
-    items = [mae_view.metrics(model, r)]
+    items = [mae_view.metrics(model, r, image)]
     q = None
     compared = compare_name if compare_name and compare_name != NO_COMPARE else None
     if compared:

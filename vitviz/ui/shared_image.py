@@ -60,16 +60,20 @@ def input_of(handles: Any) -> ImageInput | None:
     return found if isinstance(found, ImageInput) else None
 
 
-def publish_js(tab_id: str, clear: bool = False) -> str:
+def publish_js(tab_id: str, clear: bool | str = False) -> str:
     """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``.
 
     A file (upload, paste, webcam, example) becomes the shared image and moves the tab's
     relay once (Gradio sends ``upload`` and ``input`` for one upload; a value without a file
     yet, an upload under way, changes nothing). ``clear=True``, for the box's ``clear`` event
     (sent while the box still holds the old value): the relay moves, so the tab redraws
-    without an image; the other tabs keep theirs. (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
+    without an image; the other tabs keep theirs. ``clear="emptied"``, for the box's ``change``: only a box
+    left empty counts, as a clear (Gradio empties the box when it refuses an upload, too large or not an
+    image, and sends neither ``upload`` nor ``clear``). (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
     """
-    return js.read("image_publish", tab=tab_id, clear=bool(clear))
+    if clear not in (True, False, "emptied"):
+        raise ValueError(f"clear is True, False or 'emptied', not {clear!r}")
+    return js.read("image_publish", tab=tab_id, clear=clear)
 
 
 def select_js(tab_id: str) -> str:
@@ -129,6 +133,8 @@ class SharedImage:
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
             examples.load_input_event.then(**kw)
         image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
+        # after relay_image_changes: this listener stays on the box (a refused upload empties it silently)
+        image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})
         tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id), queue=False,
                    api_visibility="private")
         self.tabs.append(tab_id)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..models.registry import LOCAL_SOURCE, RANDOM_SUFFIX, parse_choice
 
-__all__ = ["RANDOM_SUFFIX", "as_int", "as_seed", "parse_choice", "require_image"]
+__all__ = ["RANDOM_SUFFIX", "as_int", "as_seed", "enlargement_note", "parse_choice", "require_image"]
 
 
 def as_seed(value: Any) -> int:
@@ -39,6 +39,24 @@ def require_image(image: Any) -> Any:
     if image is None or (isinstance(image, str) and not image):
         raise ValueError("Drop an image first (or pick one of the examples).")
     return image
+
+
+def enlargement_note(width: int, height: int, side: int, patch: int) -> str:
+    """One sentence when a photo is smaller than the model's input and was enlarged to it, else ``""``.
+
+    Args:
+        width, height: the photo's size in pixels.
+        side: the model's input side (the photo's shorter side is resized to it).
+        patch: the model's patch size in pixels.
+    """
+    short = min(width, height)
+    if short >= side or short < 1:
+        return ""
+    scale = side / short
+    holds = patch / scale  # photo pixels across one patch
+    text = (f"Your photo is {width}×{height} px; it was enlarged {scale:.1f}× to {side}×{side} px, so each "
+            f"{patch}-px patch holds {holds:.1f}×{holds:.1f} of its pixels")
+    return f"⚠️ {text}: the model sees the blur of the enlargement, not detail." if scale >= 2 else text + "."
 
 
 #: The default model of the tabs whose lesson needs trained weights, where its weights are here.

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..compute.formulas import encoder_flops_ratio, mae_flops
+from ..core.images import image_size
 from ..core.patches import pixel_to_patch
 from ..mae.reconstruct import Reconstruction, reconstruct
 from ..mae.sweep import Sweep, reconstruct_cached
@@ -22,7 +23,7 @@ import textwrap
 
 from ..render._draw import label_row, text
 from ..render.mae import error_heatmap, grid_overlay, shade_hidden
-from .common import model_label
+from .common import enlargement_note, model_label
 
 THUMB_RATIOS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
 
@@ -59,12 +60,13 @@ def panels(r: Reconstruction, error_vmax: float | None = None, painting: bool = 
     )
 
 
-def metrics(model: LoadedModel, r: Reconstruction) -> dict:
-    """All numbers shown under the panels (JSON-ready)."""
+def metrics(model: LoadedModel, r: Reconstruction, photo: Any = None) -> dict:
+    """All numbers shown under the panels (JSON-ready); ``photo``, the image given (a path), adds its size
+    (``photo_size``: width, height), so the line can say when it was enlarged to the model's input."""
     cfg = model.module.config
     flops = mae_flops(cfg, r.mask_ratio)
     full = mae_flops(cfg, 0.0)
-    return {
+    out = {
         "model": model.name,
         **r.metrics(),
         "encoder_gflops": flops["encoder"] / 1e9,
@@ -72,15 +74,21 @@ def metrics(model: LoadedModel, r: Reconstruction) -> dict:
         "encoder_flops_saving": encoder_flops_ratio(cfg, r.mask_ratio),
         "decoder_gflops": flops["decoder"] / 1e9,
     }
+    if photo is not None:
+        out["photo_size"] = list(image_size(photo))
+        out["input_side"], out["patch_size"] = int(cfg.img_size), int(cfg.patch_size)
+    return out
 
 
 def metrics_markdown(m: dict) -> str:
     """The metrics as one or two lines of Markdown."""
     hidden = m["hidden_patches"]
+    note = enlargement_note(*m["photo_size"], m["input_side"], m["patch_size"]) if m.get("photo_size") else ""
     if hidden == 0:
         return (f"**{m['model']}** · **nothing is hidden**: the encoder sees all {m['num_patches']} tokens, so "
-                "there is nothing to rebuild and no error to measure. Move the slider to hide patches.")
-    psnr = f"{m['psnr_db']:.1f} dB"
+                "there is nothing to rebuild and no error to measure. Move the slider to hide patches."
+                + (f"\n\n{note}" if note else ""))
+    psnr = f"{m['psnr_db']:.1f}\u00a0dB"  # never "dB" alone on the next line
     text = (
         f"**{m['model']}** · hidden-patch **MSE {m['masked_mse']:.4f}** · **PSNR {psnr}** (RGB in [0, 1]) · "
         f"model loss {m['model_loss']:.3f} (its training space) · "
@@ -88,6 +96,7 @@ def metrics_markdown(m: dict) -> str:
         f"**{m['encoder_flops_saving']:.1f}x fewer encoder FLOPs** "
         f"({m['encoder_gflops']:.2f} vs {m['encoder_gflops_full_sequence']:.2f} GFLOPs)"
     )
+    text += f"\n\n{note}" if note else ""
     if m.get("norm_pix"):
         text += (
             "\n\n⚠️ This checkpoint predicts *per-patch normalised* pixels; the panels were de-normalised "

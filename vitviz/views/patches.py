@@ -29,7 +29,7 @@ from ..render._draw import label_row
 from ..render.mae import grid_overlay
 from ..render.tokens import (MosaicLayout, OverlayLayout, StripLayout, color_range, mark_patch, patch_grid_overlay,
                              shuffled_view, similarity_image, similarity_mosaic, token_strip)
-from .common import as_seed, model_label, require_image
+from .common import as_seed, enlargement_note, model_label, require_image
 
 #: Patch sizes offered by the tab.
 PATCH_SIZES: tuple[int, ...] = (4, 8, 14, 16, 32)
@@ -122,6 +122,7 @@ def readout_markdown(g: PatchGrid) -> str:
                 f"(about {lost} px of the {axis} cut off).")
     else:
         crop = f"Your {w}×{h} image → {g.side}×{g.side} (square: nothing is cut off)."
+    enlarged = enlargement_note(w, h, g.side, g.patch_size)
     return (
         f"**Grid** {gh} × {gw} patches of {g.patch_size} px at {g.side}×{g.side} px  ·  "
         f"**N** = {g.num_patches:,} patch tokens  ·  **N + 1** = {g.seq_len:,} with [CLS]  ·  "
@@ -129,7 +130,7 @@ def readout_markdown(g: PatchGrid) -> str:
         f"**One global attention layer** compares every token with every token: (N+1)² = "
         f"{g.attention_pairs:,} pairs, **{g.relative_attention_cost:.3g}×** ViT-B/16 at 224 px (197 tokens); "
         f"its products QKᵀ and AV cost 4·(N+1)²·C = {attention_gflops(g):.3g} GFLOPs at C = 768.\n\n"
-        f"{snapped}{crop}"
+        f"{snapped}{crop}" + (f"\n\n{enlarged}" if enlarged else "")
     )
 
 

@@ -150,7 +150,11 @@
       // A user's change to a tab's box -> [relay]: a file becomes the shared image and moves the relay once
       // (an upload sends `upload` and `input`; a value without a file yet changes nothing). `clear`: the
       // box's clear event (sent while it still holds the old value): the tab redraws without an image.
+      // clear 'emptied': the box's change; only a box left empty counts (Gradio refused the upload, too large
+      // or not an image, and sent neither upload nor clear): the tab redraws without an image, so no panel
+      // of the previous photo stays beside the empty box.
       publish(id, value, relay, clear) {
+        if (clear === 'emptied') { if (value) return [relay]; clear = true; }
         const key = clear ? '' : ((value && value.path) || null);
         if (key === null || S.shown[id] === key) return [relay];
         S.shown[id] = key;
