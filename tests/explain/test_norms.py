@@ -101,7 +101,7 @@ def test_every_lesson_runs_with_patch_14(tiny_dinov2):
     n = token_norms(m, img)
     assert n.norms.shape == (3, 17) and n.patch_norms(2).shape == (4, 4)
     from vitviz.core.pos_embed import similarity_grid
-    from vitviz.embedding.tokens import position_embeddings
+    from vitviz.embedding.sequence import position_embeddings
 
     pos = position_embeddings(m.module)
     assert pos.grid == (4, 4) and similarity_grid(pos.patches, pos.grid).shape == (4, 4, 4, 4)

@@ -1,7 +1,7 @@
 """Absolute position embeddings as arrays: MAE's fixed 2-D sin-cos table, similarity
 maps, and resampling to another grid (bicubic, as timm does, or as DINOv2 does).
 
-A model's own embeddings are read by :func:`vitviz.embedding.tokens.position_embeddings`.
+A model's own embeddings are read by :func:`vitviz.embedding.sequence.position_embeddings`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from ..core.patches import grid_size
 from ..core.pos_embed import PositionEmbeddings, interpolate_pos_embed, sincos_at
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
-from .tokens import module_device, view_tensor, encode, patch_tokens, position_embeddings
+from .sequence import module_device, view_tensor, encode, patch_tokens, position_embeddings
 
 #: MAE copies resized to another resolution (parameters shared with the original).
 _RESIZED: LRU[tuple, MaskedAutoencoderViT] = LRU(4, budgeted=False)  # models, counted by number

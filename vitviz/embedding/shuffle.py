@@ -12,7 +12,7 @@ from torch import nn
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..core.pos_embed import interpolate_pos_embed
-from .tokens import module_device, prefix_token_vectors, view_tensor, encode, patch_tokens, position_embeddings
+from .sequence import module_device, prefix_token_vectors, view_tensor, encode, patch_tokens, position_embeddings
 
 
 @dataclass(frozen=True)

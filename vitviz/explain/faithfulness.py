@@ -38,7 +38,7 @@ from torch import nn
 
 from ..core.images import ImageInput, model_input
 from ..core.pos_embed import PositionEmbeddings
-from ..embedding.tokens import encode, patch_tokens, position_embeddings
+from ..embedding.sequence import encode, patch_tokens, position_embeddings
 from ..models.loading import LoadedModel
 from .methods import Explanation, check_classifier, explain_maps
 
@@ -117,7 +117,7 @@ def _subset_positions(pos: PositionEmbeddings, keep: torch.Tensor) -> PositionEm
     """The position embeddings of the prefix tokens and of the kept patches ``(N, K)``.
 
     ``full`` becomes ``(N, k + K, D)``: one row of positions per sequence, which
-    :func:`vitviz.embedding.tokens.encode` adds to that sequence.
+    :func:`vitviz.embedding.sequence.encode` adds to that sequence.
     """
     n = keep.shape[0]
     patches = pos.patches[keep]  # (N, K, D)

@@ -14,7 +14,7 @@ import gradio as gr
 import numpy as np
 
 from ..core.patches import grid_view
-from ..render.tokens import MosaicLayout, OverlayLayout, StripLayout, patch_grid_overlay
+from ..render.patches import MosaicLayout, OverlayLayout, StripLayout, patch_grid_overlay
 from ..views import patches as pv
 from ..views.patches import DEFAULT_POINT, PATCH_SIZES, readout_markdown, readouts
 from .common import as_seed, endpoint, example_images, memo_view, require_image, user_errors

@@ -19,15 +19,15 @@ from ..core.patches import PatchGrid, check_patch, grid_view, patch_center, pixe
 from ..core.pos_embed import similarity_grid, sincos_at
 from ..embedding.resolution import resized_model, run_at_resolution
 from ..embedding.shuffle import shuffle_demo
-from ..embedding.tokens import POS_FAMILIES, class_token_embedding, patch_embedding, position_embeddings
+from ..embedding.sequence import POS_FAMILIES, class_token_embedding, patch_embedding, position_embeddings
 from ..mae.reconstruct import reconstruct
 from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.mae import MaskedAutoencoderViT
 from ..models.registry import RANDOM_SUFFIX, get_spec, model_names
-from ..plots.tokens import embedding_figure, pixel_vector_figure
+from ..plots.patches import embedding_figure, pixel_vector_figure
 from ..render._draw import label_row
 from ..render.mae import grid_overlay
-from ..render.tokens import (MosaicLayout, OverlayLayout, StripLayout, color_range, mark_patch, patch_grid_overlay,
+from ..render.patches import (MosaicLayout, OverlayLayout, StripLayout, color_range, mark_patch, patch_grid_overlay,
                              shuffled_view, similarity_image, similarity_mosaic, token_strip)
 from .common import as_seed, enlargement_note, model_label, require_image
 

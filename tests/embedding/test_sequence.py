@@ -15,13 +15,13 @@ from vitviz.models.registry import get_spec
 import vitviz.core.pos_embed as core_pos_embed
 import vitviz.embedding.resolution as embedding_resolution
 import vitviz.embedding.shuffle as embedding_shuffle
-import vitviz.embedding.tokens as embedding_tokens
+import vitviz.embedding.sequence as embedding_sequence
 import vitviz.models.loading as models_loading
 import vitviz.views.patches as views_patches
 from vitviz.core.images import DataConfig, square_resize, to_uint8
 from vitviz.core.patches import patchify
 from vitviz.mae.reconstruct import reconstruct
-from vitviz.render.tokens import patch_grid_overlay, shuffled_view, similarity_mosaic, token_strip
+from vitviz.render.patches import patch_grid_overlay, shuffled_view, similarity_mosaic, token_strip
 
 
 def _random_vit(name: str, seed: int = 0):
@@ -152,12 +152,12 @@ def test_patch_embedding_is_E_times_x(tiny_loaded, tiny_vit):
     view64 = to_uint8(square_resize(_photo(80, 64), 64))
     view160 = to_uint8(square_resize(_photo(200, 160), 160))
     for module, cfg, view in ((tiny_loaded.module, tiny_loaded.data_config, view64), (*tiny_vit, view160)):
-        x = embedding_tokens.view_tensor(view, cfg, torch.device("cpu"))
+        x = embedding_sequence.view_tensor(view, cfg, torch.device("cpu"))
         with torch.no_grad():
             conv = module.patch_embed.proj(x).flatten(2).transpose(1, 2)[0]  # (L, D) from the convolution
         for i in (0, 5, conv.shape[0] - 1):
-            assert np.allclose(embedding_tokens.patch_embedding(module, cfg, view, i), conv[i].numpy(), atol=1e-5)
-        e, b = embedding_tokens.projection_matrix(module)
+            assert np.allclose(embedding_sequence.patch_embedding(module, cfg, view, i), conv[i].numpy(), atol=1e-5)
+        e, b = embedding_sequence.projection_matrix(module)
         assert e.shape == (conv.shape[1], 16 * 16 * 3) and b.shape == (conv.shape[1],)
 
 
@@ -166,7 +166,7 @@ def test_patch_embedding_is_E_times_x(tiny_loaded, tiny_vit):
 
 def test_similarity_of_a_patch_with_itself_is_one(tiny_loaded, tiny_vit):
     for module in (tiny_loaded.module, tiny_vit[0]):
-        pos = embedding_tokens.position_embeddings(module)
+        pos = embedding_sequence.position_embeddings(module)
         sims = core_pos_embed.similarity_grid(pos.patches, pos.grid)
         gh, gw = pos.grid
         diag = sims.reshape(gh * gw, gh * gw).diagonal()
@@ -179,20 +179,20 @@ def test_similarity_of_a_patch_with_itself_is_one(tiny_loaded, tiny_vit):
 
 
 def test_sincos_maps_fall_off_with_distance(tiny_loaded):
-    pos = embedding_tokens.position_embeddings(tiny_loaded.module)
+    pos = embedding_sequence.position_embeddings(tiny_loaded.module)
     m = core_pos_embed.similarity_map(pos.patches, pos.grid, 0, 0)
     assert m[0, 0] > m[0, 1] > m[0, 3] and m[0, 0] > m[1, 0] > m[3, 0]
 
 
 def test_prefix_tokens_are_counted(tiny_loaded, tiny_vit):
-    assert embedding_tokens.position_embeddings(tiny_loaded.module).num_prefix == 1
-    pos = embedding_tokens.position_embeddings(tiny_vit[0])
+    assert embedding_sequence.position_embeddings(tiny_loaded.module).num_prefix == 1
+    pos = embedding_sequence.position_embeddings(tiny_vit[0])
     assert pos.num_prefix == 1 and pos.grid == (10, 10) and pos.patches.shape == (100, 64)
 
 
 def test_interpolated_embeddings_at_the_original_size_equal_the_originals(tiny_loaded, tiny_vit):
     for module in (tiny_loaded.module, tiny_vit[0]):
-        pos = embedding_tokens.position_embeddings(module)
+        pos = embedding_sequence.position_embeddings(module)
         same = core_pos_embed.interpolate_pos_embed(pos, pos.grid)
         assert torch.equal(same.full, pos.full)
         bigger = core_pos_embed.interpolate_pos_embed(pos, (pos.grid[0] + 3, pos.grid[1] + 5))  # non-square is fine
@@ -212,16 +212,16 @@ def test_interpolation_matches_timm_dynamic_img_size(tiny_vit):
         dyn = timm.create_model("test_vit", pretrained=False, dynamic_img_size=True).eval()
     dyn.load_state_dict(module.state_dict())
     view = to_uint8(square_resize(_photo(300, 240), 224))  # 14x14 grid instead of 10x10
-    x = embedding_tokens.view_tensor(view, cfg, torch.device("cpu"))
-    pos = core_pos_embed.interpolate_pos_embed(embedding_tokens.position_embeddings(module), (14, 14))
+    x = embedding_sequence.view_tensor(view, cfg, torch.device("cpu"))
+    pos = core_pos_embed.interpolate_pos_embed(embedding_sequence.position_embeddings(module), (14, 14))
     with torch.no_grad():
-        ours = embedding_tokens.encode(module, embedding_tokens.patch_tokens(module, x), pos)
+        ours = embedding_sequence.encode(module, embedding_sequence.patch_tokens(module, x), pos)
         theirs = dyn.forward_features(x)
     assert torch.allclose(ours, theirs, atol=1e-5)
 
 
 def test_sincos_recomputed_at_the_same_grid_is_the_original(tiny_loaded):
-    pos = embedding_tokens.position_embeddings(tiny_loaded.module)
+    pos = embedding_sequence.position_embeddings(tiny_loaded.module)
     assert torch.allclose(core_pos_embed.sincos_at(pos, pos.grid).full, pos.full, atol=1e-6)
 
 
@@ -233,13 +233,13 @@ def test_encode_matches_the_models_own_forward(tiny_loaded, tiny_vit):
     x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         theirs = mae.encode_tokens(mae.embed_patches(x), torch.arange(16))
-    ours = embedding_tokens.encode(mae, embedding_tokens.patch_tokens(mae, x), embedding_tokens.position_embeddings(mae))
+    ours = embedding_sequence.encode(mae, embedding_sequence.patch_tokens(mae, x), embedding_sequence.position_embeddings(mae))
     assert torch.allclose(ours, theirs, atol=1e-6)
     vit, _ = tiny_vit
     x = torch.randn(1, 3, 160, 160, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         theirs = vit.forward_features(x)
-    assert torch.allclose(embedding_tokens.encode(vit, embedding_tokens.patch_tokens(vit, x), embedding_tokens.position_embeddings(vit)), theirs, atol=1e-6)
+    assert torch.allclose(embedding_sequence.encode(vit, embedding_sequence.patch_tokens(vit, x), embedding_sequence.position_embeddings(vit)), theirs, atol=1e-6)
 
 
 @pytest.mark.parametrize("which", ["mae", "vit"])
@@ -329,7 +329,7 @@ def test_random_weights_model_is_seeded_and_leaves_the_global_rng_alone():
     m = models_loading.load_choice("deit-small-distilled:random")
     assert torch.equal(torch.random.get_rng_state(), state)
     assert m.random_init and not isinstance(m.module, MaskedAutoencoderViT) and m.grid == (14, 14)
-    pos = embedding_tokens.position_embeddings(m.module)
+    pos = embedding_sequence.position_embeddings(m.module)
     assert pos.num_prefix == 2  # class and distillation tokens
     assert models_loading.load_choice("deit-small-distilled:random").module is m.module  # built once, then shared
     # two prefix tokens with positions; a 112 px view (7x7 grid, positions resampled) keeps the test fast
@@ -347,7 +347,7 @@ def test_random_weights_depend_only_on_the_seed():
 def test_real_mae_tiny_maps_are_sincos():
     m = models_loading.load_choice("mae-tiny")
     assert isinstance(m.module, MaskedAutoencoderViT) and not m.random_init and m.grid == (14, 14)
-    pos = embedding_tokens.position_embeddings(m.module)
+    pos = embedding_sequence.position_embeddings(m.module)
     # the embedded weights keep the fixed sin-cos table (stored in fp16)
     assert torch.allclose(core_pos_embed.sincos_at(pos, pos.grid).full.cpu(), pos.full.cpu(), atol=2e-3)
 
