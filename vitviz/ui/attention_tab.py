@@ -152,10 +152,12 @@ def on_model(choice: str, layer: float, part: str, query: str | None = None) -> 
 
 
 @cost(Cost.VIEW)
-def on_load(choice: str, layer: float, part: str, query: str | None, request: gr.Request) -> tuple:
-    """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
+def on_load(choice: str, layer: float, part: str, query: str | None, head: float, request: gr.Request) -> tuple:
+    """The tab's first showing: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any,
+    and at ``head``. A head clicked in the Heads tab before this tab was shown arrives here as ``layer``,
+    ``part`` and ``head`` (:data:`FIRST_JS`), so the first view is that head's."""
     state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
-    return on_model(choice, state.layer if state.layer else layer, part, query)
+    return on_model(choice, state.layer if state.layer else layer, part, query) + (head,)
 
 
 @cost(Cost.VIEW)
@@ -207,6 +209,8 @@ def as_patch() -> str:
 #: shows its query view, the target goes into this component's value, which fires its change. (Arrow keys
 #: and [ ] step through the layers: the page module's keyboard presses the prev / next buttons.)
 GOTO_JS = js.read("attention_goto")
+#: The first view's inputs: a head clicked in the Heads tab before this tab was shown (``vitviz.attention.first``).
+FIRST_JS = js.read("attention_first")
 
 
 def build(demo: gr.Blocks) -> ImageInput:
@@ -298,8 +302,8 @@ def build(demo: gr.Blocks) -> ImageInput:
     endpoint(rollout, r_in, r_out, api_name="rollout")
     endpoint(attention_distance, src, [dist_plot], api_name="attention_distance")
 
-    demo.load(on_load, [model, layer, part, query], [part, mae_box, layer, query, depth],
-              api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")
+    demo.load(on_load, [model, layer, part, query, head], [part, mae_box, layer, query, depth, head],
+              js=FIRST_JS, api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")
     model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
     model.change(on_model, [model, layer, part, query], [part, mae_box, layer, query, depth], **quick).then(
         update_all, all_in, all_out, **quick)

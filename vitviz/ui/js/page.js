@@ -338,6 +338,15 @@
     return {
       // js_on_load of the tab's hidden goto component: a target goes in its value, which fires its change.
       gotoTarget(p) { props = p; if (want) later(); },
+      // The inputs of the tab's first view ([model, layer, part, query, head], its page-load chain): a head
+      // clicked before the tab was ever shown becomes that view's layer and head (one computation, instead
+      // of the default view and then the head's); the check above resends it if the view does not name it.
+      first(values) {
+        if (!want || want.sent || (want.model && want.model !== values[0])) return values;
+        want.sent = Date.now(); want.tries += 1;
+        setTimeout(later, 3050);
+        return [values[0], want.layer, 'encoder', values[3], want.head];
+      },
       goto(model, layer, head) {
         want = {model, layer: Number(layer), head: Number(head), sent: 0, tries: 0};
         watch(check);

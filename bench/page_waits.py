@@ -1,0 +1,207 @@
+"""What a visitor waits for in the page, on two checkouts side by side (issue 34's table).
+
+Usage::
+
+    python bench/page_waits.py [--before DIR] [--rounds 2] [--scenarios heads-click tabs] [--port 7760]
+
+Each round starts ``python app.py`` of each checkout in turn (its own environment, a loopback
+port) and drives it with headless Chromium (``/usr/bin/chromium``, 1280×720), timed in
+Python around the page's own events:
+
+- ``heads-click``: the Heads tab's first view drawn, then a click on the grid cell of layer 5,
+  head 2; timed until the Attention tab's query view names that layer and head and shows
+  its overlay (the Attention tab not opened before: what a visitor's first click meets).
+- ``tabs``: the MAE tab's first view, then a new photo (an example flipped and cropped: no
+  cache has seen it) uploaded there and the MAE tab settled; then every other tab that
+  shares the photo is opened in turn, each timed from the click on its button until its
+  ready text is shown and none of its outputs is pending for 0.8 s (the time reported is
+  the moment they stopped being pending).
+
+Prints the median of each row per checkout, their ratio and the load average (``uptime``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run"]
+SCENARIOS = ("heads-click", "tabs")
+#: Tab label -> (elem_id, text) that the tab's first view shows (the tour's ready texts).
+TABS: dict[str, tuple[str, str]] = {
+    "Patches": ("patches-readout", "Grid"),
+    "Attention": ("attn-query-info", "Layer 1 of"),
+    "Heads": ("heads-info", "heads"),
+    "Explain": ("explain-auc", "deletion"),
+    "Features": ("feat-pca-info", "PCA"),
+    "BEiT tokens": ("beit-token-text", "Round trip"),
+    "Swin": ("swin-info", "stage 1"),
+}
+
+#: Resolves, once the element's text holds ``text`` and no status tracker of the shown tab has been
+#: pending for ``quiet`` ms, with the ms from ``t0`` (``performance.now()`` origin) to when they stopped.
+SETTLED_JS = """
+async ([id, text, quiet, timeout]) => {
+  const start = performance.now();
+  const busy = () => [...document.querySelectorAll('[role=tabpanel] [data-testid=status-tracker]')]
+    .some(el => el.offsetParent !== null && !el.classList.contains('hide'));
+  let since = null;
+  while (performance.now() - start < timeout) {
+    const el = document.getElementById(id);
+    const ready = el && el.innerText.includes(text) && !busy();
+    if (ready && since === null) since = performance.now();
+    if (!ready) since = null;
+    if (since !== null && performance.now() - since >= quiet) return since - start;
+    await new Promise(r => setTimeout(r, 20));
+  }
+  throw new Error(`not settled: #${id} ${text}`);
+}
+"""
+
+#: Page coordinates of the centre of the Heads grid cell of (layer, head), 1-based.
+CELL_JS = """([layer, head]) => {
+  const gd = document.querySelector('#heads-grid .js-plotly-plot');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+  return [r.left + xa._offset + xa.l2p(head), r.top + ya._offset + ya.l2p(layer)];
+}"""
+#: The grid is drawn and the page's click handler is on it (either checkout's way of saying so).
+ATTACHED_JS = """() => { const gd = document.querySelector('#heads-grid .js-plotly-plot');
+  return !!(gd && gd._fullLayout && gd._fullLayout.xaxis &&
+            (gd.__vitvizClick || (window.vitviz && window.vitviz.heads && window.vitviz.heads.attached(gd)))); }"""
+QUERY_DONE_JS = """([l, h]) => { const t = document.querySelector('#attn-query-info');
+  const img = document.querySelector('#attn-query-overlay img');
+  return t && t.innerText.includes(`Head ${h} selected`) && t.innerText.includes(`Layer ${l} of`) &&
+         img && img.getAttribute('src'); }"""
+
+
+def loadavg() -> str:
+    """The first three fields of ``/proc/loadavg``."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def start_app(tree: Path, port: int, log: Path) -> subprocess.Popen:
+    """``python app.py`` of ``tree`` on ``port``, once ``GET /`` answers."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=tree, env=env, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app in {tree} exited:\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"the app in {tree} did not start")
+
+
+def new_photo(tree: Path, out: Path) -> Path:
+    """An example photo flipped and cropped (content no cache has seen), as PNG."""
+    from PIL import Image
+
+    src = sorted((tree / "assets" / "examples").glob("*.jpg"))[0]
+    im = Image.open(src).convert("RGB").transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    w, h = im.size
+    im = im.crop((w // 10, h // 12, w - w // 14, h - h // 9))
+    path = out / "never-seen.png"
+    im.save(path)
+    return path
+
+
+def heads_click(page, url: str) -> dict[str, float]:  # noqa: ANN001
+    page.goto(url + "?tab=heads")
+    page.wait_for_function("document.querySelector('#heads-info') && "
+                           "document.querySelector('#heads-info').innerText.includes('heads')", timeout=600_000)
+    page.locator("#heads-grid").scroll_into_view_if_needed()
+    page.wait_for_function(ATTACHED_JS, timeout=120_000)
+    page.wait_for_timeout(500)
+    x, y = page.evaluate(CELL_JS, [5, 2])
+    t0 = time.perf_counter()
+    page.mouse.click(x, y)
+    page.wait_for_function(QUERY_DONE_JS, arg=[5, 2], timeout=600_000, polling=20)
+    return {"Heads cell click -> Attention query view of that head": time.perf_counter() - t0}
+
+
+def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
+    page.goto(url + "?tab=mae")
+    page.evaluate(SETTLED_JS, ["mae-metrics", "hidden", 800, 600_000])
+    page.set_input_files("#mae-input input[type=file]", str(photo))
+    t0 = time.perf_counter()
+    page.wait_for_timeout(1000)
+    page.evaluate(SETTLED_JS, ["mae-metrics", "hidden", 800, 600_000])
+    out = {"MAE: new photo uploaded (until settled)": time.perf_counter() - t0}
+    for label, (elem, text) in TABS.items():
+        page.get_by_role("tab", name=label, exact=True).click()
+        ms = page.evaluate(SETTLED_JS, [elem, text, 800, 600_000])
+        out[f"{label} tab opened with the new photo"] = ms / 1000
+    return out
+
+
+def run_tree(tree: Path, scenario: str, port: int, tmp: Path) -> dict[str, float]:
+    """One scenario on a fresh app of ``tree`` and a fresh browser."""
+    from playwright.sync_api import sync_playwright
+
+    proc = start_app(tree, port, tmp / "app.log")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            url = f"http://127.0.0.1:{port}/"
+            try:
+                return heads_click(page, url) if scenario == "heads-click" else tabs(page, url, new_photo(tree, tmp))
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", type=Path, default=None, help="the other checkout (a worktree of the start)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    ap.add_argument("--port", type=int, default=7760)
+    args = ap.parse_args(argv)
+    trees = {"after": ROOT} if args.before is None else {"before": args.before.resolve(), "after": ROOT}
+    results: dict[str, dict[str, list[float]]] = {}
+    print(f"load average before: {loadavg()}", flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        for scenario in args.scenarios:
+            for r in range(args.rounds):
+                for t, tree in trees.items():
+                    for row, s in run_tree(tree, scenario, args.port, Path(d)).items():
+                        results.setdefault(row, {k: [] for k in trees})[t].append(s)
+                    print(f"  {scenario} round {r + 1} {t} done (load {loadavg()})", file=sys.stderr, flush=True)
+    print(f"load average after: {loadavg()}")
+    heads = ["row"] + [f"{t} s, median (min–max)" for t in trees] + (["after / before"] if len(trees) == 2 else [])
+    print("| " + " | ".join(heads) + " |")
+    print("| --- |" + " ---: |" * (len(heads) - 1))
+    for row, by in results.items():
+        med = {t: statistics.median(v) for t, v in by.items() if v}
+        cells = [f"{med[t]:.2f} ({min(by[t]):.2f}–{max(by[t]):.2f})" if by[t] else "n/a" for t in trees]
+        if len(trees) == 2 and len(med) == 2:
+            cells.append(f"{med['after'] / med['before']:.2f}x")
+        print(f"| {row} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
