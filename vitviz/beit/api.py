@@ -21,6 +21,7 @@ from ..models.loading import LoadedModel, load_model
 from ..models.vqvae import VQTokenizer
 from .predict import BEiTPrediction, TokenGuess, guess_array, make_beit_mask, predict_array
 from .tokenize import Tokens, tokenize_array
+from ..models.runner import runs_model
 
 
 def no_tokenizer_reason(model: LoadedModel) -> str:
@@ -57,6 +58,7 @@ def tokenizer_for(model: LoadedModel) -> LoadedModel:
     return load_model(model.spec.tokenizer, device=model.device, random_init=model.random_init)
 
 
+@runs_model
 def tokenize(model: LoadedModel, image: ImageInput) -> Tokens:
     """An image as visual tokens, and the image rebuilt from them.
 
@@ -76,6 +78,7 @@ def tokenize(model: LoadedModel, image: ImageInput) -> Tokens:
     return tokenize_array(vq, square_view(image, model.input_size))
 
 
+@runs_model
 def beit_predict(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4, seed: int = 0,
                  pattern: str = "block", mask: np.ndarray | torch.Tensor | None = None,
                  tokenizer: LoadedModel | None = None) -> BEiTPrediction:
@@ -107,6 +110,7 @@ def beit_predict(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4,
     return predict_array(beit, vq, square_view(image, model.input_size), _mask(beit, mask_ratio, seed, pattern, mask))
 
 
+@runs_model
 def guess_tokens(model: LoadedModel, image: ImageInput, mask_ratio: float = 0.4, seed: int = 0,
                  pattern: str = "block", mask: np.ndarray | torch.Tensor | None = None) -> TokenGuess:
     """Hide patches and return a BEiT model's guessed ids, without targets or decoding.

@@ -14,6 +14,7 @@ from ..core.patches import grid_size
 from ..core.pos_embed import PositionEmbeddings, interpolate_pos_embed, sincos_at
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
+from ..models.runner import runs_model
 from .sequence import module_device, view_tensor, encode, patch_tokens, position_embeddings
 
 #: MAE copies resized to another resolution (parameters shared with the original).
@@ -89,6 +90,7 @@ class ResolutionRun:
     output_shape: tuple[int, ...]
 
 
+@runs_model
 def run_at_resolution(model: LoadedModel, view: np.ndarray) -> ResolutionRun:
     """Run the encoder on a ``(S, S, 3)`` view with positions interpolated bicubically to its grid."""
     side = view.shape[0]

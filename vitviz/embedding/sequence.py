@@ -16,6 +16,7 @@ from ..core.images import DataConfig, model_input
 from ..core.patches import patchify
 from ..core.pos_embed import PositionEmbeddings
 from ..models.mae import MaskedAutoencoderViT
+from ..models.runner import runs_model
 
 #: Families with absolute position embeddings this module understands.
 POS_FAMILIES: tuple[str, ...] = ("mae", "vit", "deit", "dino", "dinov2")
@@ -47,6 +48,7 @@ def projection_matrix(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
     return e, b
 
 
+@runs_model
 @torch.inference_mode()
 def patch_embedding(module: nn.Module, cfg: DataConfig, view: np.ndarray, index: int) -> np.ndarray:
     """The embedding ``E x + b`` of one patch (no position embedding).

@@ -12,6 +12,7 @@ from torch import nn
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..core.pos_embed import interpolate_pos_embed
+from ..models.runner import runs_model
 from .sequence import module_device, prefix_token_vectors, view_tensor, encode, patch_tokens, position_embeddings
 
 
@@ -59,6 +60,7 @@ def random_permutation(length: int, seed: int) -> torch.Tensor:
     return torch.randperm(length, generator=torch.Generator().manual_seed(int(seed)))
 
 
+@runs_model
 @torch.inference_mode()
 def shuffle_demo(module: nn.Module, cfg: DataConfig, view: np.ndarray, seed: int = 0,
                  perm: torch.Tensor | None = None) -> ShuffleResult:

@@ -24,6 +24,7 @@ from ..models.mae import MaskedAutoencoderViT
 from .capture import capture_blocks
 from .layout import mae_layout, vit_layout
 from .maps import AttentionMaps
+from ..models.runner import runs_model
 
 #: Which transformer of a model to capture: ``encoder`` (every model) or ``decoder`` (MAE only).
 PARTS: tuple[str, ...] = ("encoder", "decoder")
@@ -65,6 +66,7 @@ def _timm_vit(module: nn.Module) -> bool:
     return isinstance(module, VisionTransformer)
 
 
+@runs_model
 def capture(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tensor | None = None,
             part: str = "encoder") -> AttentionMaps:
     """Run the model once and capture every layer's attention (uncached; see :func:`attention`).

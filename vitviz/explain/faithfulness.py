@@ -41,6 +41,7 @@ from ..core.pos_embed import PositionEmbeddings
 from ..embedding.sequence import encode, patch_tokens, position_embeddings
 from ..models.loading import LoadedModel
 from .methods import Explanation, check_classifier, explain_maps
+from ..models.runner import runs_model
 
 #: How a patch is removed: its token left out, or its pixels greyed.
 REMOVALS: tuple[str, ...] = ("drop", "grey")
@@ -301,6 +302,7 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
                   rand["insertion"])
 
 
+@runs_model
 def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None = None,
                  methods: Sequence[str] | str | None = None, removal: str = "drop", steps: int = DEFAULT_STEPS,
                  explanation: Explanation | None = None, known: dict[bytes, np.ndarray] | None = None,

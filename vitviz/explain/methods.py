@@ -38,6 +38,7 @@ from .capture import Gradients, capture_gradients
 from .labels import imagenet_labels, softmax
 from .layout import TokenLayout, vit_layout
 from .rollout import rollout_matrix
+from ..models.runner import runs_model
 
 #: Method ids, in the order the panels are drawn.
 METHODS: tuple[str, ...] = ("attention", "rollout", "grad_rollout", "gradcam")
@@ -215,6 +216,7 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / total if total > 0 else v
 
 
+@runs_model
 def explain_maps(model: LoadedModel, image: ImageInput, target: int | str | None = None,
                  methods: Sequence[str] | str | None = None) -> Explanation:
     """The explanation maps of a ViT classifier for one image and class (see the module docstring).

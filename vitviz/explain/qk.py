@@ -35,6 +35,7 @@ from ..models.mae import MaskedAutoencoderViT
 from .attention import _key, _timm_vit
 from .capture import capture_block_tokens
 from .layout import TokenLayout, mae_layout, vit_layout
+from ..models.runner import runs_model
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +67,7 @@ def _encoder(model: LoadedModel, x: torch.Tensor) -> tuple[Any, Any, TokenLayout
                      "the query-key space is shown for ViT, DeiT, DINO and MAE encoders")
 
 
+@runs_model
 def capture_inputs(model: LoadedModel, image: ImageInput) -> BlockInputs:
     """Run the encoder once and keep the tokens entering each block (uncached; see :func:`block_inputs`)."""
     view = np.array(square_view(image, model.input_size), dtype=np.uint8, copy=True)
@@ -90,6 +92,7 @@ def block_inputs(model: LoadedModel, image: ImageInput) -> BlockInputs:
     return CACHE.get_or_compute(_key(model, view, None, "block-inputs"), lambda: capture_inputs(model, view))
 
 
+@runs_model
 def queries_keys(block: torch.nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Every head's queries and keys, computed by a timm block's own modules.
 

@@ -20,6 +20,7 @@ from ..models.loading import LoadedModel, load_model
 from ..models.registry import get_spec
 from ..models.sources import find_weights
 from .capture import capture_blocks
+from ..models.runner import runs_model
 
 #: Registry name of the Swin the app shows.
 SWIN_MODEL = "swin-tiny"
@@ -108,6 +109,7 @@ class WindowAttentionCapture:
         return out
 
 
+@runs_model
 def capture_window_attention(
     model: nn.Module,
     x: torch.Tensor,

@@ -34,6 +34,7 @@ from ..explain.layout import TokenLayout, mae_layout, vit_layout
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
 from .pooling import pooled_logits
+from ..models.runner import runs_model
 
 #: Entries kept: a ViT-B entry is about 8 MB (13 x 197 x 768 float32), Swin-T about 7 MB.
 CACHE_ENTRIES = 24
@@ -151,6 +152,7 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t[0].reshape(-1, t.shape[-1]).float().cpu()
 
 
+@runs_model
 def capture_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
     """Run the model once and keep every layer's tokens (uncached; see :func:`layer_tokens`).
 

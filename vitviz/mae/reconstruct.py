@@ -18,6 +18,7 @@ from ..core.patches import patchify, unpatchify
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
 from ..models.precision import autocast
+from ..models.runner import runs_model
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def prepare(model: LoadedModel, image: ImageInput) -> np.ndarray:
     return square_view(image, model.data_config.input_size)
 
 
+@runs_model
 @torch.inference_mode()
 def predict(model: LoadedModel, original: np.ndarray, masks: torch.Tensor, max_batch: int = 8,
             channels_last: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -26,6 +26,8 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
 * :mod:`.uploads` -- Gradio's multipart parsing, repeated at the door (one image per upload,
   a disk budget per address);
 * :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio);
+* :mod:`.zerogpu` -- ``spaces.GPU`` (Hugging Face ZeroGPU), when the ``spaces`` package imports: every
+  model call (:func:`vitviz.models.runner.runs_model`) runs inside it;
 * :mod:`.mcp` -- ``BlockFunction.fn``'s ``__name__``, which names each MCP tool
   (``gradio/mcp.py``, ``python app.py --mcp``).
 """
@@ -69,9 +71,9 @@ def check_gradio(version: str | None = None) -> None:
 
 def install_process() -> None:
     """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
-    page configuration and API description, file chunk size."""
+    page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU."""
     check_gradio()
-    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions
+    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, zerogpu
 
     errors.install()
     image_cache.install()
@@ -80,6 +82,7 @@ def install_process() -> None:
     limits.install()
     pageconfig.install()
     http.install()
+    zerogpu.install()
 
 
 def install(demo: Any) -> Any:

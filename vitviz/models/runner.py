@@ -1,0 +1,98 @@
+"""Where model calls run: the one seam a host uses to run every model forward pass elsewhere.
+
+Each library function that runs a model's forward (or backward) pass and returns NumPy arrays
+or CPU tensors is marked :func:`runs_model`. By default a marked function is simply called. A
+host that lends its accelerator one call at a time -- Hugging Face ZeroGPU, where CUDA exists
+only inside functions decorated with ``@spaces.GPU`` -- installs a decorator with :func:`install`
+(``vitviz.ui.serve.zerogpu`` does, when the ``spaces`` package is importable). Every marked call
+then runs as :func:`execute` wrapped by that decorator, once: a marked function called from
+inside another one runs directly. What is done with the results -- panels, figures, PCA --
+stays outside, on the CPU.
+
+A marked function takes the loaded model and plain data (arrays, numbers, strings), moves its
+inputs to the model's device itself, and returns results on the CPU; :func:`execute` moves any
+tensor left on a device to the CPU (a ZeroGPU worker sends its results back pickled).
+
+The installed decorator is the module's one piece of mutable state, set by one explicit call
+under a lock (``install(None)`` removes it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LOCK = threading.Lock()
+_runner: Callable[..., Any] | None = None
+_local = threading.local()
+
+
+def install(decorator: Callable[[Callable[..., Any]], Callable[..., Any]] | None) -> None:
+    """Run every :func:`runs_model` call as ``decorator(execute)`` (None: call them directly again).
+
+    Args:
+        decorator: e.g. ``spaces.GPU(duration=60)``; applied once, to :func:`execute`.
+    """
+    global _runner
+    with _LOCK:
+        _runner = None if decorator is None else decorator(execute)
+
+
+def installed() -> bool:
+    """True while a runner is installed (:func:`install`)."""
+    return _runner is not None
+
+
+def inside() -> bool:
+    """True in a thread that is running a marked call through the installed runner."""
+    return getattr(_local, "depth", 0) > 0
+
+
+def to_cpu(value: Any) -> Any:
+    """``value`` with every tensor on a device moved to the CPU: tensors, tuples, lists, dicts and
+    dataclass fields, looked through; anything else as is."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu() if value.device.type != "cpu" else value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(to_cpu(v) for v in value)
+    if isinstance(value, list):
+        return [to_cpu(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_cpu(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        moved = {f.name: to_cpu(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        if any(moved[k] is not getattr(value, k) for k in moved):
+            return dataclasses.replace(value, **moved)
+    return value
+
+
+def execute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Run one marked call: ``fn(*args, **kwargs)`` with its results on the CPU. This is the function
+    the installed decorator wraps (on ZeroGPU it runs in the GPU worker); ``fn`` is the marked, module-level
+    function, so a worker receives it by name."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        return to_cpu(fn(*args, **kwargs))
+    finally:
+        _local.depth -= 1
+
+
+def runs_model(fn: F) -> F:
+    """Mark a function that runs a model's forward or backward pass: it runs through the installed
+    runner (:func:`install`), or directly when none is installed or when called from inside a marked call."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        runner = _runner
+        if runner is None or inside():
+            return fn(*args, **kwargs)
+        return runner(call, args, kwargs)
+
+    return call  # type: ignore[return-value]
