@@ -14,7 +14,13 @@ Chromium with a fake camera (``--use-fake-device-for-media-stream --use-fake-ui-
   reconstruction reached the page, and so the share the server dropped;
 * frames a second shown (reconstruction panels loaded in the page);
 * frame-to-panel latency: from the frame's request leaving the page to its reconstruction panel
-  having loaded, measured by the page itself (``vitviz.live.history()``, ``page.js``).
+  having loaded, measured by the page itself (``vitviz.live.history()``, ``page.js``);
+* where a frame's time goes (medians; page and server run on this machine, so they share a clock):
+  the page encoding the camera picture (``canvas.toDataURL``, timed by a wrapper this script adds),
+  the frame's send to the handler starting (upload, queue, Gradio decoding the JPEG), the handler
+  (reconstruction and panels), the handler's end to the answer in the page (Gradio writing the
+  panels as files, its message, the page's update), the answer to the panel loaded (fetching and
+  decoding the picture), and the page's wait before it sends the next frame.
 
 Side by side, in the same run on the same server: the same 30 frames (saved as the JPEGs the page
 sends) through ``/reconstruct`` one by one with ``gradio_client`` -- the still-image endpoint's
@@ -57,6 +63,8 @@ def live(url: str, y4m: Path, seconds: float, ratio_steps: int, during=None) -> 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.add_init_script(TIME_ENCODING)
+        arrivals = sse_arrivals(page)
         page.on("request", lambda r: sent.append(time.monotonic()) if r.method == "POST" and "/stream/" in r.url
                 and not r.url.endswith("/close") else None)
         page.goto(url)
@@ -76,6 +84,7 @@ def live(url: str, y4m: Path, seconds: float, ratio_steps: int, during=None) -> 
         page.wait_for_timeout(seconds * 1000)
         t1 = time.monotonic()
         history = [h for h in page.evaluate("vitviz.live.history()") if h[0] >= start_ms]
+        encodes = page.evaluate(f"window.__encodeMs.filter(([at, ms]) => at >= {start_ms}).map(([at, ms]) => ms)")
         line = page.locator("#mae-live-line").inner_text()
         rate = page.locator("#mae-live-rate").inner_text()
         other = None
@@ -85,7 +94,67 @@ def live(url: str, y4m: Path, seconds: float, ratio_steps: int, during=None) -> 
             other["stream_frames"] = page.evaluate("vitviz.live.stats().total") - before
         record.click()
         browser.close()
-    return stats(history, sent, t0, t1, line, rate), other
+    return {**stats(history, sent, t0, t1, line, rate), "parts": parts(history, encodes, arrivals)}, other
+
+
+#: Times the page's encoding of each camera picture (Gradio's webcam stream calls canvas.toDataURL).
+TIME_ENCODING = """
+window.__encodeMs = [];
+const encode = HTMLCanvasElement.prototype.toDataURL;
+HTMLCanvasElement.prototype.toDataURL = function (...args) {
+  const t = performance.now();
+  const out = encode.apply(this, args);
+  window.__encodeMs.push([Date.now(), performance.now() - t]);
+  return out;
+};
+"""
+
+
+def sse_arrivals(page) -> list[float]:  # noqa: ANN001
+    """Wall-clock milliseconds at which bytes of Gradio's event stream (``/queue/data``) reached the browser's
+    network stack (Chrome DevTools Protocol), filled in while the page runs."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    streams: dict[str, float] = {}  # request id -> wall-clock minus monotonic, in seconds
+    out: list[float] = []
+
+    def sent(e: dict) -> None:
+        if "/queue/data" in e["request"]["url"]:
+            streams[e["requestId"]] = e["wallTime"] - e["timestamp"]
+
+    def data(e: dict) -> None:
+        if e["requestId"] in streams:
+            out.append((e["timestamp"] + streams[e["requestId"]]) * 1000.0)
+
+    cdp.on("Network.requestWillBeSent", sent)
+    cdp.on("Network.dataReceived", data)
+    return out
+
+
+def parts(history: list, encodes: list, arrivals: list[float]) -> list[tuple[str, float]]:
+    """Medians of where a frame's time goes, from the page's history ``[shown, latency, answer, sent, entered,
+    left]`` (server times on the same clock), the page's encoding times and the event stream's arrivals."""
+    rows = [h for h in history if len(h) >= 6 and h[4] and h[5]]
+    if not rows:
+        return []
+    med = statistics.median
+    waits = [b[3] - (a[3] + a[2]) for a, b in zip(rows, rows[1:]) if b[3] - (a[3] + a[2]) < 1000]
+    times = sorted(arrivals)
+    net = []  # (handler end -> bytes at the browser, bytes at the browser -> the page has the panel)
+    for h in rows:
+        after = next((t for t in times if t >= h[5] - 2), None)  # clocks read to the millisecond
+        if after is not None and after <= h[3] + h[2]:
+            net.append((after - h[5], h[3] + h[2] - after))
+    return [("page encodes the picture (canvas.toDataURL, JPEG)", med(encodes) if encodes else float("nan")),
+            ("send -> handler starts (upload, queue, Gradio decodes the JPEG)", med([h[4] - h[3] for h in rows])),
+            ("handler (reconstruction, two panels, their JPEG data URLs)", med([h[5] - h[4] for h in rows])),
+            ("handler ends -> answer in the page", med([h[3] + h[2] - h[5] for h in rows])),
+            ("  of which: handler ends -> its message reaches the browser (Gradio, network)",
+             med([a for a, _ in net]) if net else float("nan")),
+            ("  of which: message in the browser -> panel in the page (Gradio's page code)",
+             med([b for _, b in net]) if net else float("nan")),
+            ("answer -> panel loaded (decode the picture)", med([h[1] - h[2] for h in rows])),
+            ("page waits before sending the next frame", med(waits) if waits else float("nan"))]
 
 
 def stats(history: list, sent: list, t0: float, t1: float, line: str, rate: str) -> dict:
@@ -133,6 +202,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--model", default="mae-tiny")
     ap.add_argument("--ratio", type=float, default=0.75, help="0.75 (the tab's default) or a stop of 0.05")
+    ap.add_argument("--stream-only", action="store_true", help="only the live stream, not /reconstruct beside it")
     args = ap.parse_args()
     steps = round((args.ratio - 0.75) / 0.05)
     if args.model != "mae-tiny":
@@ -143,8 +213,8 @@ def main() -> None:
         folder = Path(tmp)
         y4m = write_y4m(folder / "camera.y4m", frames)
         with running_app(log=folder / "app.log", HF_HUB_OFFLINE="1") as (url, _proc):
-            calls = one_by_one(url, frames, folder, args.model, args.ratio)
-            stream, beside = live(url, y4m, args.seconds, steps,
+            calls = None if args.stream_only else one_by_one(url, frames, folder, args.model, args.ratio)
+            stream, beside = live(url, y4m, args.seconds, steps, None if args.stream_only else
                                   lambda: one_by_one(url, frames, folder, args.model, args.ratio, seed=1))
     print(f"load average after:  {loadavg()}")
     print()
@@ -153,14 +223,21 @@ def main() -> None:
     print("|---|---|---|---|---|")
     print(f"| live stream (page -> panel loaded) | {stream['shown']} (of {stream['sent']}) | {stream['fps']:.1f} | "
           f"{stream['p50']:.0f} ms | {stream['p90']:.0f} ms |")
-    print(f"| /reconstruct one by one (gradio_client), alone | {calls['calls']} | {calls['fps']:.1f} | "
-          f"{calls['p50']:.0f} ms | {calls['p90']:.0f} ms |")
-    print(f"| /reconstruct one by one while the stream runs | {beside['calls']} | {beside['fps']:.1f} | "
-          f"{beside['p50']:.0f} ms | {beside['p90']:.0f} ms |")
-    print(f"| (the stream meanwhile: panels shown) | {beside['stream_frames']} | | | |")
+    if calls is not None and beside is not None:
+        print(f"| /reconstruct one by one (gradio_client), alone | {calls['calls']} | {calls['fps']:.1f} | "
+              f"{calls['p50']:.0f} ms | {calls['p90']:.0f} ms |")
+        print(f"| /reconstruct one by one while the stream runs | {beside['calls']} | {beside['fps']:.1f} | "
+              f"{beside['p50']:.0f} ms | {beside['p90']:.0f} ms |")
+        print(f"| (the stream meanwhile: panels shown) | {beside['stream_frames']} | | | |")
     print()
     print(f"live: the answer reached the page after {stream['answer_p50']:.0f} ms (median), the panel had loaded "
           f"after {stream['p50']:.0f} ms; the last frame's server time: {stream['server_ms']} ms")
+    print()
+    print("| where a live frame's time goes (median) | ms |")
+    print("|---|---|")
+    for name, ms in stream["parts"]:
+        print(f"| {name} | {ms:.0f} |")
+    print()
     print(f"page's line: {stream['rate']}")
     print(f"last frame:  {stream['line']}")
 

@@ -131,21 +131,43 @@ def test_video_playback_refuses_with_sentences_and_keeps_to_the_time_limit(tmp_p
 
     monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
     controls = ("mae-tiny", 0.75, 0, "random", False, False, None, True)
-    assert next(mae_live.play_video(None, *controls, _Request()))[2] == mae_live.NO_VIDEO
+    assert next(mae_live.play_video(None, *controls, _Request()))[1] == mae_live.NO_VIDEO
     (tmp_path / "notes.mp4").write_text("not a video " * 20)
     said = list(mae_live.play_video(str(tmp_path / "notes.mp4"), *controls, _Request()))
-    assert len(said) == 1 and "not a video vitviz can read" in said[0][2]
+    assert len(said) == 1 and "not a video vitviz can read" in said[0][1]
     assert mae_live._PLAYING == {}
     # A run stops at the live time limit (VITVIZ_LIVE_SECONDS), with a sentence.
     clip = write_video(tmp_path / "pan.mp4", pan_frames(count=40), fps=10)  # 4 s at its own pace
     monkeypatch.setattr(settings, "live_limits", lambda: (1, 1))
     said = list(mae_live.play_video(str(clip), *controls, _Request()))
-    assert "Stopped after 1 s" in said[-1][2]
-    assert 1 <= len(said) - 1 <= 12 and all(s[0].shape == s[1].shape == (224, 224, 3) for s in said[:-1])
+    assert "Stopped after 1 s" in said[-1][1]
+    assert 1 <= len(said) - 1 <= 12 and all(s[0].count("src='data:image/jpeg;base64,") == 2 for s in said[:-1])
     assert mae_live._PLAYING == {}
     # Without a limit, it plays to the end and says so (every frame in turn: none dropped).
     monkeypatch.setattr(settings, "live_limits", lambda: (1, None))
     short = write_video(tmp_path / "short.mp4", pan_frames(count=4), fps=10)
     said = list(mae_live.play_video(str(short), *controls[:-1], False, _Request()))
-    assert [s[3] for s in said[:-1]] == [f"video-{n}" for n in range(int(said[0][3][6:]), int(said[0][3][6:]) + 4)]
-    assert "End of the video: 4 frames rebuilt, 0 dropped" in said[-1][2]
+    assert len(said) == 5 and all("data-live='video'" in s[0] for s in said[:-1])
+    assert "End of the video: 4 frames rebuilt, 0 dropped" in said[-1][1]
+
+
+def test_the_panels_travel_inside_the_answer_as_jpeg_data_urls():
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from vitviz.ui import mae_live
+
+    masked = np.zeros((224, 224, 3), dtype=np.uint8)
+    pasted = np.full((224, 224, 3), 200, dtype=np.uint8)
+    html = mae_live.panels_html(masked, pasted)
+    assert "id='mae-live-masked'" in html and "id='mae-live-pasted'" in html
+    urls = [part.split("'")[0] for part in html.split("src='data:image/jpeg;base64,")[1:]]
+    decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(u)))) for u in urls]
+    assert [d.shape for d in decoded] == [(224, 224, 3)] * 2
+    assert np.abs(decoded[0].astype(int)).max() <= 2 and np.abs(decoded[1].astype(int) - 200).max() <= 2
+    assert "start the camera or play a video" in mae_live.panels_html(None, None)
+    assert "data-live='12:13:14'" in mae_live.panels_html(masked, pasted, "12:13:14")
+    assert "data-live=''" in mae_live.panels_html(masked, pasted, "x' onload='alert(1)")  # only digits or "video"

@@ -15,8 +15,11 @@ The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its
 (:func:`vitviz.ui.serve.limits.others_busy`).
 
 The page shows frames per second and frame-to-panel latency (:file:`js/page.js`, part ``live``):
-the page stamps each frame it sends with its own clock, the server echoes the stamp of the frame
-it computed, and the page measures until the reconstruction panel has loaded.
+the page stamps each frame it sends with its own clock, the server's answer carries the stamp of the
+frame it computed back (with its own clock's time on entering and leaving the handler, which
+``bench/live.py`` uses to split a frame's time where page and server share a clock), and the page
+measures until the reconstruction panel has loaded. The answer is one piece of HTML with both panels
+inside it as JPEG data URLs (:func:`panels_html`): no files written, nothing fetched, one output.
 
 Where no camera is present, an uploaded video plays through the same per-frame reconstruction
 (:func:`play_video`, one generator event of the same cost class and rules: its own slot, one per
@@ -30,6 +33,8 @@ playing, dropped when it stops).
 
 from __future__ import annotations
 
+import base64
+import io
 import itertools
 import re
 import threading
@@ -40,6 +45,7 @@ from typing import Any
 
 import gradio as gr
 import numpy as np
+from PIL import Image
 
 from .. import settings
 from ..views import live
@@ -97,10 +103,8 @@ class LiveBox:
 
     camera: gr.Image
     fresh: gr.Checkbox
-    masked: gr.Image
-    pasted: gr.Image
+    panels: gr.HTML
     line: gr.Markdown
-    echo: gr.Textbox
     stamp: gr.Textbox
     video: gr.Video
     pace: gr.Checkbox
@@ -116,9 +120,10 @@ def build() -> LiveBox:
             camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
                               webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),
                               height=HEIGHT, elem_id="mae-live-camera")
-            kw: dict[str, Any] = dict(type="numpy", format="jpeg", interactive=False, height=HEIGHT)
-            masked = gr.Image(label="Live: masked input", elem_id="mae-live-masked", **kw)
-            pasted = gr.Image(label="Live: reconstruction + visible", elem_id="mae-live-pasted", **kw)
+            panels = gr.HTML(panels_html(None, None), elem_id="mae-live-panels", scale=2, padding=False)
+        line = gr.Markdown(elem_id="mae-live-line")
+        gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
+                elem_id="mae-live-rate", padding=False, container=False)
         fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh")
         gr.Markdown(HELP_VIDEO, elem_classes=["vitviz-help"])
         with gr.Row():
@@ -127,12 +132,45 @@ def build() -> LiveBox:
                 pace = gr.Checkbox(True, label="At the video's own speed", elem_id="mae-live-pace")
                 play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
                 stop = gr.Button("■ Stop", elem_id="mae-live-stop")
-        line = gr.Markdown(elem_id="mae-live-line")
-        gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
-                elem_id="mae-live-rate", padding=False, container=False)
-        echo = gr.Textbox("", visible="hidden", elem_id="mae-live-echo", show_label=False, container=False)
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
-    return LiveBox(camera, fresh, masked, pasted, line, echo, stamp, video, pace, play, stop)
+    return LiveBox(camera, fresh, panels, line, stamp, video, pace, play, stop)
+
+
+#: JPEG quality of the live panels (they travel inside the answer, as data URLs).
+JPEG_QUALITY = 85
+#: The live panels: (element id, caption).
+PANELS = (("mae-live-masked", "Live: masked input"), ("mae-live-pasted", "Live: reconstruction + visible"))
+_FIGURE = ("<figure id='{id}' style='margin:0;flex:1;min-width:0;text-align:center'>"
+           "<figcaption style='font-size:var(--text-sm);text-align:left;margin-bottom:4px'>{caption}</figcaption>"
+           "{body}</figure>")
+_IMG = "<img alt='{caption}' src='{src}' style='height:{h}px;max-width:100%;object-fit:contain'>"
+_EMPTY = ("<div style='height:{h}px;display:flex;align-items:center;justify-content:center;"
+          "border:1px dashed var(--border-color-primary);color:var(--body-text-color-subdued)'>"
+          "start the camera or play a video</div>")
+
+
+def data_url(rgb: np.ndarray) -> str:
+    """``(H, W, 3)`` uint8 RGB as a JPEG ``data:`` URL."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="JPEG", quality=JPEG_QUALITY)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str = "") -> str:
+    """The two live panels, side by side, as one piece of HTML with the pictures inside it; ``stamp`` is
+    what the page's rate reads (``data-live``: ``sent:entered:left`` in milliseconds, or ``video``).
+
+    One output whose pictures travel in the answer itself: Gradio writes no file for them and the page
+    fetches nothing (two ``gr.Image`` outputs cost two JPEG files written in Gradio's cache and two
+    requests per frame; ``bench/live.py`` measures the difference).
+    """
+    figures = []
+    for (elem, caption), rgb in zip(PANELS, (masked, pasted)):
+        body = (_EMPTY.format(h=HEIGHT) if rgb is None else
+                _IMG.format(caption=caption, src=data_url(rgb), h=HEIGHT))
+        figures.append(_FIGURE.format(id=elem, caption=caption, body=body))
+    tag = stamp if re.fullmatch(r"video|[0-9:]{1,60}", stamp) else ""
+    return f"<div data-live='{tag}' style='display:flex;gap:8px;width:100%'>" + "".join(figures) + "</div>"
 
 
 def _stamp(value: Any) -> str:
@@ -144,19 +182,23 @@ def _stamp(value: Any) -> str:
 @cost(Cost.LIVE)
 def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
               paint: bool, painted: list | None, stamp: str, request: gr.Request) -> tuple:
-    """One streamed frame -> masked panel, reconstruction panel, its line, the echoed stamp (private)."""
+    """One streamed frame -> the two panels (:func:`panels_html`, carrying the frame's stamp back), its line
+    (private)."""
+    entered = time.time() * 1000.0
     if frame is None:
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return gr.skip(), gr.skip()
     if others_busy(request):
-        time.sleep(PAUSE_S)  # the page sends its next frame after this answer: a paused stream costs little
-        return gr.skip(), gr.skip(), PAUSED, gr.skip()
+        time.sleep(PAUSE_S)  # a paused stream costs little: the frames meanwhile are dropped
+        return gr.skip(), PAUSED
     try:
         mask = np.asarray(painted, dtype=bool) if paint and painted is not None else None
         f = live.live_frame(model_name, frame, ratio, as_seed(seed), pattern, next(FRAMES), bool(fresh), mask)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
-        return None, None, f"⚠️ {report('live_step', exc)}", gr.skip()
+        return panels_html(None, None), f"⚠️ {report('live_step', exc)}"
     _computed[0] += 1
-    return f.masked, f.pasted, live.frame_line(f), _stamp(stamp)
+    sent = _stamp(stamp)
+    return (panels_html(f.masked, f.pasted, sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}"),
+            live.frame_line(f))
 
 
 @dataclass(frozen=True)
@@ -195,10 +237,10 @@ def _video_line(f: live.LiveFrame, due: live.Due) -> str:
 @cost(Cost.LIVE)
 def play_video(path: str | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
                paint: bool, painted: list | None, pace: bool, request: gr.Request) -> Iterator[tuple]:
-    """Play an uploaded video through the live reconstruction: masked panel, reconstruction panel, their
+    """Play an uploaded video through the live reconstruction: the two panels (:func:`panels_html`), their
     line, and a frame tag for the page's rate, for every frame computed (private; a generator)."""
     if not path:
-        yield gr.skip(), gr.skip(), NO_VIDEO, gr.skip()
+        yield gr.skip(), NO_VIDEO
         return
     session = getattr(request, "session_hash", None) or f"anonymous-{id(request)}"
     with _PLAYING_LOCK:
@@ -209,11 +251,11 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
     try:
         for due in live.paced(live.video_frames(model_name, path), bool(pace)):
             if limit is not None and time.monotonic() - start > limit:
-                yield gr.skip(), gr.skip(), f"⏹ Stopped after {limit} s, this server's limit for one live run.", gr.skip()
+                yield gr.skip(), f"⏹ Stopped after {limit} s, this server's limit for one live run."
                 return
             if others_busy(request):
                 time.sleep(PAUSE_S)
-                yield gr.skip(), gr.skip(), PAUSED, gr.skip()
+                yield gr.skip(), PAUSED
                 continue
             with _PLAYING_LOCK:
                 c = _PLAYING.get(session)
@@ -222,12 +264,12 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
                                 c.fresh, mask)
             _computed[0] += 1
             done += 1
-            yield f.masked, f.pasted, _video_line(f, due), f"video-{next(FRAMES)}"
+            yield panels_html(f.masked, f.pasted, "video"), _video_line(f, due)
         dropped = due.dropped if due is not None else 0
-        yield gr.skip(), gr.skip(), (f"⏹ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
-                                     "passed while others were computing). Press Play to run it again."), gr.skip()
+        yield gr.skip(), (f"⏹ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
+                                     "passed while others were computing). Press Play to run it again.")
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the app stays up
-        yield gr.skip(), gr.skip(), f"⚠️ {report('play_video', exc)}", gr.skip()
+        yield gr.skip(), f"⚠️ {report('play_video', exc)}"
     finally:
         with _PLAYING_LOCK:
             _PLAYING.pop(session, None)
@@ -237,12 +279,11 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
     """Connect the camera's stream to the tab's controls, and the page's measurements to the answers."""
     streams, seconds = settings.live_limits()
     box.camera.stream(live_step, [box.camera, model, ratio, seed, pattern, box.fresh, paint, painted, box.stamp],
-                      [box.masked, box.pasted, box.line, box.echo], stream_every=STREAM_EVERY, time_limit=seconds,
+                      [box.panels, box.line], stream_every=STREAM_EVERY, time_limit=seconds,
                       concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
                       api_visibility="private")
-    box.echo.change(None, [box.echo], None, js=js.read("mae_live_echo"), queue=False, api_visibility="private")
     controls = [model, ratio, seed, pattern, box.fresh, paint, painted]
-    playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.masked, box.pasted, box.line, box.echo],
+    playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.panels, box.line],
                              concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
                              api_visibility="private")
     box.stop.click(None, None, None, cancels=[playing], queue=False, api_visibility="private")

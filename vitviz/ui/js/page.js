@@ -394,15 +394,18 @@
 
   // --- live: the MAE tab's live camera (vitviz.ui.mae_live): frames per second, frame-to-panel latency --
   // Every frame the page sends carries the stamp box's placeholder (vitviz.ui.mae_live.STAMP) among its
-  // values; the fetch wrapper puts the page's clock in its place as the request leaves. The server echoes
-  // the stamp of the frame it computed (the echo box), and the latency runs until the reconstruction
+  // values; the fetch wrapper puts the page's clock in its place as the request leaves. The server's answer
+  // is one piece of HTML (vitviz.ui.mae_live.panels_html) whose data-live attribute holds the stamp of the
+  // frame it computed and the server's clock on entering and leaving its handler ("sent:entered:left", or
+  // "video" for a video's frame, which has no send time here); the latency runs until the reconstruction
   // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
-    const VIDEO = 'video';  // the "send time" of a video's frame: none
-    const shown = [];  // [time, latency ms] of the panels shown, oldest first
-    const history = [];  // every [time, latency ms, ms until the answer arrived] (at most 20,000)
-    let pending = null, arrived = 0, lastLoad = null, img = null, total = 0;
+    const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
+    // every [time, latency ms, ms until the answer arrived, sent, server entered, server left] (at most 20,000;
+    // the last two on the server's clock, the same as the page's when both run on one machine: bench/live.py)
+    const history = [];
+    let src = null, total = 0;
     const median = (xs, q) => {
       const s = xs.slice().sort((a, b) => a - b);
       return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : null;
@@ -425,21 +428,26 @@
         : ` · frame-to-panel latency ${Math.round(s.p50)} ms (median; 90% under ${Math.round(s.p90)} ms) over ` +
           `the last ${WINDOW / 1000} s`);
     };
-    const record = (at, sent) => {  // sent: the frame's send time, or VIDEO (no latency)
+    const record = (at, stamp, arrived) => {
+      const [sent, entered, left] = stamp.split(':').map(Number);
+      const video = stamp === 'video';
+      if (!video && !(sent > 0)) return;  // the empty panels, or an answer without a stamp
       total += 1;
-      const video = sent === VIDEO;
       shown.push([at, video ? null : at - sent]);
-      if (history.length < 20000) history.push([at, video ? null : at - sent, video ? null : arrived - sent]);
+      if (history.length < 20000) {
+        history.push(video ? [at, null, null, null, null, null]
+                           : [at, at - sent, arrived - sent, sent, entered || null, left || null]);
+      }
       render();
     };
-    const loaded = () => {
-      const now = Date.now();
-      if (pending !== null) { record(now, pending); pending = null; } else lastLoad = now;
-    };
-    const attach = () => {
-      const el = document.querySelector('#mae-live-pasted img');
-      if (el && el !== img) { img = el; el.addEventListener('load', loaded); }
-      return false;  // Gradio may replace the picture element: keep watching
+    const check = () => {  // a new reconstruction picture in the page: when it arrived, then when it loaded
+      const img = document.querySelector('#mae-live-pasted img');
+      if (!img || img.src === src) return;
+      src = img.src;
+      const holder = img.closest('[data-live]');
+      const stamp = holder ? holder.dataset.live || '' : '', arrived = Date.now();
+      if (img.complete && img.naturalWidth) record(Date.now(), stamp, arrived);
+      else img.addEventListener('load', () => record(Date.now(), stamp, arrived), {once: true});
     };
     return {
       // From start(): stamp the frames as they leave (Gradio's client posts JSON strings with window.fetch).
@@ -452,16 +460,14 @@
           return send.call(this, input, init);
         };
       },
-      rate() { watch(attach); },  // js_on_load of the rate line
-      answer(sent) {  // the echoed stamp; its panel loads next (or, rarely, has just loaded)
-        // A video's frame ("video-N") has no send time in the page: it counts for the rate, not the latency.
-        const t = String(sent).startsWith('video-') ? VIDEO : Number(sent);
-        if (!(t > 0) && t !== VIDEO) return;
-        arrived = Date.now();
-        if (lastLoad !== null && Date.now() - lastLoad < 250) { record(lastLoad, t); lastLoad = null; } else pending = t;
+      // js_on_load of the rate line: watch the panels with an observer of their own (no delay).
+      rate() {
+        whenElement('mae-live-panels', (box) => {
+          new MutationObserver(check).observe(box, {childList: true, subtree: true, attributes: true});
+        });
       },
       stats,  // {total, fps, p50, p90, latencies}: what the line shows
-      history: () => history.slice(),  // every [time, latency, answer] (bench/live.py reads it)
+      history: () => history.slice(),  // bench/live.py reads it
     };
   })();
 
