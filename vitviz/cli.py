@@ -5,6 +5,7 @@ Commands:
     reconstruct   mask an image, reconstruct it, write the four panels as one PNG
     sweep         an animated GIF of the reconstruction as the masking ratio rises
     attention     attention rollout of the class token as a PNG overlay
+    explain       why a classifier said a class: the four maps as a PNG, deletion/insertion areas
     tokens        BEiT visual tokens of an image: PNG of image, token map and decoded image; JSON of ids
     features      PCA feature map of one layer's patch tokens as a PNG (--probes: R^2 by layer)
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
@@ -121,6 +122,34 @@ def _attention(args: argparse.Namespace) -> int:
     i, j = divmod(int(roll.argmax()), roll.shape[1])
     print(f"rollout over {roll.shape[0]}x{roll.shape[1]} patches (sums to {roll.sum():.3f}); "
           f"strongest patch row {i}, column {j} -> {args.out}")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from PIL import Image
+
+    from .explain.faithfulness import faithfulness
+    from .explain.methods import METHOD_NAMES, check_methods, explain_maps
+    from .render.explain import explanation_row
+
+    model = _load(args, random_init=args.random_weights)
+    methods = check_methods(None if args.method == "all" else args.method)
+    target = None if args.target in (None, "", "predicted") else args.target
+    e = explain_maps(model, args.image, target=target)
+    c = faithfulness(model, e.image, methods=methods, removal=args.removal, steps=args.steps, explanation=e)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(explanation_row(e.image, [(METHOD_NAMES[m], e.maps[m]) for m in methods])).save(args.out)
+    tag = " (random weights)" if e.random_init else ""
+    print(f"{model.name}{tag} explains {e.class_name!r} (class {e.target} of {e.logits.shape[0]}), probability "
+          f"{e.probability:.2%} -> {args.out}")
+    print("top-5: " + ", ".join(f"{name} {p:.1%}" for _, name, p in e.top_k(5)))
+    print(f"areas under the curves ({c.removal}, {len(c.counts) - 1} steps): method, deletion (lower is more "
+          "faithful), insertion (higher is)")
+    for m, (d, i) in c.auc().items():
+        print(f"  {METHOD_NAMES[m]:<28} {d:.3f}  {i:.3f}")
+    r = c.random_auc()
+    if r is not None:
+        print(f"  {f'random order (mean of {c.random_count})':<28} {r[0]:.3f}  {r[2]:.3f}")
     return 0
 
 
@@ -318,6 +347,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("rollout.png"), help="output PNG (default rollout.png)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_attention)
+    p = sub.add_parser("explain", parents=[common],
+                       help="why a classifier said a class: four explanation maps as a PNG, deletion/insertion areas")
+    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("--model", default="dinov2-small-lab8",
+                   help="a classifier: dinov2-small-lab8 (8 classes, needs dinov2-small's weights), vit-base, "
+                        "deit-small-distilled, " + OWN)
+    p.add_argument("--class", dest="target", default="predicted",
+                   help="the class to explain: a name of the model's classes (bird, mammal... for "
+                        "dinov2-small-lab8; ImageNet's for the others), an index, or predicted (default)")
+    p.add_argument("--method", choices=("all", "attention", "rollout", "grad_rollout", "gradcam"), default="all")
+    p.add_argument("--removal", choices=("drop", "grey"), default="drop", help="how the curves remove a patch")
+    p.add_argument("--steps", type=int, default=8, help="points per curve minus one (default 8)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="use the architecture with random weights (works offline; maps show no learned content)")
+    p.add_argument("--out", type=Path, default=Path("explain.png"), help="output PNG (default explain.png)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    p.set_defaults(func=_explain)
     p = sub.add_parser("features", parents=[common], help="PCA feature map of one layer's patch tokens as a PNG")
     p.add_argument("image", type=Path, help="input image file")
     p.add_argument("--model", default="mae-tiny", help="any model (see `models`), Swin included, " + OWN)

@@ -77,7 +77,10 @@ def test_explain_class_picker_lists_every_class_and_refuses_typed_text():
 
     choices = ev.class_choices()
     values = [value for _, value in choices]
-    assert values[0] == ev.PREDICTED and sorted(values[1:]) == sorted(imagenet_labels())
+    # every Explain model's classes: ImageNet's, then dinov2-small-lab8's 8 (the server validates a pick against them)
+    assert values[0] == ev.PREDICTED and sorted(values[1:]) == sorted(ev.all_class_names())
+    assert set(imagenet_labels()) < set(values) and {"bird", "renewable energy"} < set(values)
+    assert len(values) == len(set(values)) == 1 + 1000 + 8
     assert ev.page_class("predicted class (top-1)macaw") == ev.PREDICTED
     assert ev.page_class("macaw") == "macaw" and ev.page_class("88") == imagenet_labels()[88]
     assert ev.page_class("5000") == ev.PREDICTED and ev.page_class("") == ev.PREDICTED

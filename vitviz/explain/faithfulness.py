@@ -313,7 +313,8 @@ def faithfulness(model: LoadedModel, image: ImageInput, target: int | str | None
     Args:
         model: a ViT classifier (see :func:`vitviz.explain.methods.explain_maps`).
         image: anything :func:`vitviz.load_image` reads, or an ``(S, S, 3)`` uint8 view.
-        target: class index or ImageNet name; None = the predicted class.
+        target: class index or the model's class name (see :func:`~vitviz.explain.methods.explain_maps`);
+            None = the predicted class.
         methods: method ids (default all four).
         removal: ``drop`` (leave tokens out) or ``grey`` (fill patches with the mean).
         steps: points per curve minus one.

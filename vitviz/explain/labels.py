@@ -1,6 +1,6 @@
-"""ImageNet-1k class names and top-k predictions.
+"""Class names of a classifier (ImageNet-1k's, or a head's own), and top-k predictions.
 
-The names come from the files timm ships inside its package
+ImageNet's names come from the files timm ships inside its package
 (:class:`timm.data.ImageNetInfo`: ``imagenet_synsets.txt`` and the WordNet lemmas), so
 they are available offline. They are read at first use, never at import.
 """
@@ -8,10 +8,30 @@ they are available offline. They are read at first use, never at import.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
 NUM_IMAGENET_CLASSES = 1000
+
+
+def class_names(model: Any) -> tuple[str, ...]:
+    """A classifier's class names in logit order.
+
+    A model whose registry entry has a head vitviz trained (``spec.head``: dinov2-small-lab8) has
+    that head's names; a 1000-class model ImageNet-1k's (:func:`imagenet_labels`); any other
+    ``class 0``, ``class 1``...
+
+    Args:
+        model: a :class:`~vitviz.models.loading.LoadedModel`.
+    """
+    spec = getattr(model, "spec", None)
+    if spec is not None and getattr(spec, "head", ""):
+        from ..models.linear_head import head_dir, read_head
+
+        return read_head(head_dir() / spec.head).classes
+    n = int(getattr(model.module, "num_classes", 0) or 0)
+    return imagenet_labels() if n == NUM_IMAGENET_CLASSES else tuple(f"class {i}" for i in range(n))
 
 
 @functools.lru_cache(maxsize=1)

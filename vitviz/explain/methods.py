@@ -35,7 +35,7 @@ from torch import nn
 from ..core.images import ImageInput, model_input, square_view
 from ..models.loading import LoadedModel
 from .capture import Gradients, capture_gradients
-from .labels import imagenet_labels, softmax
+from .labels import class_names, imagenet_labels, softmax
 from .layout import TokenLayout, vit_layout
 from .rollout import rollout_matrix
 from ..models.runner import runs_model
@@ -74,17 +74,35 @@ def check_classifier(module: nn.Module, name: str = "this model") -> nn.Module:
     return module
 
 
-def check_target(target: Any, num_classes: int) -> int:
-    """A class index ``0..C-1`` from an int or an ImageNet class name."""
-    if isinstance(target, str):
+def check_target(target: Any, num_classes: int, names: Sequence[str] | None = None) -> int:
+    """A class index ``0..C-1`` from an int, a digit string or a class name.
+
+    Args:
+        target: the class.
+        num_classes: ``C``.
+        names: the model's ``C`` class names (:func:`vitviz.explain.labels.class_names`); default
+            ImageNet-1k's for ``C = 1000``, none otherwise.
+
+    Raises:
+        ValueError: a sentence naming the valid indices and, for a model with its own few classes,
+            every name.
+    """
+    if names is None:
         names = imagenet_labels() if num_classes == len(imagenet_labels()) else ()
+    names = tuple(names)
+    if isinstance(target, str):
         if target in names:
             return names.index(target)
         try:
             target = int(target)
         except ValueError:
-            raise ValueError(f"unknown class {target!r}; give an index 0..{num_classes - 1} or an ImageNet "
-                             "class name") from None
+            if len(names) == len(imagenet_labels()):
+                which = "an ImageNet class name"
+            elif names:
+                which = f"one of its {len(names)} classes: {', '.join(names)}"
+            else:
+                which = "nothing else (this model has no class names)"
+            raise ValueError(f"unknown class {target!r}; give an index 0..{num_classes - 1} or {which}") from None
     try:
         t = int(target)
     except (TypeError, ValueError):
@@ -150,7 +168,7 @@ def class_gradients(module: nn.Module, x: torch.Tensor, target: int | None) -> t
     Args:
         module: a timm ViT classifier in eval mode.
         x: ``(1, 3, S, S)`` normalised image.
-        target: class index, or None for the predicted class (top-1).
+        target: class index (checked against the logits' size), or None for the predicted class (top-1).
 
     Returns:
         ``(gradients, c)``.
@@ -158,7 +176,7 @@ def class_gradients(module: nn.Module, x: torch.Tensor, target: int | None) -> t
     chosen: list[int] = []
 
     def score(out: torch.Tensor) -> torch.Tensor:
-        c = int(out[0].argmax()) if target is None else check_target(target, out.shape[-1])
+        c = int(out[0].argmax()) if target is None else check_target(target, out.shape[-1], ())
         chosen.append(c)
         return out[0, c]
 
@@ -179,6 +197,7 @@ class Explanation:
         image: ``(S, S, 3)`` uint8 model view.
         model_name: registry name.
         random_init: True when the model's weights are random.
+        classes: the model's ``C`` class names in logit order (:func:`vitviz.explain.labels.class_names`).
     """
 
     maps: dict[str, np.ndarray]
@@ -188,6 +207,7 @@ class Explanation:
     image: np.ndarray
     model_name: str = ""
     random_init: bool = False
+    classes: tuple[str, ...] = ()
 
     @property
     def probabilities(self) -> np.ndarray:
@@ -201,9 +221,18 @@ class Explanation:
 
     @property
     def class_name(self) -> str:
-        """The explained class's ImageNet name (or ``class N`` for another label set)."""
-        names = imagenet_labels()
-        return names[self.target] if self.logits.shape[0] == len(names) else f"class {self.target}"
+        """The explained class's name (``class N`` where the model has no names)."""
+        return self.name_of(self.target)
+
+    def name_of(self, index: int) -> str:
+        """The name of class ``index`` of this model."""
+        return self.classes[index] if len(self.classes) == self.logits.shape[0] else f"class {index}"
+
+    def top_k(self, k: int = 5) -> list[tuple[int, str, float]]:
+        """The ``k`` most probable classes (``k`` capped at ``C``): ``(index, name, probability)``, most
+        probable first (ties: lower index first)."""
+        p = self.probabilities
+        return [(int(i), self.name_of(int(i)), float(p[i])) for i in np.argsort(-p, kind="stable")[:max(0, int(k))]]
 
     def ranking(self, method: str) -> np.ndarray:
         """Patch indices (raster order ``row * gw + col``), most important first (ties: lower index first)."""
@@ -222,10 +251,11 @@ def explain_maps(model: LoadedModel, image: ImageInput, target: int | str | None
     """The explanation maps of a ViT classifier for one image and class (see the module docstring).
 
     Args:
-        model: vit-base, deit-small-distilled (pretrained or random weights) or any timm
-            ViT classifier read from its class token.
+        model: vit-base, deit-small-distilled (pretrained or random weights), dinov2-small-lab8
+            or any timm ViT classifier read from its class token.
         image: anything :func:`vitviz.load_image` reads, or an ``(S, S, 3)`` uint8 view.
-        target: class index or ImageNet name; None = the predicted class.
+        target: class index or name (the model's own: ImageNet's for vit-base, ``bird``... for
+            dinov2-small-lab8, see :func:`vitviz.explain.labels.class_names`); None = the predicted class.
         methods: method ids (default all of :data:`METHODS`).
 
     Raises:
@@ -233,6 +263,8 @@ def explain_maps(model: LoadedModel, image: ImageInput, target: int | str | None
     """
     module = check_classifier(model.module, model.name)
     wanted = check_methods(methods)
+    names = class_names(model)
+    target = None if target is None else check_target(target, int(module.num_classes), names)
     view = np.array(square_view(image, model.input_size), dtype=np.uint8, copy=True)
     with torch.inference_mode(False):  # a normal tensor, even when the caller is in inference mode
         x = model_input(view, model.data_config, model.device).clone()
@@ -243,4 +275,4 @@ def explain_maps(model: LoadedModel, image: ImageInput, target: int | str | None
     logits = g.out[0].float().cpu().numpy()
     for arr in (*maps.values(), logits, view):
         arr.setflags(write=False)
-    return Explanation(maps, c, logits, layout, view, model.name, bool(model.random_init))
+    return Explanation(maps, c, logits, layout, view, model.name, bool(model.random_init), names)

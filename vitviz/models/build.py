@@ -83,12 +83,15 @@ def build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
             assert spec.vq_config is not None
             module = VQTokenizer(spec.vq_config)
             data_config = DataConfig(input_size=spec.vq_config.img_size)
-        elif spec.family == "dinov2":
+        elif spec.dinov2_arch is not None:
             from .dinov2 import build_dinov2, data_config as dinov2_data_config
 
-            assert spec.dinov2_arch is not None
             module = build_dinov2(spec.dinov2_arch, spec.input_size)
             data_config = dinov2_data_config(spec.input_size)
+            if spec.head:  # the head's shape and class names, random numbers like the backbone's
+                from .linear_head import head_dir, read_head
+
+                module.reset_classifier(read_head(head_dir() / spec.head).num_classes)
         elif spec.family == "beit":
             assert spec.beit_config is not None
             module = BEiTForMIM(spec.beit_config)

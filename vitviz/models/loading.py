@@ -31,6 +31,7 @@ from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_str
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
 from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm
 from .kernels import kernel_mode, optimize_for_inference
+from .linear_head import attach, head_dir, read_head
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
 from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, MODELS, PACKAGE_ONNX, ModelSpec, choice_of, get_spec,
@@ -288,9 +289,12 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
     with torch.no_grad():
         if hit is None:
             module, data_config, norm_pix = local.build(spec.local)
-        elif spec.family == "dinov2":
+        elif spec.dinov2_arch is not None:
             module, data_config, origin = _build_dinov2(spec, hit)
             norm_pix = False
+            if spec.head:  # a linear head vitviz trained on this backbone (family ``probe``)
+                module = attach(module, read_head(head_dir() / spec.head), f"{spec.name} head {spec.head}")
+                origin += f"; head: embedded, {head_dir() / spec.head}"
         elif spec.family == "mae":
             module, data_config, norm_pix = _build_mae(spec, hit)
         elif spec.family in TOKEN_FAMILIES:

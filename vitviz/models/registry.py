@@ -8,6 +8,7 @@ then a download at first use.
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from .beit import BEiTConfig
 from .dinov2 import DINOV2_SMALL
@@ -157,6 +158,25 @@ def _dinov2_small(size: int) -> ModelSpec:
     )
 
 
+#: The file of dinov2-small-lab8's linear head (assets/labelled/head; card beside it).
+LAB8_HEAD = "dinov2-small-lab8.safetensors"
+
+
+def _dinov2_small_lab8() -> ModelSpec:
+    """dinov2-small, frozen, with the linear softmax head vitviz trained on the labelled set's 8 classes."""
+    backbone = _dinov2_small(224)
+    return replace(
+        backbone, name="dinov2-small-lab8", family="probe",
+        architecture=backbone.architecture + "; a linear softmax head on its class token after the final norm, "
+                     "8 classes",
+        source=backbone.source + "; the head: embedded, assets/labelled/head/" + LAB8_HEAD + " (trained by vitviz)",
+        licence=backbone.licence + "; the head: Apache-2.0 (trained by vitviz on assets/labelled/manifest.json)",
+        description=("A real trained decision, offline: dinov2-small (frozen) with a linear head vitviz trained on "
+                     "the labelled photo set's 8 classes (bird, mammal, fish, flower, tool, monument, renewable "
+                     "energy, household object)."),
+        head=LAB8_HEAD, recipe="python -m vitviz.training.linear_head")
+
+
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
@@ -247,6 +267,7 @@ MODELS: dict[str, ModelSpec] = {
               "Microsoft's Swin-Tiny: attention inside shifted 7x7 windows, four stages", 113),
         _dinov2_small(224),
         _dinov2_small(448),
+        _dinov2_small_lab8(),
     )
 }
 

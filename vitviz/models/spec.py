@@ -65,7 +65,8 @@ class ModelSpec:
 
     Attributes:
         name: the registry name users pick (``mae-tiny``).
-        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer) or ``beit``.
+        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer), ``beit``
+            or ``probe`` (a frozen backbone with a linear head trained by vitviz).
         architecture: human-readable architecture.
         source: where the weights come from, in words.
         licence: licence of the weights.
@@ -83,7 +84,10 @@ class ModelSpec:
         recipe: the command that trains an embedded model (named when its file is missing).
         tokenizer: the visual tokenizer (a registry name) whose ids a BEiT model predicts;
             ``""`` when vitviz has none (DALL-E's dVAE, whose published decoder is a pickle).
-        dinov2_arch: architecture of a DINOv2 backbone (family ``dinov2``).
+        dinov2_arch: architecture of a DINOv2 backbone (families ``dinov2`` and ``probe``).
+        head: the file of a linear head vitviz trained on a frozen backbone (family ``probe``, in
+            ``assets/labelled/head``; :mod:`vitviz.models.linear_head`); the backbone's weights come
+            from ``sources``, as the backbone's own entry's do.
         local: what was read from the starter's own checkpoint (:mod:`vitviz.models.local`); None
             for the models of the registry's table.
     """
@@ -107,6 +111,7 @@ class ModelSpec:
     tokenizer: str = ""
     dinov2_arch: Dinov2Arch | None = None
     local: LocalArch | None = None
+    head: str = ""
 
 
 @dataclass(frozen=True)

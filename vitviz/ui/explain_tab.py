@@ -44,7 +44,8 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
             ) -> tuple[np.ndarray, go.Figure, list[list[Any]], str]:
     """Endpoint ``explain``: (image, model, class, method, removal, steps) -> (maps, curves, AUC table, caption).
 
-    ``target``: ``predicted`` (top-1), an ImageNet class name or an index; ``method``: ``all`` or one of
+    ``target``: ``predicted`` (top-1), a class name of the model (ImageNet's for vit-base and deit-small-distilled,
+    ``bird``, ``mammal``... for dinov2-small-lab8) or an index; ``method``: ``all`` or one of
     ``attention``, ``rollout``, ``grad_rollout``, ``gradcam``; ``removal``: ``drop`` or ``grey``.
     """
     return v.explain_view(image, model, target, method, removal, steps)
@@ -54,15 +55,15 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
 @user_errors
 @memo_view()
 def update_maps(image: str | None, model: str, target: str | None, method: str) -> tuple:
-    """The maps row, its caption and the class picker (this image's top-5 first, then every class).
+    """The maps row, its caption and the class picker (this image's top-5 first, then every class of the model).
 
-    A target that names no class (only the API could send one: the picker takes only its choices)
-    explains the predicted class and puts the picker back on it, so no output is left in error.
+    A target that names no class of the model (only the API could send one: the picker takes only its
+    choices) explains the predicted class and puts the picker back on it, so no output is left in error.
     """
-    target = v.page_class(target)
+    target = v.page_class(target, model)
     panels, text = v.maps_view(image, model, target, method)
     _, e = v.explanation_for(image, model, target)
-    return panels, text, gr.update(choices=v.class_choices(e), value=target)
+    return panels, text, gr.update(choices=v.class_choices(e), value=target, label=v.class_label(e))
 
 
 @cost(Cost.HEAVY)
@@ -71,7 +72,7 @@ def update_maps(image: str | None, model: str, target: str | None, method: str) 
 def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
                   steps: float) -> tuple:
     """The curves, the AUC table and its caption."""
-    return v.curves_view(image, model, v.page_class(target), method, removal, steps)
+    return v.curves_view(image, model, v.page_class(target, model), method, removal, steps)
 
 
 
@@ -108,7 +109,7 @@ def build(demo: gr.Blocks) -> ImageInput:
             with gr.Row(equal_height=True):
                 target = gr.Dropdown(choices=v.class_choices(), value=v.PREDICTED, filterable=True,
                                      allow_custom_value=False,
-                                     label="Class (this photo's top-5 first; type to search all 1000)",
+                                     label=v.class_label(choice=default),
                                      elem_id="explain-class", scale=2)
                 choices_later("explain-class")  # 27 KB of class names arrive with update_maps' first answer
                 method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",

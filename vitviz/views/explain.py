@@ -16,22 +16,26 @@ import plotly.graph_objects as go
 
 from ..cache import LRU
 from ..core.images import pixels_digest, square_view
-from ..explain.labels import imagenet_labels
+from ..explain.labels import class_names, imagenet_labels
 from ..explain.faithfulness import DEFAULT_STEPS, REMOVAL_NAMES, Curves, check_removal, faithfulness
 from ..explain.methods import (METHOD_NAMES, METHODS, Explanation, check_classifier, check_methods, check_target,
                                explain_maps)
 from ..models.loading import LoadedModel, load_choice
+from ..models.registry import MODELS, parse_choice
 from ..plots.explain import faithfulness_figure
 from ..render.explain import explanation_row
 from .attention import model_choices as _choices
-from .attention import model_note
+from .attention import model_note as _model_note
 from .common import require_image
 
-__all__ = ["model_note"]
-
-#: Families with an ImageNet classifier head.
-FAMILIES = ("vit", "deit")
-#: Preferred default (the smaller classifier), pretrained or random.
+#: Families of classifiers: ImageNet's (``vit``, ``deit``), and a frozen backbone with a head vitviz
+#: trained on the labelled set (``probe``: dinov2-small-lab8).
+FAMILIES = ("vit", "deit", "probe")
+#: Families offered with random weights too (a random head on a random backbone shows nothing more).
+RANDOM_FAMILIES = ("vit", "deit")
+#: The default: the real trained classifier where dinov2-small's weights are here...
+DEFAULT_TRAINED = "dinov2-small-lab8"
+#: ...else the smaller ImageNet classifier, pretrained or with random weights.
 DEFAULT_NAME = "deit-small-distilled"
 #: The class choice that means "the model's top-1".
 PREDICTED = "predicted"
@@ -55,8 +59,8 @@ HELP_METHODS = (
     "accumulated as R ← R + ĀR *(Chefer, Gur & Wolf, ICCV 2021, §3)*. **Grad-CAM**: the tokens entering the "
     "last block, weighted per channel by the mean gradient of the class score *(Selvaraju et al., ICCV 2017, eq. 1–2)*; "
     "the last block's *output* patch tokens would give nothing, as the head reads only the prefix tokens there "
-    "(vit-base: the class token; deit-small-distilled: the class and the distillation token, whose two heads' "
-    "outputs are averaged, *DeiT §4*). The first three maps read the class token's row alone, so for "
+    "(vit-base and dinov2-small-lab8: the class token after the final norm; deit-small-distilled: the class and the "
+    "distillation token, whose two heads' outputs are averaged, *DeiT §4*). The first three maps read the class token's row alone, so for "
     "deit-small-distilled they leave out the distillation token's path; Grad-CAM's gradient comes through both heads."
 )
 HELP_CURVES = (
@@ -67,9 +71,9 @@ HELP_CURVES = (
     "input)*. Two ways to remove a patch: **drop** its token — a ViT runs on any "
     "number of tokens, as MAE's encoder does, so the model sees only the class token(s) and the kept patches with "
     "their own positions, no paint; or **grey** it — fill it with the normalisation mean, the usual choice, which "
-    "shows the model grey squares it never saw in training. Neither is neutral: these supervised ViTs were trained "
-    "on full sequences only, so a shorter one is also an input they never saw (only MAE's encoder was trained on "
-    "subsets). The empty input is the class token(s) alone (drop) or an all-grey image (grey). Each curve has the "
+    "shows the model grey squares it never saw in training. Neither is neutral: these classifiers were never trained "
+    "on sequences with some patches left out, so a shorter one is also an input they never saw (only MAE's "
+    "encoder was trained on subsets). The empty input is the class token(s) alone (drop) or an all-grey image (grey). Each curve has the "
     "chosen number of steps; every distinct input is run once.  \n"
     "**Read the areas against a random order** (grey dashed curves and the table's last row: the mean of "
     "three random orders of the patches, the same for every map): removing the patches in a random order makes the deletion and "
@@ -78,7 +82,7 @@ HELP_CURVES = (
     "order gives on the same image. *(RISE §4; MAE §3 for subsets)*"
 )
 HELP_RANDOM_CURVES = (
-    "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/1000, every curve is noise and **no "
+    "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/(number of classes), every curve is noise and **no "
     "ranking of the maps is meaningful** (a random order of the patches would do as well); the curves show how "
     "the computation works."
 )
@@ -94,18 +98,40 @@ PREDICTED_CLASS: LRU[tuple, int] = LRU(32)
 ROWS: LRU[tuple, dict[bytes, np.ndarray]] = LRU(8)
 #: Rows kept per (model, image, removal) before the dict starts again (1000 classes: 4 KB a row).
 MAX_ROWS = 2048
+#: What the page says of dinov2-small-lab8's decision (model note and caption).
+TRAINED_NOTE = ("a **real trained decision on 8 classes**: dinov2-small, frozen, with a linear softmax head vitviz "
+                "trained on the labelled photo set's train split (card: `assets/labelled/head/dinov2-small-lab8.md`)")
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, value) pairs of the classifiers (pretrained when here, random weights always)."""
-    return _choices(FAMILIES, FAMILIES)
+    """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always)."""
+    return [(f"{value} (trained by vitviz: dinov2-small + a linear head, 8 classes)"
+             if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label else label, value)
+            for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
 
 
 def default_model(choices: list[tuple[str, str]]) -> str | None:
-    """deit-small-distilled (pretrained if here, else random weights), else the first choice."""
+    """dinov2-small-lab8 where dinov2-small's weights are here, else deit-small-distilled (pretrained if here,
+    else random weights), else the first choice."""
     usable = [v for label, v in choices if "unavailable" not in label]
-    preferred = [v for v in usable if v.split(":")[0] == DEFAULT_NAME]
-    return (preferred or usable or [v for _, v in choices] or [None])[0]
+    for name in (DEFAULT_TRAINED, DEFAULT_NAME):
+        preferred = [v for v in usable if v.split(":")[0] == name]
+        if preferred:
+            return preferred[0]
+    return (usable or [v for _, v in choices] or [None])[0]
+
+
+def model_note(choice: str | None) -> str:
+    """The picked classifier's note (:func:`vitviz.views.attention.model_note`), saying so when its decision is
+    a real trained one on the labelled set's classes."""
+    text = _model_note(choice)
+    try:
+        name, random_init = parse_choice(choice)
+    except ValueError:
+        return text
+    if MODELS.get(name) is not None and MODELS[name].head and not random_init and text and "⛔" not in text:
+        text = f"Explains {TRAINED_NOTE}.  \n" + text
+    return text
 
 
 def parse_class(value: Any) -> int | str | None:
@@ -147,8 +173,9 @@ def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[Loaded
     t = parse_class(target)
     if t is None:
         t = PREDICTED_CLASS.get(image_key)
-    elif isinstance(t, str):
-        t = check_target(t, int(getattr(check_classifier(model.module, model.name), "num_classes", 0)))
+    elif isinstance(t, str) or isinstance(t, int):
+        t = check_target(t, int(getattr(check_classifier(model.module, model.name), "num_classes", 0)),
+                         class_names(model))
     if t is None:  # the top-1 class is not known yet: this pass finds it
         model_e = MAPS.get_or_compute(image_key + (None,), lambda: (model, explain_maps(model, view, None)))
         PREDICTED_CLASS.put(image_key, model_e[1].target)
@@ -182,27 +209,66 @@ def _tag(e: Explanation) -> str:
     return " (random weights)" if e.random_init else ""
 
 
+def all_class_names() -> tuple[str, ...]:
+    """Every class name of every Explain model, each once: ImageNet-1k's, then those of the heads vitviz trained.
+
+    The server's class picker accepts these (a picked class, or one sent through the API, is validated
+    against them); each model's own list reaches the page with its first answer (:func:`class_choices`).
+    """
+    from ..models.linear_head import head_dir, read_head
+
+    names = list(imagenet_labels())
+    for spec in MODELS.values():
+        if spec.head and spec.family in FAMILIES:
+            names += [n for n in read_head(head_dir() / spec.head).classes if n not in names]
+    return tuple(names)
+
+
 def class_choices(e: Explanation | None = None, k: int = 5) -> list[tuple[str, str]]:
     """The class picker, searchable by name: the model's top-1, its ``k`` most probable classes with their
-    probabilities (when ``e`` is given), then every other ImageNet class in alphabetical order."""
-    labels = imagenet_labels()
-    top: list[int] = []
+    probabilities (when ``e`` is given), then every other class of that model in alphabetical order
+    (without ``e``: every class of :func:`all_class_names`)."""
     head = [("predicted class (top-1)", PREDICTED)]
-    if e is not None:
-        p = e.probabilities
-        top = [int(i) for i in np.argsort(-p, kind="stable")[:k]]
-        head += [(f"{labels[i]} — {p[i]:.2%}", labels[i]) for i in top]
-    rest = sorted((name for i, name in enumerate(labels) if i not in top), key=str.lower)
+    if e is None:
+        names, top = all_class_names(), []
+    else:
+        names = e.classes or tuple(e.name_of(i) for i in range(e.logits.shape[0]))
+        top = e.top_k(k)
+        head += [(f"{name} — {p:.2%}", name) for _, name, p in top]
+    shown = {name for _, name, _ in top}
+    rest = sorted((name for name in names if name not in shown), key=str.lower)
     return head + [(name, name) for name in rest]
 
 
-def page_class(target: Any) -> str:
-    """The picker's value for ``target``: itself when it names an ImageNet class or index, else
-    :data:`PREDICTED` (text a person typed that is no class never reaches the model)."""
+def class_label(e: Explanation | None = None, choice: str | None = None) -> str:
+    """The class picker's label: how many classes the model has (that of ``e``, else of the picked
+    registry model ``choice`` without loading it, else ImageNet's 1000)."""
+    if e is not None:
+        n = e.logits.shape[0]
+    else:
+        from ..models.linear_head import head_dir, read_head
+
+        spec = MODELS.get(parse_class_choice(choice))
+        n = read_head(head_dir() / spec.head).num_classes if spec is not None and spec.head else len(imagenet_labels())
+    return f"Class (this photo's top-{min(5, n)} first; type to search all {n})"
+
+
+def parse_class_choice(choice: str | None) -> str:
+    """The registry name of a picker value, or ``""``."""
+    try:
+        return parse_choice(choice)[0]
+    except ValueError:
+        return ""
+
+
+def page_class(target: Any, choice: str | None = None) -> str:
+    """The picker's value for ``target``: itself when it names a class (or index) of the picked model
+    (default: ImageNet's classes), else :data:`PREDICTED` (text a person typed that is no class never
+    reaches the model)."""
     t = parse_class(target)
     if t is None:
         return PREDICTED
-    labels = imagenet_labels()
+    labels = class_names(load_choice(choice)) if choice else imagenet_labels()
     if isinstance(t, int):
         return labels[t] if 0 <= t < len(labels) else PREDICTED
     return t if t in labels else PREDICTED
@@ -215,9 +281,11 @@ def maps_view(image: Any, choice: str | None, target: Any, method: Any = ALL) ->
     panels = explanation_row(e.image, [(METHOD_NAMES[m], e.maps[m]) for m in methods])
     predicted = int(np.argmax(e.logits))
     which = "the predicted class" if e.target == predicted else "a chosen class"
-    text = (f"**{model.name}{_tag(e)}** explains **{e.class_name}** (class {e.target}, {which}), probability "
-            f"{e.probability:.2%}. Each map runs from its own minimum (dark) to its maximum (yellow = most "
-            "important patch).")
+    text = (f"**{model.name}{_tag(e)}** explains **{e.class_name}** (class {e.target} of {e.logits.shape[0]}, "
+            f"{which}), probability {e.probability:.2%}. Each map runs from its own minimum (dark) to its maximum "
+            "(yellow = most important patch).")
+    if model.spec.head and not e.random_init:
+        text += f"  \nThis is {TRAINED_NOTE}."
     return panels, text
 
 
