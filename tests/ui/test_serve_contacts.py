@@ -148,3 +148,13 @@ def test_errors_contact() -> None:
     assert inspect.iscoroutinefunction(inspect.unwrap(Blocks.process_api))
     assert "preprocess_data" in _source(Blocks.process_api)
     assert "status_code=500" in inspect.getsource(routes)
+
+
+def test_the_launch_self_check_is_what_frontend_false_skips() -> None:
+    """``serve.launch_without_self_check`` passes ``_frontend=False``: in the installed Gradio that flag
+    guards only the HEAD check of the local URL, whose failure stops the start."""
+    launch = _source(gr.Blocks.launch)
+    assert "_frontend" in inspect.signature(gr.Blocks.launch).parameters
+    uses = [line.strip() for line in launch.splitlines() if "_frontend" in line and "_frontend:" not in line]
+    assert uses == ["if _frontend and not networking.url_ok(self.local_url) and not self.share:"], uses
+    assert serve.launch_without_self_check() == {"_frontend": False}

@@ -151,4 +151,5 @@ def launch_options() -> dict:
         **js.page(),  # the page module (vitviz/ui/js/page.js) in the head, started once the app has loaded
         css=urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS + tour.CSS,
         app_kwargs={"middleware": serve.middleware()},
+        **serve.launch_without_self_check(),  # no failed start when the first page takes over 3 s
     )

@@ -120,6 +120,18 @@ def middleware() -> list:
             Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED)]
 
 
+def launch_without_self_check() -> dict[str, Any]:
+    """``demo.launch`` keywords that skip Gradio's own check that the started app answers on localhost.
+
+    Gradio asks for its page once (``networking.url_ok``: a HEAD with a 3 s timeout; one timeout and the
+    start fails with "When localhost is not accessible, a shareable link must be created"). On shared, busy
+    cores the app's first page can take longer than that, so the start failed for no fault of the app
+    (tests and benchmarks under load); and where it passes, it renders the page once for nobody. The
+    launch's private ``_frontend`` flag guards only that check (tests/ui/test_serve_contacts.py).
+    """
+    return {"_frontend": False}
+
+
 def public() -> bool:
     """True in public mode (``VITVIZ_PUBLIC=1``, or auto on a Hugging Face Space): the app refuses what a
     stranger must not do (local model files, large downloads, long measurements)."""
