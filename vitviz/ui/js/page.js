@@ -515,7 +515,11 @@
       presenter.apply();
       live.stampFrames();
       document.addEventListener('keydown', onKey);
-      document.addEventListener('input', (e) => { if (e.target.closest('#mae-ratio')) mae.marker(); });
+      // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
+      // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys).
+      document.addEventListener('input', (e) => {
+        if (e.target.closest('#mae-ratio')) requestAnimationFrame(() => setTimeout(mae.marker, 0));
+      });
       watch(() => { mae.marker(); return false; });  // a new chart, or a slider the server moved
     },
   };
