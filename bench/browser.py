@@ -242,6 +242,68 @@ def measure(moves: int = 20, model: str = "mae-tiny", url: str | None = None) ->
     ]
 
 
+#: Arms a wait: resolves with the ms from the next keydown to when all four panels' ``src`` have changed
+#: (seen by a MutationObserver, before decoding or painting): the issue's "keydown -> new panel src".
+KEY_ARM_JS = """
+([panels]) => {
+  const srcs = () => panels.map(id => { const i = document.querySelector('#' + id + ' img'); return i ? i.src : null; });
+  const before = srcs();
+  window.__vitvizKeyWait = new Promise((resolve, reject) => {
+    let t0 = null;
+    document.addEventListener('keydown', () => { t0 = performance.now(); }, {capture: true, once: true});
+    const obs = new MutationObserver(() => {
+      const now = srcs();
+      if (t0 !== null && now.every((s, i) => s && s !== before[i])) { obs.disconnect(); resolve(performance.now() - t0); }
+    });
+    obs.observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ['src']});
+    setTimeout(() => { obs.disconnect(); reject(new Error('no new panels 10 s after the key')); }, 10000);
+  });
+}
+"""
+
+
+def key_moves(page, count: int) -> list[float]:  # noqa: ANN001
+    """``count`` arrow-key presses on the page (its keyboard steps the MAE ratio slider: left, right, ...,
+    cached stops around 0.75); ms from each keydown to four new panel ``src``."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # the page's own keys
+    out = []
+    for i in range(count):
+        page.evaluate(KEY_ARM_JS, [list(PANELS)])
+        page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        out.append(page.evaluate("window.__vitvizKeyWait"))
+        page.wait_for_timeout(150)  # the marker and the URL settle; the next key starts from a quiet page
+    return out
+
+
+def measure_keys(trees: dict[str, Path], count: int, rounds: int, port: int = 7764) -> dict[str, list[float]]:
+    """Arrow-key slider steps after the sweep on each checkout's app (alternated by round)."""
+    import tempfile
+
+    from page_waits import start_app
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, list[float]] = {t: [] for t in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for t, tree in trees.items():
+                proc = start_app(tree, port, Path(tmp) / "app.log")
+                try:
+                    with sync_playwright() as pw:
+                        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+                        page = browser.new_page(viewport={"width": 1280, "height": 720})
+                        page.goto(f"http://127.0.0.1:{port}/")
+                        page.wait_for_selector("#panel-reconstruction img", timeout=600_000)
+                        page.wait_for_function(SCRUB_READY, timeout=600_000)
+                        out[t] += key_moves(page, count)
+                        browser.close()
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+                print(f"  keys on {t} done (load {' '.join(Path('/proc/loadavg').read_text().split()[:3])})",
+                      file=sys.stderr, flush=True)
+    return out
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -320,7 +382,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page-loads", type=int, default=0,
                     help="also measure the server CPU time of this many page loads (and of the minimal app's)")
     ap.add_argument("--serve-floor", type=int, default=0, help=argparse.SUPPRESS)  # the minimal app, on this port
+    ap.add_argument("--keys", type=int, default=0,
+                    help="only time this many arrow-key slider steps (keydown -> four new panel src) per round")
+    ap.add_argument("--before", type=Path, default=None, help="with --keys: another checkout, side by side")
+    ap.add_argument("--rounds", type=int, default=2, help="with --keys: rounds, checkouts alternated")
     args = ap.parse_args(argv)
+    if args.keys:
+        trees = {"after": ROOT} if args.before is None else {"before": args.before.resolve(), "after": ROOT}
+        print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+        got = measure_keys(trees, args.keys, args.rounds)
+        print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+        print("| slider step after the sweep, keydown -> four new panel src | steps | p50 ms | p95 ms |")
+        print("| --- | ---: | ---: | ---: |")
+        for t, v in got.items():
+            print(f"| {t} ({trees[t]}) | {len(v)} | {statistics.median(v):.1f} | {percentile(v, 0.95):.1f} |")
+        return 0
     if args.serve_floor:
         demo = _floor_demo()
         demo.queue()

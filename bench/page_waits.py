@@ -33,6 +33,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import APP_COMMAND  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run"]
@@ -89,11 +92,24 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def start_app(tree: Path, port: int, log: Path) -> subprocess.Popen:
-    """``python app.py`` of ``tree`` on ``port``, once ``GET /`` answers."""
+def start_app(tree: Path, port: int, log: Path, tries: int = 3) -> subprocess.Popen:
+    """``python app.py`` of ``tree`` on ``port``, once ``GET /`` answers. Started again (up to ``tries``
+    times) when it exits early: under load, Gradio's own check that it answers on localhost (a 3 s HEAD)
+    can fail and stop the start ("When localhost is not accessible...")."""
+    for attempt in range(tries):
+        try:
+            return _start_once(tree, port, log)
+        except RuntimeError:
+            if attempt == tries - 1:
+                raise
+            print(f"  the app in {tree} exited early; starting it again", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")
+
+
+def _start_once(tree: Path, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(tree), "GRADIO_SERVER_PORT": str(port),
            "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=tree, env=env, stdout=log.open("w"),
+    proc = subprocess.Popen(APP_COMMAND, cwd=tree, env=env, stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
     deadline = time.time() + 600
     while time.time() < deadline:

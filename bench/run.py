@@ -4,6 +4,12 @@ Usage::
 
     pip install -r bench/requirements.txt     # adds transformers (benchmark only)
     python bench/run.py [--quick] [--skip-app] [--skip-large]
+    python bench/run.py --only MAE-Base [--trees BEFORE_DIR ... --rounds 3]   # one row, several checkouts
+
+``--only`` runs the named reconstruction rows alone. ``--trees`` runs them on each given
+checkout (a ``git worktree`` of an older commit; this one is always last), one fresh
+process per checkout and round, alternated, and prints each checkout's median ratio and
+the load average: how a ratio moved between commits, measured side by side.
 
 Rows (batch 1, 224x224, CPU unless CUDA is present; median of repeated runs after
 warm-up, alternating the compared implementations so machine noise hits both):
@@ -268,13 +274,52 @@ def app_rows(calls: int) -> list[dict]:
     return out
 
 
+#: Reconstruction rows: name -> registry name.
+MAE_ROWS = {"mae-tiny": "mae-tiny", "MAE-Base": "mae-base", "MAE-Large": "mae-large"}
+
+
+def compare_trees(trees: list[Path], only: list[str], rounds: int, quick: bool) -> int:
+    """``--only`` rows on each checkout in ``trees`` and on this one, a fresh process each, alternated."""
+    import subprocess
+
+    order = [t.resolve() for t in trees] + [ROOT]
+    ratios: dict[tuple[str, str], list[float]] = {}
+    print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for tree in order:
+                out = Path(tmp, "rows.json")
+                env = {**os.environ, "VITVIZ_BENCH_TREE": str(tree)}
+                env.pop("PYTHONPATH", None)
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), "--only", *only, "--json", str(out)]
+                               + (["--quick"] if quick else []), cwd=tree, env=env, check=True,
+                               stdout=subprocess.DEVNULL)
+                for row in json.loads(out.read_text()):
+                    ratios.setdefault((row["row"], str(tree)), []).append(row["ratio"])
+                    print(f"  round {r + 1} {tree}: {row['row']} {row['vitviz_ms']:.1f} ms / {row['peer_ms']:.1f} ms "
+                          f"= {row['ratio']:.3f}x (load {Path('/proc/loadavg').read_text().split()[0]})", flush=True)
+    print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    print("| row | checkout | vitviz / transformers, median (min–max) |")
+    print("| --- | --- | ---: |")
+    for (row, tree), v in ratios.items():
+        print(f"| {row} | {tree} | {statistics.median(v):.2f}x ({min(v):.2f}–{max(v):.2f}) |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Benchmark vitviz against its peers.")
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--skip-app", action="store_true")
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--only", nargs="+", choices=list(MAE_ROWS), default=None,
+                    help="only these reconstruction rows (no sweep, app or int8-error rows)")
+    ap.add_argument("--trees", nargs="+", type=Path, default=None,
+                    help="other checkouts to run --only on, side by side with this one")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.trees:
+        return compare_trees(args.trees, args.only or ["MAE-Base"], args.rounds, args.quick)
     import timm
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -286,10 +331,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         vit = timm.create_model("vit_base_patch16_224", pretrained=False).eval().to(device)
     rows = []
-    rows += mae_rows("mae-tiny", "mae-tiny", vit, repeats, device)
-    rows += mae_rows("MAE-Base", "mae-base", vit, repeats, device)
-    if not args.skip_large:
-        rows += mae_rows("MAE-Large", "mae-large", vit, max(3, repeats // 2), device)
+    for name, registry_name in MAE_ROWS.items():
+        if (args.only is None and not (args.skip_large and name == "MAE-Large")) or name in (args.only or ()):
+            rows += mae_rows(name, registry_name, vit, max(3, repeats // 2) if name == "MAE-Large" else repeats,
+                             device)
     print()
     print("| row | kernels | vitviz ms | transformers ms | **vitviz / transformers** | vitviz eager ms | eager / "
           "transformers | vitviz int8 ms | int8 / transformers | timm ViT-B/16 ms | vitviz MiB | transformers MiB "
@@ -299,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['row']} | {r['kernels']} | {r['vitviz_ms']:.1f} | {r['peer_ms']:.1f} | **{r['ratio']:.2f}x** | "
               f"{r['eager_ms']:.1f} | {r['eager_ratio']:.2f}x | {r['int8_ms']:.1f} | {r['int8_ratio']:.2f}x | "
               f"{r['unit_ms']:.1f} | {r['vitviz_mib']:.1f} | {r['peer_mib']:.1f} | {r['max_abs_diff']:.1e} |")
+    if args.only:
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=1, default=float))
+        return 0
     if device.type == "cpu":
         err = int8_error(sorted((ROOT / "assets" / "examples").glob("*.jpg")))
         rows.append({"row": "int8 error", **err})

@@ -25,6 +25,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import APP_COMMAND  # noqa: E402  (python app.py without Gradio's failing localhost check)
 
 #: Row name -> command line (run in the tree's root with the tree on ``PYTHONPATH``).
 COMMANDS: dict[str, list[str]] = {
@@ -52,7 +55,7 @@ def time_app(tree: Path, port: int, timeout: float = 600.0) -> float:
     """Seconds from ``python app.py`` to its first ``GET /`` answered 200 (then the app is stopped)."""
     env = _env(tree, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=tree, env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(APP_COMMAND, cwd=tree, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         while True:
