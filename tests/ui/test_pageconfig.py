@@ -69,3 +69,44 @@ def test_the_class_picker_sends_its_1000_classes_with_its_first_update_not_in_th
     # the tab's first computation (page load / tab opening) gives the page the full list
     *_, picker = update_maps(str(photo_path), ev.default_model(ev.model_choices()), "predicted", "all")
     assert len(picker["choices"]) == 1 + 5 + 995 and picker["value"] == "predicted"
+
+
+def _compact(config: dict) -> int:
+    """Bytes of the configuration as the page receives it (compact JSON, UTF-8)."""
+    return len(json.dumps(config, default=str, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def test_the_page_configuration_is_under_300_kb(demo) -> None:  # noqa: ANN001
+    """Issue 32: what a first visit downloads before the page can draw (uncompressed /config)."""
+    assert _compact(demo.get_config_file()) < 300_000
+
+
+def test_private_events_carry_no_name_and_both_clients_still_read_them(demo, app_url) -> None:  # noqa: ANN001
+    from gradio_client import Client
+
+    config = demo.get_config_file()
+    events = config["dependencies"]
+    private = [e for e in events if e.get("api_name") is False]
+    assert len(private) > 100 and not any("api_visibility" in e for e in private)
+    named = {e["api_name"] for e in events if isinstance(e.get("api_name"), str)}
+    assert {"reconstruct", "sweep", "explain"} <= named
+    streams = [e for e in events if e.get("connection") == "stream"]
+    assert all(e.get("connection") in (None, "stream") for e in events)
+    assert streams  # the live camera's stream keeps its connection
+    # gradio_client sees the same endpoints: the public ones valid, the private ones refused
+    client = Client(app_url, verbose=False)
+    endpoints = client.endpoints.values()
+    assert {e.api_name for e in endpoints if e.is_valid and e.api_visibility == "public"} >= {"/reconstruct", "/sweep"}
+    assert all(not e.is_valid for e in endpoints if e.api_name is False)
+
+
+def test_markdown_props_at_the_page_defaults_are_left_out(demo) -> None:  # noqa: ANN001
+    from vitviz.ui.serve.pageconfig import TYPE_PROP_DEFAULTS
+
+    config = demo.get_config_file()
+    markdowns = [c["props"] for c in config["components"] if c["type"] == "markdown"]
+    assert markdowns
+    for props in markdowns:
+        for key, default in TYPE_PROP_DEFAULTS["markdown"].items():
+            assert props.get(key, not default) is not default
+    assert all("latex_delimiters" in props for props in markdowns)  # its page default differs: kept

@@ -20,6 +20,7 @@ and the page):
 * keeps no API schema, except, for the inputs and outputs of endpoints that are not
   private, the smallest schema that tells ``gradio_client`` whether the value is a file
   (:data:`FILE_SCHEMA`), and their ``skip_api``;
+* names private events ``false`` (:data:`PRIVATE_NAME`), as both clients read a private event;
 * leaves out the event keys of :data:`EVENT_DEFAULTS` when they hold the default there:
   each was checked against Gradio 6.31's page and JavaScript client, which read them
   with ``?.``, ``||``, ``??`` or as a truth value, or not at all; ``gradio_client``
@@ -40,6 +41,13 @@ API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inpu
 UNREAD_PROPS = ("preserved_by_key",)
 #: Component props left out when they hold this value (the page reads them as truth values).
 PROP_DEFAULTS: dict[str, Any] = {"_selectable": False}
+#: Props of a component type left out when they hold this value: the value the page's component takes
+#: when the prop is absent (Gradio 6.31's Markdown.svelte: ``rtl`` false, ``sanitize_html`` true,
+#: ``line_breaks`` false, ``header_links`` false; its Index passes the props through unchanged). About
+#: 75 bytes on each of the app's 130 Markdown blocks.
+TYPE_PROP_DEFAULTS: dict[str, dict[str, Any]] = {
+    "markdown": {"rtl": False, "sanitize_html": True, "line_breaks": False, "header_links": False},
+}
 #: The smallest schema ``gradio_client.utils.value_is_file`` takes for a file.
 FILE_SCHEMA: dict[str, Any] = {"properties": {"path": {}, "meta": {"default": {"_type": "gradio.FileData"}}}}
 #: Event keys left out when they hold this value (the page reads a missing key the same way).
@@ -49,7 +57,13 @@ EVENT_DEFAULTS: dict[str, Any] = {
     "event_specific_args": None, "component_prop_inputs": [], "show_progress_on": None,
     "api_description": None, "batch": False, "max_batch_size": 4, "time_limit": None, "stream_every": 0.5,
     "rendered_in": None, "render_id": None, "js": None, "types": {"generator": False, "cancel": False},
+    # read only as `connection === "stream"` (page) and not at all by gradio_client
+    "connection": "sse",
 }
+#: A private event's name as both clients read "no API name" (gradio_client: ``api_name is False`` ->
+#: private, without ``api_visibility``; the page: a name only when it is a string). Gradio writes
+#: ``"api_name": "_private_12_update_view_3", "api_visibility": "private"`` on 240 events (10 KB).
+PRIVATE_NAME = False
 
 
 #: Dropdowns whose full list of choices the page receives with their first update, not in the page
@@ -107,13 +121,20 @@ def slim(config: dict[str, Any], api_ids: set[int], builtin_ids: set[int] = froz
         if isinstance(props, dict):
             for key in UNREAD_PROPS:
                 props.pop(key, None)
-            for key, default in PROP_DEFAULTS.items():
+            for key, default in (*PROP_DEFAULTS.items(), *TYPE_PROP_DEFAULTS.get(component.get("type"), {}).items()):
                 if key in props and props[key] is default:
                     del props[key]
             keep = CHOICES_LATER.get(str(props.get("elem_id")))
             if keep is not None and isinstance(props.get("choices"), list):
                 props["choices"] = props["choices"][:keep]
+    cancelled = {i for event in config.get("dependencies", []) for i in event.get("cancels") or ()}
     for event in config.get("dependencies", []):
+        if event.get("api_visibility") == "private" and event.get("id") not in cancelled:
+            # gradio_client names the cancelled events of a cancel by their api_name: those keep theirs
+            event["api_name"] = PRIVATE_NAME
+            del event["api_visibility"]
+            if event.get("backend_fn") is False:  # read as a truth value by the page, not read for private events
+                del event["backend_fn"]
         for key, default in EVENT_DEFAULTS.items():
             if key in event and event[key] == default and type(event[key]) is type(default):
                 del event[key]
