@@ -171,9 +171,10 @@ def _dinov2_small_lab8() -> ModelSpec:
                      "8 classes",
         source=backbone.source + "; the head: embedded, assets/labelled/head/" + LAB8_HEAD + " (trained by vitviz)",
         licence=backbone.licence + "; the head: Apache-2.0 (trained by vitviz on assets/labelled/manifest.json)",
-        description=("A real trained decision, offline: dinov2-small (frozen) with a linear head vitviz trained on "
-                     "the labelled photo set's 8 classes (bird, mammal, fish, flower, tool, monument, renewable "
-                     "energy, household object)."),
+        description=("A real trained decision on 8 classes, offline: dinov2-small (frozen) with a linear softmax "
+                     "head vitviz trained on the labelled photo set's train split (bird, mammal, fish, flower, tool, "
+                     "monument, renewable energy, household object); card: assets/labelled/head/"
+                     "dinov2-small-lab8.md."),
         head=LAB8_HEAD, recipe="python -m vitviz.training.linear_head")
 
 

@@ -25,8 +25,10 @@ from ..models.registry import MODELS, parse_choice
 from ..plots.explain import faithfulness_figure
 from ..render.explain import explanation_row
 from .attention import model_choices as _choices
-from .attention import model_note as _model_note
+from .attention import model_note
 from .common import require_image
+
+__all__ = ["model_note"]
 
 #: Families of classifiers: ImageNet's (``vit``, ``deit``), and a frozen backbone with a head vitviz
 #: trained on the labelled set (``probe``: dinov2-small-lab8).
@@ -105,7 +107,7 @@ TRAINED_NOTE = ("a **real trained decision on 8 classes**: dinov2-small, frozen,
 
 def model_choices() -> list[tuple[str, str]]:
     """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always)."""
-    return [(f"{value} (trained by vitviz: dinov2-small + a linear head, 8 classes)"
+    return [(f"{value} (trained by vitviz, 8 classes)"
              if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label else label, value)
             for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
 
@@ -119,19 +121,6 @@ def default_model(choices: list[tuple[str, str]]) -> str | None:
         if preferred:
             return preferred[0]
     return (usable or [v for _, v in choices] or [None])[0]
-
-
-def model_note(choice: str | None) -> str:
-    """The picked classifier's note (:func:`vitviz.views.attention.model_note`), saying so when its decision is
-    a real trained one on the labelled set's classes."""
-    text = _model_note(choice)
-    try:
-        name, random_init = parse_choice(choice)
-    except ValueError:
-        return text
-    if MODELS.get(name) is not None and MODELS[name].head and not random_init and text and "⛔" not in text:
-        text = f"Explains {TRAINED_NOTE}.  \n" + text
-    return text
 
 
 def parse_class(value: Any) -> int | str | None:
