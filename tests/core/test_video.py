@@ -93,3 +93,11 @@ def test_files_that_are_not_videos_are_sentences(tmp_path) -> None:
         assert "video" in str(exc)
     else:
         assert len(got) < 12
+
+
+def test_the_door_knows_a_video_by_its_first_bytes(tmp_path) -> None:
+    for name, codec in (("a.mp4", "mpeg4"), ("a.mov", "mpeg4"), ("a.webm", "libvpx"), ("a.avi", "mpeg4")):
+        assert video.looks_like_video(video.write_video(tmp_path / name, _frames(2), fps=5, codec=codec).read_bytes()[:12])
+    assert not video.looks_like_video(b"\xff\xd8\xff\xe0" + b"\0" * 8)  # a JPEG
+    assert not video.looks_like_video(b"RIFF\0\0\0\0WEBPVP8 ")  # a WebP
+    assert not video.looks_like_video(b"")

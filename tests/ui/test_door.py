@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from vitviz.ui.serve import http, limits, uploads
@@ -53,6 +54,18 @@ def test_the_upload_check_reads_a_body_in_any_chunks(chunk):
     assert _outcome(_body(_part(b"just some text in a .png")), chunk) == 415
     assert _outcome(_body(_part(b"")), chunk) == 415
     assert _outcome(_body(_part(PHOTO), _part(PHOTO)), chunk) == 400
+
+
+def test_a_video_for_the_live_section_passes_the_door_and_other_files_still_do_not(tmp_path):
+    pytest.importorskip("av")
+    from vitviz.core.video import write_video
+
+    frames = [np.full((32, 48, 3), i * 40, dtype=np.uint8) for i in range(3)]
+    for name, codec in (("v.mp4", "mpeg4"), ("v.webm", "libvpx"), ("v.avi", "mpeg4"), ("v.mkv", "mpeg4")):
+        data = write_video(tmp_path / name, frames, fps=5, codec=codec).read_bytes()
+        assert _outcome(_body(_part(data))) == 200, name
+    assert _outcome(_body(_part(b"RIFF\0\0\0\0WAVEfmt "))) == 415  # a RIFF that is neither WebP nor AVI
+    assert "MP4" in uploads.NOT_AN_IMAGE
 
 
 @pytest.mark.parametrize("disposition", [b"form-data; name=files; filename=x.png",

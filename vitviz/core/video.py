@@ -35,6 +35,13 @@ MAX_WIDTH, MAX_HEIGHT = 1920, 1080
 SUFFIXES = (".mp4", ".webm", ".mov", ".mkv", ".avi", ".m4v", ".ogv")
 
 
+def looks_like_video(head: bytes) -> bool:
+    """True when ``head`` (a file's first 12 bytes or more) starts like a container :func:`read_frames` reads:
+    MP4, MOV or M4V (an ISO ``ftyp`` box), WebM or MKV (EBML), AVI (``RIFF????AVI ``) or Ogg."""
+    return (head[4:8] == b"ftyp" or head.startswith((b"\x1aE\xdf\xa3", b"OggS"))
+            or (head[:4] == b"RIFF" and head[8:12] == b"AVI "))
+
+
 @dataclass(frozen=True)
 class VideoInfo:
     """What a video file's header says.

@@ -11,7 +11,8 @@ callbacks and refuses, before Gradio writes anything:
 
 * a second file part, a file part not named ``files``, or more than :data:`MAX_FIELDS` fields
   (HTTP 400);
-* a file that does not start like a JPEG, PNG, WebP, GIF, BMP or TIFF (HTTP 415);
+* a file that does not start like a JPEG, PNG, WebP, GIF, BMP or TIFF, or like a video the MAE tab's live
+  section plays (:func:`vitviz.core.video.looks_like_video`: MP4, MOV, WebM, MKV, AVI, Ogg) (HTTP 415);
 * a body larger than one largest image plus :data:`SLACK_BYTES` (HTTP 413);
 * an address over its disk budget (:class:`DiskBudget`: ``VITVIZ_CLIENT_UPLOAD`` bytes and
   ``VITVIZ_CLIENT_FILES`` files within ``VITVIZ_CACHE_SECONDS``, the time an upload stays on
@@ -28,6 +29,7 @@ from typing import Any
 
 from ... import settings
 from ...cache import LRU
+from ...core.video import looks_like_video
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -38,7 +40,8 @@ MAX_FIELDS = 4
 SLACK_BYTES = 64 * 1024
 
 TOO_MANY_FILES = "Upload one image file per request."
-NOT_AN_IMAGE = "Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF (this file is none of these)."
+NOT_AN_IMAGE = ("Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF; or, in the live section, a video: MP4, "
+                "MOV, WebM, MKV, AVI or Ogg (this file is none of these).")
 TOO_LARGE = "This upload is larger than the largest image the app accepts."
 OVER_BUDGET = ("You have uploaded as much as this shared server keeps for one visitor for now: "
                "wait a while or reuse a photo you uploaded.")
@@ -59,6 +62,12 @@ class RefusedUpload(Exception):
 def is_image_start(head: bytes) -> bool:
     """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF."""
     return head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+def is_accepted_start(head: bytes) -> bool:
+    """True when ``head`` starts like an image (:func:`is_image_start`) or a video the live section plays
+    (same size cap, ``VITVIZ_MAX_UPLOAD``, and the same disk budgets)."""
+    return is_image_start(head) or looks_like_video(head)
 
 
 class DiskBudget:
@@ -167,12 +176,12 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
         head = state["head"]
         if head is not None and len(head) < 12:
             state["head"] = head + data[start:min(end, start + 12 - len(head))]
-            if len(state["head"]) >= 12 and not is_image_start(state["head"]):
+            if len(state["head"]) >= 12 and not is_accepted_start(state["head"]):
                 fail(415, NOT_AN_IMAGE)
 
     def on_part_end() -> None:
         head = state["head"]
-        if head is not None and len(head) < 12 and not is_image_start(head):
+        if head is not None and len(head) < 12 and not is_accepted_start(head):
             fail(415, NOT_AN_IMAGE)
         state["head"] = None
 
