@@ -53,6 +53,27 @@ def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: 
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def side_by_side(rows: dict[str, dict[str, list[float]]], trees: list[str], first: str = "row") -> str:
+    """A Markdown table of seconds per row and checkout: median (min-max), and after / before when
+    ``trees`` is ``["before", "after"]``.
+
+    Args:
+        rows: row name -> checkout -> the seconds measured (one per round).
+        trees: the checkouts, in column order.
+        first: the first column's header.
+    """
+    both = len(trees) == 2
+    heads = [first] + [f"{t} s, median (min–max)" for t in trees] + (["after / before"] if both else [])
+    lines = ["| " + " | ".join(heads) + " |", "| --- |" + " ---: |" * (len(heads) - 1)]
+    for name, by in rows.items():
+        med = {t: statistics.median(by[t]) for t in trees}
+        cells = [f"{med[t]:.2f} ({min(by[t]):.2f}–{max(by[t]):.2f})" for t in trees]
+        if both:
+            cells.append(f"{med[trees[1]] / med[trees[0]]:.2f}x")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (nearest rank, no interpolation)."""
     s = sorted(values)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import APP_COMMAND  # noqa: E402  (python app.py without Gradio's failing localhost check)
+from common import APP_COMMAND, side_by_side  # noqa: E402  (python app.py without Gradio's failing localhost check)
 
 #: Row name -> command line (run in the tree's root with the tree on ``PYTHONPATH``).
 COMMANDS: dict[str, list[str]] = {
@@ -112,15 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             for t, tree in trees.items():
                 rows[name][t].append(time_app(tree, args.port))
     print(f"load average after: {loadavg()}")
-    heads = ["row"] + [f"{t} s (median)" for t in trees] + (["after / before"] if len(trees) == 2 else [])
-    print("| " + " | ".join(heads) + " |")
-    print("| --- |" + " ---: |" * (len(heads) - 1))
-    for name, by_tree in rows.items():
-        med = {t: statistics.median(v) for t, v in by_tree.items()}
-        cells = [f"{med[t]:.2f} ({min(by_tree[t]):.2f}–{max(by_tree[t]):.2f})" for t in trees]
-        if len(trees) == 2:
-            cells.append(f"{med['after'] / med['before']:.2f}x")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(side_by_side(rows, list(trees), "row"))
     return 0
 
 

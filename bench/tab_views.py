@@ -28,13 +28,16 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.common import side_by_side  # noqa: E402 - after the path
+
 SCENARIOS = ("explain", "features-swin")
 
 
@@ -133,15 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.setdefault(step, {k: [] for k in trees})[t].append(s)
                 print(f"  {scenario} round {r + 1} {t} done (load {loadavg()})", file=sys.stderr, flush=True)
     print(f"load average after: {loadavg()}")
-    heads = ["step"] + [f"{t} s, median (min–max)" for t in trees] + (["after / before"] if len(trees) == 2 else [])
-    print("| " + " | ".join(heads) + " |")
-    print("| --- |" + " ---: |" * (len(heads) - 1))
-    for step, by in results.items():
-        med = {t: statistics.median(v) for t, v in by.items()}
-        cells = [f"{med[t]:.2f} ({min(by[t]):.2f}–{max(by[t]):.2f})" for t in trees]
-        if len(trees) == 2:
-            cells.append(f"{med['after'] / med['before']:.2f}x")
-        print(f"| {step} | " + " | ".join(cells) + " |")
+    print(side_by_side(results, list(trees), "step"))
     return 0
 
 

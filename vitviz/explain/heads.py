@@ -223,9 +223,9 @@ def _atlas_of_image(model: LoadedModel, image: ImageInput) -> HeadAtlas:
 
     from .norms import token_norms
 
+    norms = token_norms(model, image)  # first: one forward pass fills the token and attention caches
     maps = attention(model, image)  # encoder, no mask; cached per image
     atlas = atlas_of(model.name, maps.attentions, maps.layout, maps.random_init)
-    norms = token_norms(model, image)  # the same capture caches
     return replace(atlas, outlier_share=outlier_share(maps.attentions, maps.layout, norms.outliers))
 
 

@@ -27,11 +27,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ..core.images import ImageInput
+import numpy as np
+import torch
+
+from ..core.images import ImageInput, square_view
 from ..models.loading import LoadedModel
+from ..models.runner import runs_model
 from .layout import TokenLayout
+
+if TYPE_CHECKING:
+    from ..features.tokens import LayerTokens
 
 #: Outliers lie above ``Q3 + FENCE * IQR`` of a layer's patch-token norms (Tukey's far-out fence).
 FENCE = 3.0
@@ -162,19 +169,66 @@ def norms_of(model_name: str, names: tuple[str, ...], tokens: tuple[np.ndarray, 
     return TokenNorms(model_name, tuple(names), norms, layout, thresholds, outliers, share, uniform, random_init)
 
 
+@runs_model
+def capture_tokens_and_attention(model: LoadedModel, view: np.ndarray) -> tuple[LayerTokens, np.ndarray | None]:
+    """One forward pass of an MAE encoder (nothing masked) or a timm ViT that records both the layer
+    tokens and every block's attention (uncached; see :func:`_tokens_with_attention`).
+
+    The token capture (:func:`vitviz.features.tokens.capture_tokens`) runs inside the attention
+    capture (:func:`vitviz.explain.capture.capturing`): the explicit-softmax path, which differs from
+    the fused kernel by float rounding only.
+
+    Args:
+        view: ``(S, S, 3)`` uint8, the model's square view of the photo.
+
+    Returns:
+        ``(tokens, attention)``: the :class:`~vitviz.features.tokens.LayerTokens` and the ``(L, H, T, T)``
+        float32 attention, or None if the blocks did not each run once in this thread.
+    """
+    from ..features.tokens import capture_tokens
+    from .capture import attention_modules, capturing
+
+    with capturing(attention_modules(model.module.blocks)) as store:
+        lt = capture_tokens(model, view)
+    if not all(len(s) == 1 for s in store):
+        return lt, None
+    return lt, torch.stack([s[0][0].float().cpu() for s in store]).numpy()
+
+
+def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens:
+    """The image's layer tokens (cached); when neither they nor its attention are cached yet, both
+    from one pass (:func:`capture_tokens_and_attention`), stored in their caches, where
+    :func:`~vitviz.features.tokens.layer_tokens` and :func:`~vitviz.explain.attention.attention` find
+    them. Models other than MAE encoders and timm ViTs take the token capture alone."""
+    from ..features import tokens as ft
+    from ..models.mae import MaskedAutoencoderViT
+    from . import attention as ea
+
+    view = square_view(image, model.input_size)
+    akey, tkey = ea._key(model, view, None, "encoder"), ft._key(model, view)
+    joint = isinstance(model.module, MaskedAutoencoderViT) or ea._timm_vit(model.module)
+    if joint and akey not in ea.CACHE and tkey not in ft.CACHE:
+        # both caches from one pass; a concurrent request for the same photo may compute it twice
+        lt, a = capture_tokens_and_attention(model, np.asarray(view, dtype=np.uint8))
+        ft.CACHE.put(tkey, lt)
+        if a is not None:
+            ea.CACHE.put(akey, ea.maps_of(model, "encoder", a, lt.layouts[0], lt.image, lt.logits))
+    return ft.layer_tokens(model, view)
+
+
 def token_norms(model: LoadedModel, image: ImageInput) -> TokenNorms:
     """Every layer's token norms of ``model`` on ``image``, outliers and their class-token attention share.
 
     Uses the cached token capture (:func:`vitviz.features.tokens.layer_tokens`) and attention
-    (:func:`vitviz.explain.attention.attention`); a ViT, DeiT, DINO, DINOv2 or MAE encoder.
+    (:func:`vitviz.explain.attention.attention`), both from one forward pass when neither is cached;
+    a ViT, DeiT, DINO, DINOv2 or MAE encoder.
 
     Raises:
         ValueError: a model whose tokens have no single global layout (Swin). ImageError: unreadable image.
     """
-    from ..features.tokens import layer_tokens
     from .attention import attention
 
-    lt = layer_tokens(model, image)
+    lt = _tokens_with_attention(model, image)
     if len({lay.num_tokens for lay in lt.layouts}) != 1:
         raise ValueError(f"{model.name} changes its token grid between layers; token norms need a plain ViT")
     maps = attention(model, lt.image)

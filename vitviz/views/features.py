@@ -23,6 +23,7 @@ from ..features.llrd import DECAYS, DEPTHS, FORMULA, llrd_multipliers
 from ..features.pca import foreground_pca_maps, joint_pca_maps
 from ..features.pooling import cls_gap_cosine, topk_overlap
 from ..features.probes import ProbeSplit, ProbeTable, layer_probes_with_control
+from ..features.shipped import example_grid
 from ..features.similarity import correspondence
 from ..features.targets import TARGET_NAMES, TARGETS, patch_targets
 from ..features.tokens import LayerTokens, layer_tokens, num_blocks
@@ -175,16 +176,18 @@ def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = Fals
     model, lt = tokens_for(image, choice)
     li = layer_index(lt, layer)
     others = companions(model, image, N_PCA - 1)
-    sets = [("this image", lt)] + [(name, layer_tokens(model, path)) for name, path in others]
-    grids = [t.patch_grid(li) for _, t in sets]
+    # (name, view, patch grid); the examples' tokens ship for dinov2-small (features/shipped.py)
+    sets = [("this image", lt.image, lt.patch_grid(li))] + [(name, *example_grid(model, path, li))
+                                                            for name, path in others]
+    grids = [g for _, _, g in sets]
     if foreground:
         maps, masks = foreground_pca_maps(grids)
-        fg = ", ".join(f"{name} {100 * m.mean():.0f}%" for (name, _), m in zip(sets, masks))
+        fg = ", ".join(f"{name} {100 * m.mean():.0f}%" for (name, _, _), m in zip(sets, masks))
         extra = f" Foreground share: {fg}."
     else:
         maps = joint_pca_maps(grids)
         extra = ""
-    panel = pca_grid([(name, t.image, rgb) for (name, t), rgb in zip(sets, maps.rgb)], PANEL)
+    panel = pca_grid([(name, view, rgb) for (name, view, _), rgb in zip(sets, maps.rgb)], PANEL)
     ev = maps.basis.explained
     gh, gw = lt.layouts[li].grid
     text = (f"**{lt.names[li]}** (layer {li} of {lt.num_layers - 1}){_tag(lt)} · {gh}x{gw} patches of "
@@ -236,12 +239,12 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
         if str(other) not in paths:
             raise ValueError(f"unknown second image {other!r}; choose one of {', '.join(paths)}, or drop your own")
         other_path, other_label = paths[str(other)], str(other)
-    lt2 = layer_tokens(model, other_path)
+    view2, grid2 = example_grid(model, other_path, li)  # shipped for an example photo, else computed
     r, c = _query(lt, li, row, col)
-    corr = correspondence(lt.patch_grid(li), r, c, lt2.patch_grid(li))
+    corr = correspondence(lt.patch_grid(li), r, c, grid2)
     left = heat_overlay(lt.image, (corr.same + 1) / 2, VIEW_PX, vmax=1.0, query=(r, c),
                         label=f"{lt.names[li]} · patch (row {r}, col {c})")
-    right = heat_overlay(lt2.image, (corr.other + 1) / 2, VIEW_PX, vmax=1.0, query=corr.best,
+    right = heat_overlay(view2, (corr.other + 1) / 2, VIEW_PX, vmax=1.0, query=corr.best,
                          label=f"best match (row {corr.best[0]}, col {corr.best[1]}) · cos {corr.best_score:.2f}")
     same = np.delete(corr.same.reshape(-1), r * corr.same.shape[1] + c)
     text = (f"**{lt.names[li]}**{_tag(lt)}, query patch (row {r}, col {c}). In this image the other patches' "
