@@ -17,10 +17,14 @@ if TREE:
 
 #: ``python app.py`` for a benchmark, in the checkout's root, with Gradio's own start-up check that the app
 #: answers on localhost (one HEAD, 3 s timeout) switched off: under load it fails and stops the start, on
-#: commits older than vitviz.ui.serve.launch_without_self_check as well as newer ones. The app is otherwise
-#: unchanged (its own ``app.py`` runs as ``__main__``).
+#: commits older than vitviz.ui.serve.launch_without_self_check as well as newer ones. The checkout's
+#: ``app.py`` runs as ``__main__``, unchanged; its ``os.environ.setdefault`` lines are applied first, since
+#: importing Gradio loads numpy (OpenBLAS reads its thread count then).
 APP_COMMAND = [sys.executable, "-c",
-               "import runpy, sys, gradio.networking as n; n.url_ok = lambda url: True; sys.argv = ['app.py']; "
+               "import os, re, runpy, sys; "
+               "[os.environ.setdefault(k, v) for k, v in re.findall("
+               "r'os\\.environ\\.setdefault\\(\"([A-Z_]+)\",\\s*\"([^\"]*)\"\\)', open('app.py').read())]; "
+               "import gradio.networking as n; n.url_ok = lambda url: True; sys.argv = ['app.py']; "
                "runpy.run_path('app.py', run_name='__main__')"]
 
 
