@@ -2,6 +2,12 @@
 (rows 1-3, 8), the server's memory and disk after the others (4-7), clean errors (9), sliders (10), then
 300 fresh sessions and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``.
 
+Bounded: every call has a deadline (an unanswered call counts as an error, ``timeout``), every attack
+stops its threads and their connections after ``--seconds``, the fresh sessions stop at
+``--sessions-seconds``; one app's run takes about 6-8 minutes. ``--before CHECKOUT`` then measures that
+checkout's app the same way, right after (back to back, one app at a time, with the load average at
+each start and end), and prints both reports.
+
 The app runs with ``VITVIZ_PUBLIC=1``, offline, trusting one proxy hop: each client has its own
 ``X-Forwarded-For`` address, as behind a Space's proxy. The visitor uploads a photo the app never saw
 and calls ``/reconstruct`` (mae-tiny, 75%), one call at a time. Every attack is bounded in time.
@@ -75,9 +81,12 @@ class App:
         return {"path": path, "orig_name": Path(path).name, "meta": {"_type": "gradio.FileData"}}
 
     def call(self, fn_index: int, data: list, address: str, session: str | None = None,
-             http: Any = None) -> tuple[bool, str]:
-        """One queued call; (succeeded, error text or status)."""
+             http: Any = None, deadline: float | None = None, stop: threading.Event | None = None) -> tuple[bool, str]:
+        """One queued call; (succeeded, error text or status). Given up (``timeout``) at ``deadline``
+        (``time.monotonic()``; default: 120 s from now) or when ``stop`` is set, checked at each message
+        (Gradio sends a heartbeat every few seconds)."""
         http = http or self.http
+        deadline = deadline if deadline is not None else time.monotonic() + 120
         session = session or uuid.uuid4().hex
         headers = {"X-Forwarded-For": address}
         try:
@@ -86,8 +95,10 @@ class App:
             if r.status_code != 200:
                 return False, f"HTTP {r.status_code}"
             with http.stream("GET", self.url + "gradio_api/queue/data", params={"session_hash": session},
-                             headers=headers, timeout=600) as resp:
+                             headers=headers, timeout=30) as resp:
                 for line in resp.iter_lines():
+                    if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+                        return False, "timeout"
                     if line.startswith("data:"):
                         msg = json.loads(line[5:])
                         if msg.get("msg") == "process_completed":
@@ -98,23 +109,27 @@ class App:
         return False, "no answer"
 
 
-def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | None = None) -> dict:
-    """The well-behaved visitor: upload a new photo, reconstruct, ``calls`` times; latencies and errors."""
+def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | None = None,
+            seconds: float = 120.0) -> dict:
+    """The well-behaved visitor: upload a new photo, reconstruct, ``calls`` times or until ``stop`` or
+    ``seconds`` have passed; latencies and errors (a call unanswered after ``seconds`` is an error)."""
     import httpx
 
     idx, _ = app.fn(lambda name, dep: name == "reconstruct")
     times, errors = [], []
     photos = [new_photo(rng) for _ in range(calls)]
-    with httpx.Client(timeout=600) as http:
+    end = time.monotonic() + seconds
+    with httpx.Client(timeout=60) as http:
         for photo in photos:
-            if stop is not None and stop.is_set():
+            if (stop is not None and stop.is_set()) or time.monotonic() > end:
                 break
             t0 = time.perf_counter()
             up = app.upload(photo, VISITOR)
             if not hasattr(up, "status_code") or up.status_code != 200:
                 errors.append(f"upload {getattr(up, 'status_code', up)}")
                 continue
-            ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http)
+            ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http,
+                               deadline=end)
             times.append(time.perf_counter() - t0)
             if not ok:
                 errors.append(err)
@@ -124,13 +139,17 @@ def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | No
             "p95_s": round(times[min(len(times) - 1, int(0.95 * len(times)))], 3) if times else None}
 
 
-def attack(target, seconds: float, threads: int) -> threading.Event:  # noqa: ANN001
-    """Run ``target(stop, k)`` in ``threads`` threads until ``seconds`` pass; returns the stop event."""
+def attack(target, seconds: float, threads: int) -> tuple[threading.Event, list[threading.Thread]]:  # noqa: ANN001
+    """Run ``target(stop, k)`` in ``threads`` threads until ``seconds`` pass; returns the stop event and the
+    threads (each gives up its call when ``stop`` is set)."""
     stop = threading.Event()
-    for k in range(threads):
-        threading.Thread(target=target, args=(stop, k), daemon=True).start()
-    threading.Timer(seconds, stop.set).start()
-    return stop
+    workers = [threading.Thread(target=target, args=(stop, k), daemon=True) for k in range(threads)]
+    for w in workers:
+        w.start()
+    timer = threading.Timer(seconds, stop.set)
+    timer.daemon = True
+    timer.start()
+    return stop, workers
 
 
 def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> dict:
@@ -138,15 +157,18 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
     import httpx
 
     photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
-    features, n_features = app.fn(lambda name, dep: "update_all" in name and len(dep.get("inputs", [])) == 7)
+    # the Features tab's update_all: private (no name in the page configuration), found by its components
+    ids = {c["props"].get("elem_id"): c["id"] for c in app.config["components"] if isinstance(c.get("props"), dict)}
+    features, n_features = app.fn(lambda name, dep: {ids.get("feat-input"), ids.get("feat-model")} <= set(dep["inputs"])
+                                  and len(dep.get("outputs", [])) >= 10)
     attn, _ = app.fn(lambda name, dep: name == "attention_query")
     sweep, _ = app.fn(lambda name, dep: name == "sweep")
 
     def row1(stop: threading.Event, k: int, address: str = "10.2.0.1") -> None:
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(features, [app.file(photo), "vit-base:random", 6, False, 7, 7, None][:n_features],
-                         address, http=http)
+                app.call(features, [app.file(photo), "vit-base:random", 6, False, 7, 7, None, None][:n_features],
+                         address, http=http, stop=stop)
 
     def row2(stop: threading.Event, k: int) -> None:
         address = f"10.3.0.{k % 5 + 1}"
@@ -155,18 +177,18 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
             return
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0], address, http=http)
+                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0], address, http=http, stop=stop)
 
     def row3(stop: threading.Event, k: int) -> None:
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
                 app.call(sweep, [app.file(photo), "mae-tiny", random.randrange(10**9), "random", "mae-large"],
-                         "10.4.0.1", http=http)
+                         "10.4.0.1", http=http, stop=stop)
 
     asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
 
     def row8(stop: threading.Event, k: int) -> None:
-        with httpx.Client(timeout=60) as http:
+        with httpx.Client(timeout=10) as http:
             while not stop.is_set() and asset:
                 try:
                     http.get(app.url + asset.lstrip("/") + f"?v={uuid.uuid4().hex}",
@@ -177,10 +199,13 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
     out = {}
     for name, target, threads in (("1 features update_all x2", row1, 2), ("2 five addresses x16", row2, 40),
                                   ("3 trailing mae-large, 8 sweeps", row3, 8), ("8 assets, new query, br", row8, 4)):
-        stop = attack(target, seconds, threads)
+        stop, workers = attack(target, seconds, threads)
         time.sleep(2.0)  # the attack is under way
-        out[name] = visitor(app, calls, rng, stop)
+        out[name] = visitor(app, calls, rng, stop, seconds)
         stop.set()
+        for w in workers:
+            w.join(35)
+        out[name]["attack_threads_left"] = sum(w.is_alive() for w in workers)
         time.sleep(3.0)
     return out
 
@@ -222,7 +247,7 @@ def memory_rows(app: App, pid: int, cache: Path, rng: random.Random) -> dict:
     for w in workers:
         w.start()
     for w in workers:
-        w.join(300)
+        w.join(120)
     out["5 palette PNG 40 MP x6 to /tokenize"] = {
         "rss_growth_mb": round(rss_mb(pid) - before), "seconds": round(time.perf_counter() - t0, 2),
         "answers": sorted({a[1][:70] for a in answers})}
@@ -241,7 +266,7 @@ def memory_rows(app: App, pid: int, cache: Path, rng: random.Random) -> dict:
     # row 7: single 19 MB JPEG-looking uploads, as fast as they are answered, for 10 s
     used, t0, codes = _disk(cache), time.perf_counter(), []
     big = b"\xff\xd8\xff" + b"\0" * 19_000_000
-    while time.perf_counter() - t0 < 10:
+    while time.perf_counter() - t0 < 10 and len(codes) < 200:
         codes.append(getattr(app.upload(big, "10.7.0.2", "big.jpg"), "status_code", 0))
     out["7 19 MB uploads for 10 s"] = {"accepted": codes.count(200), "refused": len(codes) - codes.count(200),
                                        "disk_mb_per_s": round((_disk(cache) - used) / 2**20 / 10, 1)}
@@ -251,8 +276,11 @@ def memory_rows(app: App, pid: int, cache: Path, rng: random.Random) -> dict:
                app.call(reconstruct, ["just a string", "mae-tiny", 0.75, 0, "random"], "10.9.0.2"),
                app.call(reconstruct, [None, "mae-tiny"], "10.9.0.2")]
     example = next((d for d in app.config["dependencies"] if "load_example" in str(d.get("api_name"))), None)
-    run = (app.http.post(app.url + f"gradio_api/run/{example['api_name']}", json={"data": [[999, None]]}).status_code
-           if example else None)
+    try:
+        run = (app.http.post(app.url + f"gradio_api/run/{example['api_name']}", json={"data": [[999, None]]},
+                             timeout=30).status_code if example else None)
+    except httpx.HTTPError as exc:
+        run = type(exc).__name__
     out["9 bad payloads"] = {"answers": [a[1][:80] for a in answers], "load_example 999 status": run}
     return out
 
@@ -261,40 +289,49 @@ def _disk(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def fresh_sessions(app: App, pid: int, n: int, rng: random.Random) -> dict:
+def fresh_sessions(app: App, pid: int, n: int, rng: random.Random, seconds: float = 180.0, threads: int = 3) -> dict:
+    """``n`` fresh sessions (each its own address), one reconstruct each, ``threads`` at a time, stopped after
+    ``seconds``; the server's RSS before, at its peak and after."""
     import httpx
 
     idx, _ = app.fn(lambda name, dep: name == "reconstruct")
     photo = app.upload(new_photo(rng), "10.10.0.1").json()[0]
-    before, peak = rss_mb(pid), 0.0
-    errors = 0
-    with httpx.Client(timeout=600) as http:
-        for i in range(n):
-            ok, _ = app.call(idx, [app.file(photo), "mae-tiny", 0.75, i % 8, "random"], f"10.11.{i // 250}.{i % 250}",
-                             http=http)
-            errors += not ok
-            peak = max(peak, rss_mb(pid))
-    return {"sessions": n, "errors": errors, "rss_before_mb": round(before), "rss_after_mb": round(rss_mb(pid)),
-            "growth_mb": round(rss_mb(pid) - before), "peak_mb": round(peak)}
+    before, peak = rss_mb(pid), [0.0]
+    done, errors = [0], [0]
+    end = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        with httpx.Client(timeout=60) as http:
+            for i in range(k, n, threads):
+                if time.monotonic() > end:
+                    return
+                ok, _ = app.call(idx, [app.file(photo), "mae-tiny", 0.75, i % 8, "random"],
+                                 f"10.11.{i // 250}.{i % 250}", http=http, deadline=end)
+                with lock:
+                    done[0] += 1
+                    errors[0] += not ok
+                    peak[0] = max(peak[0], rss_mb(pid))
+
+    workers = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(seconds + 60)
+    return {"sessions": done[0], "of": n, "errors": errors[0], "rss_before_mb": round(before),
+            "rss_after_mb": round(rss_mb(pid)), "growth_mb": round(rss_mb(pid) - before), "peak_mb": round(peak[0])}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Start ``app.py`` of ``--app-root`` (default: this checkout) in public mode and run every row."""
-    import argparse
+def run_app(root: Path, args: Any) -> dict[str, Any]:
+    """Start ``app.py`` of ``root`` in public mode, run every row against it, stop it; the report."""
     import os
     import shutil
     import subprocess
     import sys
     import tempfile
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is measured")
-    ap.add_argument("--calls", type=int, default=8, help="visitor calls per row")
-    ap.add_argument("--seconds", type=float, default=20.0, help="longest attack per row")
-    ap.add_argument("--sessions", type=int, default=300)
-    ap.add_argument("--cleanup-wait", type=float, default=75.0)
-    ap.add_argument("--port", type=int, default=7321)
-    args = ap.parse_args(argv)
+    import httpx
+
     rng = random.Random(0)
     work = Path(tempfile.mkdtemp(prefix="vitviz-rows-"))
     server_tmp, cache = work / "tmp", work / "gradio"
@@ -302,36 +339,66 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, VITVIZ_PUBLIC="1", VITVIZ_TRUSTED_PROXIES="1", HF_HUB_OFFLINE="1",
                VITVIZ_CACHE_SECONDS="60", TMPDIR=str(server_tmp), GRADIO_TEMP_DIR=str(cache),
                GRADIO_SERVER_PORT=str(args.port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
+    env.pop("PYTHONPATH", None)
     log = (work / "app.log").open("w")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=args.app_root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    t_start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{args.port}/"
-    report: dict[str, Any] = {"app_root": str(args.app_root), "loadavg_start": Path("/proc/loadavg").read_text().split()[:3]}
+    report: dict[str, Any] = {"app_root": str(root), "loadavg_start": Path("/proc/loadavg").read_text().split()[:3]}
     try:
-        import httpx
-
-        for _ in range(300):
+        while time.monotonic() - t_start < args.start_seconds and proc.poll() is None:
             try:
                 if httpx.get(url, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(1)
+        else:
+            report["error"] = "the app did not start in time" if proc.poll() is None else "the app exited"
+            return report
+        report["start_s"] = round(time.monotonic() - t_start, 1)
         app = App(url)
         report["page_config_kb"] = round(len(app.http.get(url + "config").content) / 1000)
         visitor(app, 3, rng)  # warm: the model in memory
         report["alone"] = visitor(app, args.calls * 2, rng)
         report["latency_rows"] = latency_rows(app, args.calls, args.seconds, rng)
         report["memory_rows"] = memory_rows(app, proc.pid, cache, rng)
-        report["fresh_sessions"] = fresh_sessions(app, proc.pid, args.sessions, rng)
+        report["fresh_sessions"] = fresh_sessions(app, proc.pid, args.sessions, rng, args.sessions_seconds)
         time.sleep(args.cleanup_wait)
         report["files_outside_gradio_cache"] = sum(1 for p in server_tmp.rglob("*") if p.is_file())
         report["tracebacks_in_log"] = (work / "app.log").read_text().count("Traceback")
-        report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
     finally:
+        report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+        report["wall_s"] = round(time.monotonic() - t_start)
         proc.terminate()
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
         log.close()
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(report, indent=1))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure ``--app-root`` (default: this checkout), then ``--before`` if given; print the reports."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is measured")
+    ap.add_argument("--before", type=Path, default=None, help="a second checkout, measured right after")
+    ap.add_argument("--calls", type=int, default=8, help="visitor calls per row")
+    ap.add_argument("--seconds", type=float, default=15.0, help="longest attack per row")
+    ap.add_argument("--sessions", type=int, default=300)
+    ap.add_argument("--sessions-seconds", type=float, default=150.0, help="longest time for the fresh sessions")
+    ap.add_argument("--start-seconds", type=float, default=240.0, help="longest wait for the app to start")
+    ap.add_argument("--cleanup-wait", type=float, default=75.0)
+    ap.add_argument("--port", type=int, default=7321)
+    args = ap.parse_args(argv)
+    reports = {"after": run_app(args.app_root, args)}
+    print(json.dumps(reports["after"], indent=1), flush=True)
+    if args.before is not None:
+        reports["before"] = run_app(args.before, args)
+        print(json.dumps(reports["before"], indent=1), flush=True)
     return 0
 
 

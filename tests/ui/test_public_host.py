@@ -283,3 +283,48 @@ def test_the_front_end_files_and_the_page_are_compressed_once_and_served_from_me
     assert all(b"accept-encoding" not in dict(h) for h in calls[:2])  # the app is asked for the plain file
 
 
+
+
+def _join(url: str, fn_index: int, data: list) -> tuple[int, str]:
+    """A raw queue join as the page sends it; (HTTP status of the join, the answer's error text or detail)."""
+    import json
+    import uuid
+
+    import httpx
+
+    session = uuid.uuid4().hex
+    with httpx.Client(timeout=120) as http:
+        r = http.post(url + "gradio_api/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": session,
+                                                           "event_data": None, "trigger_id": None})
+        if r.status_code != 200:
+            return r.status_code, str(r.json().get("detail") or r.json().get("error"))
+        with http.stream("GET", url + "gradio_api/queue/data", params={"session_hash": session}) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data:"):
+                    msg = json.loads(line[5:])
+                    if msg.get("msg") == "process_completed":
+                        return 200, str((msg.get("output") or {}).get("error"))
+    return 200, "no answer"
+
+
+def test_bad_file_payloads_and_missing_values_get_sentences_not_error_null(app_url):
+    """Issue 32 row 9: a file value naming a server path, a plain string for a file, too few values: each
+    gets a sentence (never ``error: null`` or "Something went wrong"), no server path, and the app answers on."""
+    import httpx
+
+    config = httpx.get(app_url + "config").json()
+    fn = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "reconstruct")
+    answers = [
+        _join(app_url, fn, [{"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}, "mae-tiny", 0.75, 0, "random"]),
+        _join(app_url, fn, ["just a string", "mae-tiny", 0.75, 0, "random"]),
+        _join(app_url, fn, [None, "mae-tiny"]),
+    ]
+    for status, text in answers:
+        assert text not in ("None", "", "no answer") and "Something went wrong" not in text, answers
+        assert "root:" not in text and str(ROOT) not in text
+    assert answers[2][0] >= 400 and "takes 5 input values; the request has 2" in answers[2][1]
+    from gradio_client import Client, handle_file
+
+    ok = Client(app_url, verbose=False).predict(handle_file(str(PHOTO)), "mae-tiny", 0.75, 0, "random",
+                                                api_name="/reconstruct")
+    assert "of 196" in ok[-1]  # the app answers on
