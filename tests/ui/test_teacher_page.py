@@ -107,8 +107,19 @@ def test_key_panels_above_the_fold(page_url, browser, size, presenter):
         labels = page.locator("#mae-panels label").all_inner_texts()
         assert any("Reconstruction + visible" in t for t in labels)
         if presenter:
-            for sel in ("#mae-controls", ".vitviz-help", "#tour", "#vitviz-intro", "#mae-panels-more"):
+            for sel in ("#mae-model", "#mae-examples", ".vitviz-help", "#tour", "#vitviz-intro", "#mae-panels-more",
+                        "#panel-error"):
                 assert not any(el.is_visible() for el in page.locator(sel).all()), sel
+            # issue 34: an upload box and a large readout of the ratio, both on the first screen
+            for sel in ("#mae-input", "#mae-ratio-readout"):
+                b = _box(page, sel)
+                assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w + 1, (sel, b)
+            readout = page.locator("#mae-ratio-readout .vitviz-readout-value")
+            assert readout.inner_text() == "75%"
+            assert float(readout.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 40
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("document.querySelector('#mae-ratio-readout .vitviz-readout-value')"
+                                   ".textContent === '80%'", timeout=10_000)
             # no empty bars: every visible block of the tab has something in it
             empty = page.evaluate("""() => Array.from(document.querySelectorAll('#mae-main .block, #mae-main .form'))
                 .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0

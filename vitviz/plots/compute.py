@@ -59,10 +59,17 @@ def attention_flops_figure(rows: Sequence[dict], classic: Sequence[dict] = (), w
             secondary_y=True,
         )
     fig.update_xaxes(type="log", dtick=1, title_text="tokens N (log scale)")
-    fig.update_yaxes(type="log", dtick=1, exponentformat="SI",
-                     title_text="FLOPs per layer (log scale)", secondary_y=False)
+    # Both axes span the same number of decades, the ratio's starting at its own minimum: the ratio (slope 1)
+    # then runs under the global cost (slope 2) instead of on top of it (issue 34: the two lines coincided).
+    flops = np.log10([r[key] for r in rows for key, *_ in series if r[key] > 0])
+    ratios = np.log10([float(r["products_flop_ratio"]) for r in rows if float(r["products_flop_ratio"]) > 0])
+    span = float(flops.max() - flops.min()) + 0.4 if flops.size else 1.0
+    fig.update_yaxes(type="log", dtick=1, exponentformat="SI", title_text="FLOPs per layer (log scale)",
+                     secondary_y=False, range=[float(flops.min()) - 0.2, float(flops.min()) - 0.2 + span]
+                     if flops.size else None)
     fig.update_yaxes(type="log", dtick=1, title_text="FLOP ratio, QKᵀ+AV: global / windowed (x, log)",
-                     secondary_y=True, showgrid=False)
+                     secondary_y=True, showgrid=False,
+                     range=[float(ratios.min()) - 0.2, float(ratios.min()) - 0.2 + span] if ratios.size else None)
     fig.update_yaxes(title_standoff=6)
     return layout(fig, "One attention layer: global vs windowed", legend_below=True)
 

@@ -64,7 +64,7 @@ def head_grid_figure(types: np.ndarray, type_names: tuple[str, ...], stats: dict
                                  marker=dict(size=12, symbol="square", color=TYPE_COLORS[name])))
     fig.update_xaxes(title_text="head", dtick=1, showgrid=False, zeroline=False)
     fig.update_yaxes(title_text="layer", dtick=1, autorange="reversed", showgrid=False, zeroline=False)
-    layout(fig, title, height=max(300, 26 * n_layers + 140))
+    layout(fig, title, height=max(300, 26 * n_layers + 140), legend_below=True)  # a narrow column: not over the title
     return fig
 
 
@@ -93,7 +93,7 @@ def head_scatter_figure(types: np.ndarray, type_names: tuple[str, ...], stats: d
     top = max(float(np.max(stats["distance"])) if np.size(stats["distance"]) else 0.0, float(uniform)) * 1.1
     fig.update_xaxes(title_text="mean attention distance (pixels of the input)", range=[0, top])
     fig.update_yaxes(title_text="entropy / log T (1 = uniform)", range=[-0.03, 1.05])
-    layout(fig, title, height=380)
+    layout(fig, title, height=380, legend_below=True)
     return fig
 
 

@@ -35,6 +35,13 @@ def code_palette(k: int) -> np.ndarray:
     return out
 
 
+def id_font_size(cell: int, digits: int) -> int:
+    """Font size of the ids written in a token map's cells: as large as the widest id allows (a digit is
+    about 0.6 of the font size wide, the id fills at most 90% of its cell). The map is drawn at about 260 px
+    in the page, where a third of a cell (the old size) was a 6-px font (issue 34)."""
+    return max(8, min(int(cell * 0.55), int(0.9 * cell / (0.6 * max(1, digits)))))
+
+
 def token_map(ids: np.ndarray, size: int, codebook_size: int, show_ids: bool = True,
               where: np.ndarray | None = None) -> np.ndarray:
     """Each patch filled with its code's colour, with the id written in it.
@@ -62,7 +69,8 @@ def token_map(ids: np.ndarray, size: int, codebook_size: int, show_ids: bool = T
     if show_ids and cell >= 20:
         items = [((c + 0.5) * cell, (r + 0.5) * cell, str(int(ids[r, c])))
                  for r in range(gh) for c in range(gw) if shown[r, c]]
-        out = text(out, items, size=max(8, cell // 3))
+        digits = max((len(t) for _, _, t in items), default=1)
+        out = text(out, items, size=id_font_size(cell, digits))
     return out
 
 

@@ -21,7 +21,7 @@ def grid_overlay(image: np.ndarray, patch_size: int, color: tuple[int, int, int]
 
 
 def error_heatmap(error_map: np.ndarray, mask: np.ndarray, patch_size: int, vmax: float | None = None,
-                  bar_width: int = 44) -> np.ndarray:
+                  bar_width: int = 58) -> np.ndarray:
     """Per-patch error of the hidden patches as a heatmap with a colour bar.
 
     Visible patches are drawn light grey (they are not predicted). The colour scale

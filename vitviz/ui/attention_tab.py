@@ -242,16 +242,7 @@ def build(demo: gr.Blocks) -> ImageInput:
             top5 = gr.Label(num_top_classes=5, label="Top-5 ImageNet labels", elem_id="attn-top5")
             top5_text = gr.Markdown(elem_id="attn-top5-note")
         with gr.Column(scale=3):
-            gr.Markdown("### Query view")
-            with gr.Row(equal_height=True):
-                query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch", label="Query token",
-                                 elem_id="attn-query", scale=3)
-                row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="attn-row", min_width=70,
-                                scale=1)
-                col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="attn-col", min_width=70,
-                                scale=1)
-                head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
-                                 min_width=90, scale=1)
+            # The query view: the layer, then the maps (on the first screen at 1280x720, issue 34), then the query.
             with gr.Row(equal_height=True):
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
@@ -267,6 +258,15 @@ def build(demo: gr.Blocks) -> ImageInput:
                     gr.Markdown("**Every head of this layer** (each scaled to its own maximum)")
                     heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
             query_info = gr.Markdown(elem_id="attn-query-info")
+            with gr.Row(equal_height=True):
+                query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch", label="Query token",
+                                 elem_id="attn-query", scale=3)
+                row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="attn-row", min_width=70,
+                                scale=1)
+                col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="attn-col", min_width=70,
+                                scale=1)
+                head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
+                                 min_width=90, scale=1)
             gr.Markdown("### Class token, last layer")
             gr.Markdown(HELP_CLS)
             mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention (DINO view)",

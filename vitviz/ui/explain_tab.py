@@ -104,7 +104,6 @@ def build(demo: gr.Blocks) -> ImageInput:
             if examples:
                 examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos")
             model = gr.Dropdown(choices=choices, value=default, label="Classifier", elem_id="explain-model")
-            note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
         with gr.Column(scale=3):
             with gr.Row(equal_height=True):
                 target = gr.Dropdown(choices=v.class_choices(), value=v.PREDICTED, filterable=True,
@@ -114,11 +113,13 @@ def build(demo: gr.Blocks) -> ImageInput:
                 choices_later("explain-class")  # 27 KB of class names arrive with update_maps' first answer
                 method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",
                                   scale=3)
-            gr.Markdown(v.HELP_METHODS)
+            # the model note (a random-weights warning) and the maps on the first screen at 1280x720 (issue 34)
+            note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
             maps = gr.Image(label="explanation maps", elem_id="explain-maps", **kw)
             maps_text = gr.Markdown(elem_id="explain-maps-info")
+            gr.Markdown(v.HELP_METHODS)
             gr.Markdown("### Deletion and insertion")
             gr.Markdown(v.HELP_CURVES)
             with gr.Row(equal_height=True):

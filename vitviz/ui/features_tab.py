@@ -157,14 +157,14 @@ def build(demo: gr.Blocks) -> ImageInput:
         with gr.Column(scale=3):
             layer = gr.Slider(0, 8, value=8, step=1, label="Layer (0 = patch + position embedding)",
                               elem_id="feat-layer")
-            gr.Markdown("### PCA feature maps")
-            gr.Markdown(v.HELP_PCA)
             foreground = gr.Checkbox(False, label="Foreground only (split on the first component, recolour)",
                                      elem_id="feat-foreground")
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
+            # the maps first, their reading after them: on the first screen at 1280x720 (issue 34)
             pca = gr.Image(label="PCA feature maps", elem_id="feat-pca", **kw)
             pca_text = gr.Markdown(elem_id="feat-pca-info")
+            gr.Markdown("### Reading the PCA feature maps\n" + v.HELP_PCA)
             gr.Markdown("### Patch correspondence")
             gr.Markdown(v.HELP_SIMILARITY)
             with gr.Row(equal_height=True):

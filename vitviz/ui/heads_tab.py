@@ -148,13 +148,13 @@ def build(demo: gr.Blocks) -> ImageInput:
             source = gr.Radio(hv.SOURCES, value="image", label="Statistics of", elem_id="heads-source",
                               info="one photo, or the mean over the example photos (the model's own head types)")
         with gr.Column(scale=3):
-            gr.Markdown("### Head atlas")
-            gr.Markdown(hv.HELP_ATLAS)
-            gr.Markdown(hv.SOURCES_TEXT)
+            # the atlas first, its reading after it: on the first screen at 1280x720 (issue 34)
+            info = gr.Markdown(elem_id="heads-info")
             with gr.Row(equal_height=True):
                 grid = gr.Plot(label="heads by type", elem_id="heads-grid", show_label=False)
                 scatter = gr.Plot(label="heads: distance and entropy", elem_id="heads-scatter", show_label=False)
-            info = gr.Markdown(elem_id="heads-info")
+            gr.Markdown("### Reading the head atlas\n" + hv.HELP_ATLAS)
+            gr.Markdown(hv.SOURCES_TEXT)
             gr.Markdown("### Query–key space of one head")
             gr.Markdown(hv.HELP_QK)
             with gr.Row(equal_height=True):

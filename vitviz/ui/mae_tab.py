@@ -38,6 +38,9 @@ TOUR_TITLE = "Masked autoencoder"
 TOUR_TEXT = ("Hide 75% of the patches and the encoder sees only the rest; a decoder, light per token, has to paint "
              "the hidden ones back from context.")
 PANEL_HEIGHT = 240
+#: The presenter layout's large ratio readout (``vitviz.mae.readout`` in the page module writes the value).
+RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value">75%</span>'
+                 '<span class="vitviz-readout-unit">hidden</span></div>')
 NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
 HELP_RATIO = (
@@ -301,7 +304,7 @@ def build(demo: gr.Blocks) -> MaeTab:
     default_model = choices[0][1] if choices else None
     mask_state = gr.State(None)
     examples_box = None
-    with gr.Row():
+    with gr.Row(elem_id="mae-layout"):
         with gr.Column(scale=1, min_width=300, elem_id="mae-controls"):
             image = gr.Image(value=default_image(), type="filepath", image_mode=None,
                              sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
@@ -323,18 +326,23 @@ def build(demo: gr.Blocks) -> MaeTab:
                                   label="Compare with another model (same image, same mask)", elem_id="mae-compare",
                                   elem_classes=["vitviz-secondary"])
         with gr.Column(scale=3, elem_id="mae-main"):
-            # The slider and the three panels a lecturer points at come first: above the fold at 1280x720.
-            ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio")
+            # The slider and the four panels a lecturer points at come first: above the fold at 1280x720
+            # (the error map too: issue 34); the presenter layout keeps three, larger.
+            with gr.Row(elem_id="mae-ratio-row"):
+                ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio", elem_id="mae-ratio",
+                                  scale=6)
+                # the presenter layout's large readout of the slider (the page module keeps it current)
+                gr.HTML(RATIO_READOUT, elem_id="mae-ratio-readout", padding=False, min_width=150, scale=1)
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"])
             with gr.Row(equal_height=True, elem_id="mae-panels"):
                 original = gr.Image(label="Original (click or drag to paint)", elem_id="panel-original", **kw)
                 masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
                 pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
+                error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
             metrics = gr.Markdown(elem_id="mae-metrics")
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
                 recon = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
-                error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
-                with gr.Column(min_width=200, elem_classes=["vitviz-help"]):
+                with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
                     gr.Markdown(HELP_RATIO + "\n\n" + HELP_VISIBLE)
             provenance = mae_provenance.build()  # click a hidden patch of a reconstruction
             live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)

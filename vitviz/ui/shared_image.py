@@ -69,10 +69,12 @@ def publish_js(tab_id: str, clear: bool | str = False) -> str:
     (sent while the box still holds the old value): the relay moves, so the tab redraws
     without an image; the other tabs keep theirs. ``clear="emptied"``, for the box's ``change``: only a box
     left empty counts, as a clear (Gradio empties the box when it refuses an upload, too large or not an
-    image, and sends neither ``upload`` nor ``clear``). (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
+    image, and sends neither ``upload`` nor ``clear``). ``clear="example"``, after a click on an example photo:
+    published like an upload, and the page's link names the example (``photo=``; an upload is not carried).
+    (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
     """
-    if clear not in (True, False, "emptied"):
-        raise ValueError(f"clear is True, False or 'emptied', not {clear!r}")
+    if clear not in (True, False, "emptied", "example"):
+        raise ValueError(f"clear is True, False, 'emptied' or 'example', not {clear!r}")
     return js.read("image_publish", tab=tab_id, clear=clear)
 
 
@@ -131,7 +133,7 @@ class SharedImage:
                                   queue=False, api_visibility="private")
         gr.on([image.upload, image.input], **kw)
         if examples is not None and getattr(examples, "load_input_event", None) is not None:
-            examples.load_input_event.then(**kw)
+            examples.load_input_event.then(**{**kw, "js": publish_js(tab_id, clear="example")})
         image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
         # after relay_image_changes: this listener stays on the box (a refused upload empties it silently)
         image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})

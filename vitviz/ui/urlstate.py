@@ -142,16 +142,12 @@ def tab_js(tab: str) -> str:
     return js.read("url_tab", tab=tab)
 
 
-#: Page styles. The MAE tab's key panels are squares as wide as a third of the panel column and never
+#: Page styles. The MAE tab's key panels are squares as wide as a quarter of the panel column and never
 #: taller than the screen leaves them (so they and the metrics fit above the fold at 1280x720); the
-#: presenter layout (``?presenter=1``, Alt+P) keeps only the slider, the key panels and the metrics, large.
+#: presenter layout (``?presenter=1``, Alt+P) keeps the slider with a large readout of it, three key panels
+#: and the metrics, large, and a small upload box beside the slider.
 CSS = """
 :root { --vitviz-panel: max(200px, calc(100vh - 400px)); }
-#vitviz-intro h1 { display: inline; margin: 0 0.6rem 0 0; font-size: 1.6rem; }
-#vitviz-intro h1 + p { display: inline; margin: 0; }
-#vitviz-intro ul { display: grid; grid-template-columns: repeat(auto-fill, minmax(23rem, 1fr)); gap: 0 1.2rem;
-  margin: 0.3rem 0 0; padding-left: 1.1rem; font-size: 0.86rem; line-height: 1.45; }
-#vitviz-intro li { margin: 0 !important; padding: 0 !important; }
 #mae-panels > .block, #mae-panels-more > .block { height: auto !important; }
 #mae-panels .image-container { height: auto !important; aspect-ratio: 1 / 1; max-height: var(--vitviz-panel); }
 #mae-panels-more .image-container { height: 230px !important; }
@@ -163,8 +159,21 @@ CSS = """
 [id$='-examples'] .container.gallery { width: 58px !important; height: 58px !important; }
 [id$='-examples'] .container.gallery img { width: 100%; height: 100%; object-fit: cover; }
 #mae-thumbs img { object-fit: contain !important; }
-.vitviz-presenter .vitviz-help, .vitviz-presenter .vitviz-secondary, .vitviz-presenter #mae-controls,
+#mae-ratio-row { gap: 0.8rem; align-items: stretch; }
+#mae-ratio-readout { display: none; }
+.vitviz-readout { display: flex; align-items: baseline; justify-content: center; gap: 0.4rem; height: 100%; }
+.vitviz-readout-value { font-size: 3rem; font-weight: 700; line-height: 1; font-variant-numeric: tabular-nums; }
+.vitviz-readout-unit { font-size: 1.2rem; color: var(--body-text-color-subdued); }
+.vitviz-presenter #mae-ratio-readout { display: flex !important; align-items: center; flex: 0 0 12rem !important; }
+.vitviz-presenter .vitviz-help, .vitviz-presenter .vitviz-secondary, .vitviz-presenter #panel-error,
 .vitviz-presenter #mae-panels-more, .vitviz-presenter footer { display: none !important; }
+.vitviz-presenter #mae-layout { position: relative; }
+.vitviz-presenter #mae-controls { position: absolute !important; top: 0; right: 0; width: 15rem !important;
+  min-width: 0 !important; z-index: 4; }
+.vitviz-presenter #mae-controls > :not(#mae-input) { display: none !important; }
+.vitviz-presenter #mae-input { height: 7.5rem !important; }
+.vitviz-presenter #mae-input .image-container { height: 7.5rem !important; }
+.vitviz-presenter #mae-ratio-row { margin-right: 16rem !important; min-height: 7.5rem; width: auto !important; }
 .vitviz-presenter { --vitviz-panel: max(240px, calc(100vh - 250px)); }
 .vitviz-presenter #mae-metrics, .vitviz-presenter #mae-metrics .prose { font-size: 1.3rem !important; }
 .vitviz-presenter #mae-panels label, .vitviz-presenter #mae-ratio label { font-size: 1.1rem; }

@@ -121,6 +121,8 @@
         }), 250);
       },
       mask(code) { set((p) => { if (code) p.set('mask', code); else p.delete('mask'); }); },
+      // The example photo shown (its name), or none: an upload cannot travel in a link.
+      photo(name) { set((p) => { if (name) p.set('photo', name); else p.delete('photo'); }); },
       layer(layer) { if (layer !== null && layer !== undefined) set((p) => p.set('layer', String(Math.round(layer)))); },
       // The selected tab, recorded once the URL's own tab is open.
       tab(id) { if (tabs.ready) set((p) => p.set('tab', id)); },
@@ -140,6 +142,84 @@
     },
   };
 
+  // --- examples: the shown tab's example photos, found by file name ---------------------------------------
+  const examples = (() => {
+    const baseName = (src) => decodeURIComponent((src || '').split('?')[0].split('/').pop() || '');
+    const E = {
+      baseName,
+      // The photo's name without its extension ("chelsea" for .../chelsea.jpg), "" for none.
+      stem: (path) => baseName(path).replace(/\.[a-z0-9]+$/i, ''),
+      shownPanel: () => Array.from(document.querySelectorAll('.tabitem')).find((p) => p.offsetParent !== null),
+      busy: (root) => Boolean(root && root.querySelector('.pending, .generating, .eta-bar')),
+      // The file name shown in the panel's image box ("" for none).
+      boxPhoto(panel) {
+        const img = panel.querySelector('[data-testid=image] .image-frame img');
+        return img ? baseName(img.getAttribute('src')) : '';
+      },
+      // The panel's example thumbnail of that file name, if shown.
+      button: (panel, name) => Array.from(panel.querySelectorAll('button.gallery-item')).find((b) => {
+        const img = b.querySelector('img');
+        return img && b.offsetParent !== null && baseName(img.getAttribute('src')) === name;
+      }),
+      // The URL's photo= (an example's name): once the shown tab has drawn its first views, its thumbnail
+      // is clicked as a person would (the photo then reaches every tab); an unknown name is ignored.
+      fromUrl() {
+        const name = new URL(window.location.href).searchParams.get('photo') || '';
+        if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) return;
+        const started = Date.now();
+        setTimeout(later, 30000);  // the give-up check runs even on a still page
+        watch(() => {
+          if (Date.now() - started > 30000) return true;
+          if (!tabs.ready) return false;
+          const panel = E.shownPanel();
+          if (!panel) return false;
+          if (!panel.querySelector('button.gallery-item')) return Date.now() - started > 5000;  // no photo here
+          const want = E.boxPhoto(panel);
+          if (!want || E.busy(panel)) return false;  // the tab's first views are still coming
+          if (E.stem(want) === name) return true;
+          const b = Array.from(panel.querySelectorAll('button.gallery-item')).find((x) => {
+            const img = x.querySelector('img');
+            return img && x.offsetParent !== null && E.stem(img.getAttribute('src')) === name;
+          });
+          if (b) b.click();
+          return true;
+        });
+      },
+    };
+    return E;
+  })();
+
+  // --- share: what the page's link carries (the address bar: tab, controls and an example photo's name) -----
+  // An uploaded photo stays in this browser: the link says so (#share, vitviz.ui.share).
+  const share = (() => {
+    const st = {photo: null, uploaded: false};
+    const render = () => {
+      const el = document.querySelector('#share .vitviz-share-text');
+      if (!el) return;
+      if (!st.uploaded && !st.photo) return;  // the page's first photo: the server wrote its name
+      el.textContent = st.uploaded ? 'your upload is not in the link' : `example photo ${st.photo}`;
+      el.parentElement.title = st.uploaded
+        ? 'The link carries the tab and its controls, not your uploaded photo: whoever opens it sees the example photo instead.'
+        : 'The link carries the tab, its controls and the example photo shown.';
+    };
+    return {
+      state: st,
+      render,
+      example(name) { st.photo = name; st.uploaded = false; url.photo(name); render(); },
+      uploaded() { st.photo = null; st.uploaded = true; url.photo(''); render(); },
+      cleared() { st.photo = null; st.uploaded = false; url.photo(''); render(); },
+      // The button: the address bar's link to the clipboard (where the browser allows it), said in the page.
+      async copy() {
+        const el = document.querySelector('#share .vitviz-share-done');
+        let done = false;
+        try { await navigator.clipboard.writeText(window.location.href); done = true; } catch (e) { done = false; }
+        if (el) el.textContent = done ? 'copied' : 'copy it from the address bar';
+        if (el) setTimeout(() => { el.textContent = ''; }, 4000);
+        return done;
+      },
+    };
+  })();
+
   // --- image: one image for the whole app (vitviz.ui.shared_image) ----------------------------------------
   // v: its version; value: the box value (Gradio's file data); seen: the version each tab shows;
   // shown: the file each tab's relay last announced ("" for none).
@@ -153,10 +233,15 @@
       // clear 'emptied': the box's change; only a box left empty counts (Gradio refused the upload, too large
       // or not an image, and sent neither upload nor clear): the tab redraws without an image, so no panel
       // of the previous photo stays beside the empty box.
+      // clear 'example': an example photo was clicked: published like an upload, and the link names it.
       publish(id, value, relay, clear) {
         if (clear === 'emptied') { if (value) return [relay]; clear = true; }
+        const example = clear === 'example';
+        if (example) clear = false;
         const key = clear ? '' : ((value && value.path) || null);
+        if (example && key) share.example(examples.stem(key));
         if (key === null || S.shown[id] === key) return [relay];
+        if (!example && key) share.uploaded(); else if (!key) share.cleared();
         S.shown[id] = key;
         if (key) { S.v += 1; S.value = value; S.seen[id] = S.v; }
         return [(relay || 0) + 1];
@@ -298,6 +383,14 @@
           });
         });
       }
+    },
+    // The presenter layout's large readout (#mae-ratio-readout) follows the slider: its share hidden, in %.
+    readout() {
+      const el = document.querySelector('#mae-ratio-readout .vitviz-readout-value');
+      const slider = document.querySelector('#mae-ratio input[type=range]');
+      if (!el || !slider) return;
+      const text = `${Math.round(Number(slider.value) * 100)}%`;
+      if (el.textContent !== text) el.textContent = text;
     },
     // The sweep chart's marker (vitviz.plots.mae.CURRENT_MARKER) follows the slider, with no server call.
     marker() {
@@ -503,7 +596,7 @@
 
   let started = false;
   window.vitviz = {
-    watch, tabs, url, presenter, image, lazy, scrub, mae, attention, heads, live,
+    watch, tabs, url, presenter, examples, share, image, lazy, scrub, mae, attention, heads, live,
     // Run the watchers' checks soon even if the page does not change (a check that waits for time to pass).
     wake: () => later(),
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
@@ -511,16 +604,25 @@
       if (started) return;
       started = true;
       tabs.start();
+      examples.fromUrl();
+      watch(() => {  // the share line (vitviz.ui.share): its text and its button
+        const b = document.getElementById('share-copy');
+        if (!b) return false;
+        b.addEventListener('click', () => share.copy());
+        share.render();
+        return true;
+      });
       if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
       document.addEventListener('keydown', onKey);
       // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
-      // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys).
+      // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys). The
+      // presenter's readout follows with it.
       document.addEventListener('input', (e) => {
-        if (e.target.closest('#mae-ratio')) requestAnimationFrame(() => setTimeout(mae.marker, 0));
+        if (e.target.closest('#mae-ratio')) requestAnimationFrame(() => setTimeout(() => { mae.marker(); mae.readout(); }, 0));
       });
-      watch(() => { mae.marker(); return false; });  // a new chart, or a slider the server moved
+      watch(() => { mae.marker(); mae.readout(); return false; });  // a new chart, or a slider the server moved
     },
   };
 })();

@@ -16,20 +16,9 @@
   if (!V || V.tour) return;
 
   let bar = null, steps = [], index = -1, gen = 0;
-  const shownPanel = () => Array.from(document.querySelectorAll('.tabitem')).find((p) => p.offsetParent !== null);
-  const busy = (root) => Boolean(root && root.querySelector('.pending, .generating, .eta-bar'));
+  // the shown tab's box and its example thumbnails: vitviz.examples (page.js)
+  const {shownPanel, busy, boxPhoto, button: exampleButton} = V.examples;
   const textOf = (id) => { const el = document.getElementById(id); return el ? el.innerText : ''; };
-  const baseName = (src) => decodeURIComponent((src || '').split('?')[0].split('/').pop() || '');
-
-  // --- the photo: the shown tab's box and its example thumbnails -----------------------------------------
-  const boxPhoto = (panel) => {
-    const img = panel.querySelector('[data-testid=image] .image-frame img');
-    return img ? baseName(img.getAttribute('src')) : '';
-  };
-  const exampleButton = (panel, name) => Array.from(panel.querySelectorAll('button.gallery-item')).find((b) => {
-    const img = b.querySelector('img');
-    return img && b.offsetParent !== null && baseName(img.getAttribute('src')) === name;
-  });
 
   // --- controls: set like a person does, skipped when already at the value --------------------------------
   const fire = (el, ...types) => types.forEach((t) => el.dispatchEvent(new Event(t, {bubbles: true})));
@@ -65,18 +54,17 @@
     window.scrollBy({top: dy, left: 0, behavior: 'instant'});
   };
 
-  // --- the bar: in the header; while a step runs it stays at the top of the window once scrolled past ------
-  // (position: sticky does not hold inside Gradio's blocks, which clip their overflow)
+  // --- the bar: idle, a button in the header (beside the tab buttons); while a step runs it is one line at the
+  // top of the window, as wide as the page's column, over the intro (position: sticky does not hold inside
+  // Gradio's blocks, which clip their overflow)
   const stick = () => {
     if (!bar) return;
-    const holder = bar.parentElement;
-    const on = index >= 0 && holder.getBoundingClientRect().top < 0;
-    if (on && !bar.classList.contains('vitviz-tour-stuck')) {
-      const r = holder.getBoundingClientRect();
-      holder.style.minHeight = bar.offsetHeight + 'px';
+    const on = index >= 0;
+    if (on) {
+      const wide = document.getElementById('vitviz-intro') || bar.parentElement;
+      const r = wide.getBoundingClientRect();
       bar.style.left = r.left + 'px'; bar.style.width = r.width + 'px';
-    }
-    if (!on) { holder.style.minHeight = ''; bar.style.left = ''; bar.style.width = ''; }
+    } else { bar.style.left = ''; bar.style.width = ''; }
     bar.classList.toggle('vitviz-tour-stuck', on);
   };
   const node = (tag, cls, text) => {
@@ -98,8 +86,9 @@
     bar.dataset.ready = ready ? String(index + 1) : '';
     bar.classList.toggle('vitviz-tour-running', index >= 0);
     if (index < 0) {
-      bar.append(button(`Guided tour: ${steps.length} steps ▸`, 'tour-start', () => tour.go(0)));
+      bar.append(button('Guided tour ▸', 'tour-start', () => tour.go(0)));
       bar.firstChild.className = 'vitviz-tour-start';
+      bar.firstChild.title = `${steps.length} steps, one idea each`;
       stick();
       return;
     }
@@ -182,7 +171,6 @@
         bar = el;
         try { steps = JSON.parse(el.dataset.steps || '[]'); } catch (e) { steps = []; }
         render(false);
-        window.addEventListener('scroll', stick, {passive: true});
         window.addEventListener('resize', () => { if (bar) bar.classList.remove('vitviz-tour-stuck'); stick(); });
         return true;
       });

@@ -1,0 +1,64 @@
+"""Issue 34, bug 5: charts and drawn maps a newcomer could not read (each test failed before its fix)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def test_bias_table_axis_spans_the_table_not_the_plot_width():
+    """A 13×13 bias table (window 7) had its x-axis stretched to −42…42 to keep the cells square."""
+    from vitviz.plots.windows import bias_table_figure
+
+    fig = bias_table_figure(np.zeros((13, 13)), head=1)
+    assert list(fig.layout.xaxis.range) == [-6.5, 6.5] and fig.layout.xaxis.constrain == "domain"
+    assert sorted(fig.layout.yaxis.range) == [-6.5, 6.5] and fig.layout.yaxis.constrain == "domain"
+
+
+def _plot_height(value: float, axis_range) -> float:  # noqa: ANN001
+    """Where a value sits on a log axis, as a fraction of the plot's height."""
+    lo, hi = axis_range
+    return (np.log10(value) - lo) / (hi - lo)
+
+
+def test_compute_ratio_line_does_not_lie_on_the_global_cost_line():
+    """The FLOP ratio (right axis) and the global QKᵀ+AV cost (left axis) were drawn on top of each other."""
+    from vitviz.compute.tables import attention_scaling_rows
+    from vitviz.plots.compute import attention_flops_figure
+
+    rows = attention_scaling_rows()
+    fig = attention_flops_figure(rows)
+    left, right = fig.layout.yaxis.range, fig.layout.yaxis2.range
+    assert left is not None and right is not None
+    gaps = [abs(_plot_height(r["global_products_flops"], left) - _plot_height(float(r["products_flop_ratio"]), right))
+            for r in rows]
+    assert min(gaps[len(gaps) // 2:]) > 0.1  # apart over the upper half of the token range, at least
+
+
+def test_heads_legends_are_below_the_plots():
+    """The head atlas's legend sat over its title in the tab's narrow column (1280 px)."""
+    from vitviz.plots.heads import head_grid_figure, head_scatter_figure
+
+    types = np.zeros((2, 3), dtype=np.int64)
+    stats = {k: np.ones((2, 3)) for k in ("distance", "entropy", "prefix_share", "self_share")}
+    for fig in (head_grid_figure(types, ("global",), stats, "t"),
+                head_scatter_figure(types, ("global",), stats, 10.0, 0.5, "t")):
+        assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+
+
+def test_error_map_colour_bar_labels_fit():
+    """The colour bar's top label ("0.063") ran past the bar's right edge."""
+    from vitviz.render.mae import error_heatmap
+
+    err = np.full((14, 14), 0.0634, dtype=np.float32)
+    img = error_heatmap(err, np.ones((14, 14), dtype=bool), 16)
+    bar = img[:, 14 * 16:]
+    assert (bar[:, -3:] > 200).all()  # nothing drawn in the last columns: no label cut off
+
+
+def test_token_ids_are_written_large_enough_to_read():
+    """The ids were a third of a cell high: about 6 px once the 448-px map is shown at 260 px."""
+    from vitviz.render.beit import id_font_size
+
+    shown = 260 / 448
+    for digits in (1, 2, 3):
+        assert id_font_size(32, digits) * shown >= 8.5, digits

@@ -1,0 +1,47 @@
+"""The share line: the page's link (its address) and what it carries.
+
+The address bar always holds the view (``vitviz.ui.urlstate``: tab, controls, layer, painted mask)
+and, when the photo shown is one of the examples, its name (``photo=chelsea``): opening the link
+clicks that example. An uploaded photo stays in the visitor's browser and the server's cache; a
+link cannot carry it, and the line says so. The page module keeps it current (``vitviz.share``
+in ``vitviz/ui/js/page.js``); the button copies the link where the browser allows it.
+"""
+
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+#: The line's markup: the copy button, what the link carries (written by the page), and its answer.
+def markup(photo: str | None) -> str:
+    """The line: the copy button, what the link carries (kept current by the page), and the button's answer.
+
+    Args:
+        photo: the example every tab starts with (its name, no extension), or None.
+    """
+    carried = f"example photo {html.escape(photo)}" if photo else "no photo"
+    return ('<div class="vitviz-share"><button type="button" id="share-copy">Copy link</button>'
+            f'<span class="vitviz-share-text">{carried}</span>'
+            '<span class="vitviz-share-done" aria-live="polite"></span></div>')
+
+
+def build(photo: str | None) -> gr.HTML:
+    """The share line (call in the page header; the page module fills it and wires its button).
+
+    Args:
+        photo: the example every tab starts with (its name, no extension), or None.
+    """
+    return gr.HTML(markup(photo), elem_id="share", elem_classes=["vitviz-secondary"], padding=False)
+
+
+#: Its styles: one line, small, beside the tour's start button.
+CSS = """
+#share { margin: 0 !important; }
+.vitviz-share { display: flex; align-items: center; gap: 0.45rem; font-size: 0.82rem; white-space: nowrap;
+  color: var(--body-text-color-subdued); }
+.vitviz-share button { border: 1px solid var(--border-color-primary); border-radius: var(--radius-sm);
+  background: var(--background-fill-primary); padding: 0.15rem 0.6rem; cursor: pointer; font-size: 0.85rem;
+  color: var(--body-text-color); }
+.vitviz-share-done { font-style: italic; }
+"""
