@@ -30,3 +30,16 @@ def example_images() -> list[str]:
     """Paths of the bundled example photos, sorted (JPEG first, then PNG)."""
     folder = assets_dir() / "examples"
     return sorted(str(p) for p in folder.glob("*.jpg")) + sorted(str(p) for p in folder.glob("*.png"))
+
+
+def image_or_example(text: str) -> Path:
+    """A file path, or the bundled example photo of that name (``chelsea``, ``coffee.jpg``): the CLI's IMAGE,
+    so the README's command lines work from any directory. A name that is neither stays a path (the command
+    then says that no file is there)."""
+    path = Path(text)
+    if path.exists() or "/" in text or "\\" in text:
+        return path
+    for example in example_images():
+        if text in (Path(example).stem, Path(example).name):
+            return Path(example)
+    return path

@@ -33,8 +33,13 @@ import os
 import sys
 from pathlib import Path
 
+from .assets import image_or_example
 from .errors import ImageError, ModelUnavailable
 from .core.mask_names import PATTERNS
+
+
+#: Help of every IMAGE argument (a name is a bundled example: vitviz.assets.image_or_example).
+IMAGE_HELP = "input image file, or a bundled example photo's name (astronaut, chelsea, coffee, rocket)"
 
 
 def _load(args: argparse.Namespace, random_init: bool = False):  # noqa: ANN202 - a LoadedModel (lazy import)
@@ -318,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", parents=[common], help="list models and whether each is available here")
     p.set_defaults(func=_models)
     p = sub.add_parser("reconstruct", parents=[common], help="reconstruct a masked image and save the panels as PNG")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="mae-tiny", help=MODEL_HELP)
     p.add_argument("--ratio", type=float, default=0.75, help="masking ratio in [0, 0.95] (default 0.75)")
     p.add_argument("--seed", type=int, default=0, help="mask seed (default 0)")
@@ -328,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_reconstruct)
     p = sub.add_parser("sweep", parents=[common], help="an animated GIF of the reconstruction as the ratio rises")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="mae-tiny", help=MODEL_HELP)
     p.add_argument("--seed", type=int, default=0, help="mask seed (default 0): masks nest as the ratio rises")
     p.add_argument("--pattern", choices=PATTERNS, default="random", help="mask pattern")
@@ -337,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_sweep)
     p = sub.add_parser("attention", parents=[common], help="attention rollout of the class token as a PNG overlay")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="mae-tiny", help="a ViT-family model (see `models`; not swin-tiny) " + OWN)
     p.add_argument("--random-weights", action="store_true",
                    help="use the architecture with random weights (works offline; maps show no learned content)")
@@ -349,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_attention)
     p = sub.add_parser("explain", parents=[common],
                        help="why a classifier said a class: four explanation maps as a PNG, deletion/insertion areas")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="dinov2-small-lab8",
                    help="a classifier: dinov2-small-lab8 (8 classes, needs dinov2-small's weights), vit-base, "
                         "deit-small-distilled, " + OWN)
@@ -365,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_explain)
     p = sub.add_parser("features", parents=[common], help="PCA feature map of one layer's patch tokens as a PNG")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="mae-tiny", help="any model (see `models`), Swin included, " + OWN)
     p.add_argument("--layer", type=int, default=-1,
                    help="0 = patch + position embedding, 1..depth = after that block, -1 = last (default)")
@@ -381,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     p.set_defaults(func=_features)
     p = sub.add_parser("tokens", parents=[common], help="BEiT visual tokens: PNG of image/token map/decoded, JSON of ids")
-    p.add_argument("image", type=Path, help="input image file")
+    p.add_argument("image", type=image_or_example, help=IMAGE_HELP)
     p.add_argument("--model", default="vq-tiny", help="a visual tokenizer (see `models`)")
     p.add_argument("--out", type=Path, default=Path("tokens.png"), help="output PNG (default tokens.png)")
     p.add_argument("--json", type=Path, default=None, help="the ids and numbers as JSON (default: beside the PNG)")
