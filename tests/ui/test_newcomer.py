@@ -108,3 +108,38 @@ def test_a_refused_upload_clears_the_panels_and_a_tiny_photo_is_said_enlarged(ap
                                "224×224 px')", timeout=120_000)
         assert "\u00a0dB" in page.evaluate(f"() => {metrics}")  # bug 5: "dB" never wraps alone
         browser.close()
+
+
+def test_share_link_names_an_example_photo_and_says_an_upload_is_not_carried(app_url, tmp_path):
+    """Share links carried no photo and said nothing about it: an example is now named in the link (photo=)
+    and opened with it; after an upload the share line says the photo is not in the link."""
+    from urllib.parse import parse_qs, urlparse
+
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    upload = tmp_path / "mine.png"
+    Image.open(EXAMPLES / "rocket.jpg").crop((0, 0, 300, 300)).save(upload)
+    text = "() => document.querySelector('#share .vitviz-share-text').innerText"
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url + "?tab=patches")
+        page.wait_for_function(_shows("patches-input", "chelsea"), timeout=300_000)
+        assert "chelsea" in page.evaluate(text)
+        page.locator("#patches-examples button.gallery-item").filter(
+            has=page.locator("img[src*='coffee']")).first.click()
+        page.wait_for_function(_shows("patches-input", "coffee"), timeout=120_000)
+        page.wait_for_function("() => new URL(location.href).searchParams.get('photo') === 'coffee'", timeout=30_000)
+        assert "coffee" in page.evaluate(text)
+        shared = page.url
+        page.locator("#patches-input input[type=file]").set_input_files(str(upload))
+        page.wait_for_function(_shows("patches-input", "mine"), timeout=120_000)
+        page.wait_for_function(f"() => ({text})().includes('not in the link')", timeout=30_000)
+        assert "photo" not in parse_qs(urlparse(page.url).query)
+        # the shared link opens with its example photo, in the tab it names
+        other = browser.new_page(viewport={"width": 1280, "height": 720})
+        other.goto(shared)
+        other.wait_for_function(_shows("patches-input", "coffee"), timeout=300_000)
+        assert parse_qs(urlparse(other.url).query)["tab"] == ["patches"]
+        browser.close()

@@ -59,17 +59,21 @@ def attention_flops_figure(rows: Sequence[dict], classic: Sequence[dict] = (), w
             secondary_y=True,
         )
     fig.update_xaxes(type="log", dtick=1, title_text="tokens N (log scale)")
-    # Both axes span the same number of decades, the ratio's starting at its own minimum: the ratio (slope 1)
-    # then runs under the global cost (slope 2) instead of on top of it (issue 34: the two lines coincided).
+    # The right axis spans 1.5 times the left's decades and its lowest ratio sits at 55% of the height: the
+    # ratio line then rises at two thirds of the windowed lines' slope and a third of the global ones', from
+    # above the windowed lines' start, so it crosses a line at most once and never lies on one (issue 34: with
+    # both axes fitted to their data, the ratio lay on the global cost line).
     flops = np.log10([r[key] for r in rows for key, *_ in series if r[key] > 0])
     ratios = np.log10([float(r["products_flop_ratio"]) for r in rows if float(r["products_flop_ratio"]) > 0])
     span = float(flops.max() - flops.min()) + 0.4 if flops.size else 1.0
     fig.update_yaxes(type="log", dtick=1, exponentformat="SI", title_text="FLOPs per layer (log scale)",
                      secondary_y=False, range=[float(flops.min()) - 0.2, float(flops.min()) - 0.2 + span]
                      if flops.size else None)
+    lo = float(ratios.min()) - 0.55 * 1.5 * span if ratios.size else 0.0
     fig.update_yaxes(type="log", dtick=1, title_text="FLOP ratio, QKᵀ+AV: global / windowed (x, log)",
-                     secondary_y=True, showgrid=False,
-                     range=[float(ratios.min()) - 0.2, float(ratios.min()) - 0.2 + span] if ratios.size else None)
+                     secondary_y=True, showgrid=False, range=[lo, lo + 1.5 * span] if ratios.size else None,
+                     tickvals=[10.0 ** k for k in range(int(np.floor(ratios.min())), int(np.ceil(ratios.max())) + 1)]
+                     if ratios.size else None)  # only where the ratio runs, not the empty decades below
     fig.update_yaxes(title_standoff=6)
     return layout(fig, "One attention layer: global vs windowed", legend_below=True)
 
