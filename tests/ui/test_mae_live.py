@@ -42,9 +42,11 @@ def _settled(read, quiet_s: float = 1.5, limit_s: float = 30.0) -> int:
 
 def _slider_to_half_and_seen_live(page) -> None:  # noqa: ANN001
     """Move the MAE ratio from 75% to 50% and wait for a live frame computed at 50%."""
-    page.locator("#mae-ratio input[type=range]").focus()
+    slider = page.locator("#mae-ratio input[type=range]")
+    slider.focus()
     for _ in range(5):
         page.keyboard.press("ArrowLeft")
+    slider.dispatch_event("pointerup")  # let go: a playing video takes the ratio on release (the camera at once)
     page.wait_for_function("() => (document.querySelector('#mae-live-line') || {}).innerText"
                            ".includes('98 of 196 patches hidden (50%)')", timeout=120_000)
 

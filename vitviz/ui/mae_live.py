@@ -317,5 +317,8 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
                              api_visibility="private")
     box.stop.click(None, None, None, cancels=[playing], queue=False, api_visibility="private")
     box.video.change(None, None, None, cancels=[playing], queue=False, api_visibility="private")
-    gr.on([c.change for c in controls], note_controls, controls, None, queue=False, show_progress="hidden",
+    # The ratio reaches a playing video when the slider is let go (release), not at each step: after a sweep
+    # a drag must stay in the page (no server call per step: ui/scrub.py, tests/ui/test_scrub.py).
+    triggers = [ratio.release] + [c.change for c in controls if c is not ratio]
+    gr.on(triggers, note_controls, controls, None, queue=False, show_progress="hidden",
           api_visibility="private", trigger_mode="always_last")
