@@ -74,7 +74,8 @@ STEPS: tuple[Step, ...] = (
          output="heads-grid", ready=("heads-info", "heads over this image")),
     Step("explain", "Which patches made it say this?",
          "Four maps answer the same question and often disagree; the curves below test each by removing the "
-         "patches it ranks first. Read the model note first: random weights explain no learned decision.",
+         "patches it ranks first. The model note says whose decision it is: dinov2-small-lab8 (a real classifier of "
+         "8 classes) where its weights are here; random weights explain no learned decision.",
          output="explain-maps", ready=("explain-maps-info", "explains")),
     Step("features", "What the tokens hold",
          "One colour is one direction of the token space, fitted over all four photos together: parts that "

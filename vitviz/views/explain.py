@@ -117,7 +117,7 @@ def default_model(choices: list[tuple[str, str]]) -> str | None:
     else random weights), else the first choice."""
     usable = [v for label, v in choices if "unavailable" not in label]
     for name in (DEFAULT_TRAINED, DEFAULT_NAME):
-        preferred = [v for v in usable if v.split(":")[0] == name]
+        preferred = [v for v in usable if parse_choice(v)[0] == name]
         if preferred:
             return preferred[0]
     return (usable or [v for _, v in choices] or [None])[0]
