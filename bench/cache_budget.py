@@ -57,10 +57,10 @@ def main() -> None:
         def mib(prefix: str) -> float:
             return sum(v for k, v in use.items() if k.startswith(prefix)) / 2**20
 
-        other = use["total"] / 2**20 - mib("mae.sweep") - mib("vitviz.explain.attention") - mib("vitviz.features.tokens")
+        other = use["total"] / 2**20 - mib("mae.sweep") - mib("vitviz.explain.attention") - mib("vitviz.features.layer_tokens")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"| {i + 1} | {mib('mae.sweep'):.1f} | {mib('vitviz.explain.attention'):.1f} | "
-              f"{mib('vitviz.features.tokens'):.1f} | {other:.1f} | {use['total'] / 2**20:.1f} | "
+              f"{mib('vitviz.features.layer_tokens'):.1f} | {other:.1f} | {use['total'] / 2**20:.1f} | "
               f"{rss:.0f} | {time.perf_counter() - t0:.0f} |", flush=True)
     print(f"\nlargest total held: {peak / 2**20:.1f} MiB of a {budget / 2**20:.0f} MiB budget "
           f"({'within' if peak <= budget else 'OVER'} the budget)")

@@ -32,7 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vitviz.features import tokens as ftokens  # noqa: E402
+from vitviz.features import layer_tokens as ftokens  # noqa: E402
 from vitviz.models.loading import load_choice  # noqa: E402
 from vitviz.views import features as v  # noqa: E402
 

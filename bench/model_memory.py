@@ -56,7 +56,7 @@ elif family == "beit":
         from vitviz.beit.api import guess_tokens
         guess_tokens(m, photo, mask_ratio=0.4, seed=0)
 elif family == "swin":
-    from vitviz.features.tokens import layer_tokens
+    from vitviz.features.layer_tokens import layer_tokens
     layer_tokens(m, photo)
 else:
     vitviz.attention(m, photo)

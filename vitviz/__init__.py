@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from .explain.maps import AttentionMaps
     from .explain.methods import Explanation, explain_maps
     from .explain.qk import QueryKeySpace, query_key_space
-    from .features.tokens import LayerTokens, layer_tokens
+    from .features.layer_tokens import LayerTokens, layer_tokens
     from .mae.provenance import DecoderProvenance, decoder_provenance
     from .mae.reconstruct import Reconstruction, reconstruct
     from .models.loading import LoadedModel, ModelInfo, available_models
@@ -83,8 +83,8 @@ _EXPORTS: dict[str, str] = {
     "explain_maps": ".explain.methods",
     "QueryKeySpace": ".explain.qk",
     "query_key_space": ".explain.qk",
-    "LayerTokens": ".features.tokens",
-    "layer_tokens": ".features.tokens",
+    "LayerTokens": ".features.layer_tokens",
+    "layer_tokens": ".features.layer_tokens",
     "DecoderProvenance": ".mae.provenance",
     "decoder_provenance": ".mae.provenance",
     "Reconstruction": ".mae.reconstruct",

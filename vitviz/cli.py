@@ -163,7 +163,7 @@ def _features(args: argparse.Namespace) -> int:
 
     from .assets import example_images
     from .features.pca import foreground_pca_maps, joint_pca_maps
-    from .features.tokens import layer_tokens
+    from .features.layer_tokens import layer_tokens
     from .render.features import pca_grid
 
     if not 64 <= args.size <= 1024:

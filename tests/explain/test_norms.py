@@ -111,7 +111,7 @@ def test_atlas_and_token_norms_of_a_new_photo_take_one_forward_pass(tiny_dinov2)
     """One pass fills the token and attention caches; both equal their own separate captures."""
     from vitviz.explain import attention as ea
     from vitviz.explain.norms import token_norms
-    from vitviz.features import tokens as ft
+    from vitviz.features import layer_tokens as ft
 
     m = tiny_dinov2
     img = np.random.default_rng(7).integers(0, 255, (60, 60, 3), dtype=np.uint8)

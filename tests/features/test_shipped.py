@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from vitviz.assets import example_images
-from vitviz.features import shipped, tokens
-from vitviz.features.tokens import layer_tokens
+from vitviz.features import layer_tokens as tokens
+from vitviz.features import shipped
+from vitviz.features.layer_tokens import layer_tokens
 
 from ..models.dinov2_files import TINY, hf_tensors
 

@@ -12,7 +12,7 @@ measures what a given model does on a given image.
 Definitions (all measured, none assumed):
 
 * ``norms[l, t]``: the L2 norm of token ``t`` in layer ``l`` (0 = the embedding, ``l`` = the
-  output of block ``l``), as :func:`vitviz.features.tokens.layer_tokens` captures them (before
+  output of block ``l``), as :func:`vitviz.features.layer_tokens.layer_tokens` captures them (before
   the final LayerNorm).
 * outliers of layer ``l``: patch tokens whose norm is above Tukey's far-out fence of that
   layer's patch norms, ``Q3 + 3 * IQR`` (:data:`FENCE`), *and* at least :data:`MIN_RATIO` times
@@ -38,7 +38,7 @@ from ..models.runner import runs_model
 from .layout import TokenLayout
 
 if TYPE_CHECKING:
-    from ..features.tokens import LayerTokens
+    from ..features.layer_tokens import LayerTokens
 
 #: Outliers lie above ``Q3 + FENCE * IQR`` of a layer's patch-token norms (Tukey's far-out fence).
 FENCE = 3.0
@@ -174,7 +174,7 @@ def capture_tokens_and_attention(model: LoadedModel, view: np.ndarray) -> tuple[
     """One forward pass of an MAE encoder (nothing masked) or a timm ViT that records both the layer
     tokens and every block's attention (uncached; see :func:`_tokens_with_attention`).
 
-    The token capture (:func:`vitviz.features.tokens.capture_tokens`) runs inside the attention
+    The token capture (:func:`vitviz.features.layer_tokens.capture_tokens`) runs inside the attention
     capture (:func:`vitviz.explain.capture.capturing`): the explicit-softmax path, which differs from
     the fused kernel by float rounding only.
 
@@ -182,10 +182,10 @@ def capture_tokens_and_attention(model: LoadedModel, view: np.ndarray) -> tuple[
         view: ``(S, S, 3)`` uint8, the model's square view of the photo.
 
     Returns:
-        ``(tokens, attention)``: the :class:`~vitviz.features.tokens.LayerTokens` and the ``(L, H, T, T)``
+        ``(tokens, attention)``: the :class:`~vitviz.features.layer_tokens.LayerTokens` and the ``(L, H, T, T)``
         float32 attention, or None if the blocks did not each run once in this thread.
     """
-    from ..features.tokens import capture_tokens
+    from ..features.layer_tokens import capture_tokens
     from .capture import attention_modules, capturing
 
     with capturing(attention_modules(model.module.blocks)) as store:
@@ -198,9 +198,9 @@ def capture_tokens_and_attention(model: LoadedModel, view: np.ndarray) -> tuple[
 def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens:
     """The image's layer tokens (cached); when neither they nor its attention are cached yet, both
     from one pass (:func:`capture_tokens_and_attention`), stored in their caches, where
-    :func:`~vitviz.features.tokens.layer_tokens` and :func:`~vitviz.explain.attention.attention` find
+    :func:`~vitviz.features.layer_tokens.layer_tokens` and :func:`~vitviz.explain.attention.attention` find
     them. Models other than MAE encoders and timm ViTs take the token capture alone."""
-    from ..features import tokens as ft
+    from ..features import layer_tokens as ft
     from ..models.mae import MaskedAutoencoderViT
     from . import attention as ea
 
@@ -219,7 +219,7 @@ def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens
 def token_norms(model: LoadedModel, image: ImageInput) -> TokenNorms:
     """Every layer's token norms of ``model`` on ``image``, outliers and their class-token attention share.
 
-    Uses the cached token capture (:func:`vitviz.features.tokens.layer_tokens`) and attention
+    Uses the cached token capture (:func:`vitviz.features.layer_tokens.layer_tokens`) and attention
     (:func:`vitviz.explain.attention.attention`), both from one forward pass when neither is cached;
     a ViT, DeiT, DINO, DINOv2 or MAE encoder.
 

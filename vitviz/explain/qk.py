@@ -5,7 +5,7 @@ has a large dot product with. Plotting the queries and keys of every token of an
 together shows which tokens will attend to which.
 
 No new hook: the tokens entering each block are the cached layer tokens
-(:func:`vitviz.features.tokens.layer_tokens`, recorded by the package's one capture
+(:func:`vitviz.features.layer_tokens.layer_tokens`, recorded by the package's one capture
 mechanism, :func:`vitviz.explain.capture.capture_block_tokens`), and ``q``, ``k`` are
 computed from them with the block's own modules, exactly as timm's ``Attention`` does:
 ``blk.norm1``, ``blk.attn.qkv``, split into heads, then ``q_norm`` / ``k_norm``.
@@ -62,11 +62,11 @@ def _check_encoder(model: LoadedModel) -> None:
 def capture_inputs(model: LoadedModel, image: ImageInput) -> BlockInputs:
     """The tokens entering each block of the encoder over every patch (uncached; see :func:`block_inputs`).
 
-    They are the layer tokens' first ``L`` layers (:func:`vitviz.features.tokens.layer_tokens`: the
+    They are the layer tokens' first ``L`` layers (:func:`vitviz.features.layer_tokens.layer_tokens`: the
     embedding, then the output of each block but the last), so the one cached forward pass of the
     Features tab, the token norms and the head atlas serves them too.
     """
-    from ..features.tokens import layer_tokens
+    from ..features.layer_tokens import layer_tokens
 
     _check_encoder(model)
     lt = layer_tokens(model, image)

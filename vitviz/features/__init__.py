@@ -1,6 +1,6 @@
 """What each layer of a ViT holds: its tokens.
 
-- :mod:`.tokens`: every layer's tokens for any registry model (one forward pass, cached;
+- :mod:`.layer_tokens`: every layer's tokens for any registry model (one forward pass, cached;
   recorded by :func:`vitviz.explain.capture.capture_block_tokens`);
 - :mod:`.shipped`: the example photos' tokens shipped for dinov2-small (checked against the
   loaded weights), so a view beside the examples encodes only the new photo;

@@ -13,7 +13,7 @@ model, the layer, the input size, the sha256 of the model's weights as loaded
 model loads, so another size, another source's weights or int8 kernels give another digest) and, per
 example, the content key of the photo's square view (:func:`vitviz.core.images.pixels_digest`, the
 key of every cache). Any difference, or a missing or unreadable file, and :func:`example_grid`
-computes the tokens (:func:`vitviz.features.tokens.layer_tokens`). float16 keeps the tokens to half
+computes the tokens (:func:`vitviz.features.layer_tokens.layer_tokens`). float16 keeps the tokens to half
 a unit in the last place (2^-11 relative; they reach about 27): ``tests/features/test_shipped.py``
 checks the file against a fresh computation.
 """
@@ -29,7 +29,7 @@ from ..assets import example_images, model_file
 from ..core.images import ImageInput, pixels_digest, square_view
 from ..models.checkpoint import weights_digest
 from ..models.loading import LoadedModel
-from .tokens import layer_tokens
+from .layer_tokens import layer_tokens
 
 #: The models whose example tokens ship.
 SHIPPED = ("dinov2-small",)
@@ -98,7 +98,7 @@ def shipped_grid(model: LoadedModel, view: np.ndarray, layer: int, path: Path | 
 def example_grid(model: LoadedModel, image: ImageInput, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """A photo's square view ``(S, S, 3)`` uint8 and its ``(gh, gw, D)`` float32 patch tokens at ``layer``:
     shipped when it is an example photo whose shipped tokens match (:func:`shipped_grid`), else computed
-    (:func:`~vitviz.features.tokens.layer_tokens`, cached)."""
+    (:func:`~vitviz.features.layer_tokens.layer_tokens`, cached)."""
     view = np.asarray(square_view(image, model.input_size), dtype=np.uint8)
     grid = shipped_grid(model, view, layer)
     if grid is not None:

@@ -1,7 +1,7 @@
 """What the Features tab shows: PCA feature maps by layer, patch correspondence, probes
 by depth, class token vs average pooling, and layer-wise learning-rate decay.
 
-Every view starts from :func:`vitviz.features.tokens.layer_tokens` (one forward pass per
+Every view starts from :func:`vitviz.features.layer_tokens.layer_tokens` (one forward pass per
 model and image, cached) and returns panels (uint8 arrays), Plotly figures, table rows
 and sentences; no gradio here.
 """
@@ -26,7 +26,7 @@ from ..features.probes import ProbeSplit, ProbeTable, layer_probes_with_control
 from ..features.shipped import example_grid
 from ..features.similarity import correspondence
 from ..features.targets import TARGET_NAMES, TARGETS, patch_targets
-from ..features.tokens import LayerTokens, layer_tokens, num_blocks
+from ..features.layer_tokens import LayerTokens, layer_tokens, num_blocks
 from ..models.loading import LoadedModel, load_choice
 from ..plots.features import cls_gap_figure, llrd_figure, probe_figure
 from ..render.attention import heat_overlay

@@ -41,7 +41,7 @@ def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, 
         li = n.check_layer(int(round(float(layer))))
     except (TypeError, ValueError):
         raise ValueError(f"layer must be a whole number, got {layer!r}") from None
-    from ..features.tokens import layer_tokens
+    from ..features.layer_tokens import layer_tokens
 
     view = layer_tokens(load_choice(choice), image).image
     heat = n.patch_norms(li)

@@ -11,7 +11,7 @@ from vitviz.core.images import model_input
 from vitviz.features.pca import joint_pca_maps
 from vitviz.features.probes import holdout_split, layer_probes
 from vitviz.features.targets import patch_targets
-from vitviz.features.tokens import capture_tokens, layer_tokens, num_blocks
+from vitviz.features.layer_tokens import capture_tokens, layer_tokens, num_blocks
 from vitviz.models.loading import load_model
 
 
