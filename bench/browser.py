@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import percentile  # noqa: E402
+from common import percentile, stop  # noqa: E402
 
 from tools.appserver import running_app  # noqa: E402
 
@@ -297,8 +297,7 @@ def measure_keys(trees: dict[str, Path], count: int, rounds: int, port: int = 77
                         out[t] += key_moves(page, count)
                         browser.close()
                 finally:
-                    proc.terminate()
-                    proc.wait(timeout=30)
+                    stop(proc)
                 print(f"  keys on {t} done (load {' '.join(Path('/proc/loadavg').read_text().split()[:3])})",
                       file=sys.stderr, flush=True)
     return out
@@ -371,8 +370,7 @@ def floor_page_load_cpu(loads: int = 3) -> tuple[list[float], float]:
                 time.sleep(0.5)
         return _page_loads(f"http://127.0.0.1:{port}/", proc.pid, loads, "#mae-ratio")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,11 @@ from collections.abc import Callable
 TREE = os.environ.get("VITVIZ_BENCH_TREE")
 if TREE:
     sys.path.insert(0, TREE)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)  # after TREE: tools/ only, never this checkout's vitviz ahead of the other tree's
+
+from tools.appserver import stop  # noqa: E402, F401 - one way to end a started app, for every benchmark
 
 
 #: ``python app.py`` for a benchmark, in the checkout's root, with Gradio's own start-up check that the app

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import APP_COMMAND, side_by_side  # noqa: E402  (python app.py without Gradio's failing localhost check)
+from common import APP_COMMAND, side_by_side, stop  # noqa: E402  (python app.py without Gradio's failing localhost check)
 
 #: Row name -> command line (run in the tree's root with the tree on ``PYTHONPATH``).
 COMMANDS: dict[str, list[str]] = {
@@ -70,12 +70,7 @@ def time_app(tree: Path, port: int, timeout: float = 600.0) -> float:
                 raise RuntimeError("the app did not start in time")
             time.sleep(0.05)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def loadavg() -> str:

@@ -20,6 +20,16 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
                "--no-first-run"]
 
 
+def stop(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """End a process this code started: terminate, wait ``timeout`` s, then kill (and reap) it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as s:
@@ -61,11 +71,7 @@ def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str
             time.sleep(0.5)
         yield url, proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         if log is not None:
             out.close()
 
