@@ -206,6 +206,40 @@ def test_a_static_file_is_fetched_and_compressed_once_whatever_the_query_string(
     assert len(cache.responses) == 1 and len(cache.pages) <= 8
 
 
+def test_the_page_module_is_a_file_and_the_page_names_it_before_gradios_code():
+    """Issue 32: the page module (35 KB) went inline in every /config and page; now a cached file, its tag
+    written into the page's head so it runs before Gradio's deferred module script, as inline ``head`` did."""
+    from vitviz.ui import js
+
+    page = b"<html><head><script>window.gradio_config = {}</script><script type=module src=x></script></head></html>"
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        body = page if scope["path"] == "/" else b"{}"
+        kind = b"text/html; charset=utf-8" if scope["path"] == "/" else b"application/json"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body[:20], "more_body": True})
+        await send({"type": "http.response.body", "body": body[20:]})
+
+    def get(path: str) -> tuple[dict, bytes]:
+        sent: list[dict] = []
+
+        async def send(message):  # noqa: ANN001, ANN202
+            sent.append(message)
+
+        asyncio.run(http.PageModule(app)({"type": "http", "method": "GET", "path": path, "headers": []}, None, send))
+        return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+    headers, body = get("/")
+    tag = js.module_tag().encode()
+    assert body.count(tag) == 1 and body.index(tag) < body.index(b"</head>")
+    assert headers[b"content-length"] == str(len(body)).encode()
+    headers, body = get("/vitviz/" + js.module_file())
+    assert body.decode() == js.module() and b"immutable" in headers[b"cache-control"]
+    assert get("/config")[1] == b"{}"  # anything else passes unchanged
+    assert "head" not in js.page(inline=False) and js.page(inline=False)["js"] == js.page()["js"]
+
+
 def _at(waiting: list, event: object) -> int:
     return next(i for i, e in enumerate(waiting) if e is event)
 

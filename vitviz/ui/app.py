@@ -175,7 +175,7 @@ def launch_options() -> dict:
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
         max_file_size=settings.max_upload_bytes(),
         share=False,
-        **js.page(),  # the page module (vitviz/ui/js/page.js) in the head, started once the app has loaded
+        **js.page(inline=False),  # the page module: a cached file whose tag serve.middleware() puts in the page
         css=CSS + urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS + tour.CSS + share.CSS,
         app_kwargs={"middleware": serve.middleware()},
         **serve.launch_without_self_check(),  # no failed start when the first page takes over 3 s

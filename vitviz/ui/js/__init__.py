@@ -67,8 +67,41 @@ def read(name: str, **values: Any) -> str:
 LIVE_STAMP = "vitviz-live-sent"
 
 
-def page() -> dict[str, str]:
-    """Keyword arguments of ``demo.launch`` that load the page module: ``head`` (``page.js``, then its
-    part ``tour.js``, as a ``<script>``, run before Gradio mounts the app) and ``js`` (its start, once
-    the app has loaded)."""
-    return {"head": "<script>\n" + read("page", live_stamp=LIVE_STAMP) + read("tour") + "</script>\n", "js": read("start")}
+def module() -> str:
+    """The page module's code: ``page.js``, then its part ``tour.js`` (a classic script, run before Gradio's)."""
+    return read("page", live_stamp=LIVE_STAMP) + read("tour")
+
+
+@functools.lru_cache(maxsize=None)
+def module_file() -> str:
+    """The page module's file name when served as a file: ``page.<hash>.js``, the hash of its code, so a
+    browser may keep it for good (``Cache-Control: immutable``) and a new version gets a new name."""
+    import hashlib
+
+    return f"page.{hashlib.sha256(module().encode()).hexdigest()[:16]}.js"
+
+
+#: Where the served app answers the page module (``vitviz.ui.serve.http.PageModule``): MODULE_PATH + module_file().
+MODULE_PATH = "/vitviz/"
+
+
+def module_tag() -> str:
+    """The ``<script>`` element that loads the served page module, written into the page's HTML head
+    (relative to the page, as Gradio's own scripts are, so it follows a root path behind a proxy)."""
+    return f'<script src=".{MODULE_PATH}{module_file()}"></script>'
+
+
+def page(inline: bool = True) -> dict[str, str]:
+    """Keyword arguments of ``demo.launch`` that load and start the page module.
+
+    Args:
+        inline: True: ``head`` holds the module as inline text (about 35 KB, carried by the page
+            configuration, ``/config``, and by every page's HTML); for an app served without vitviz's
+            middleware (tests' single tabs). False: no ``head``; the served app's middleware
+            (:func:`vitviz.ui.serve.middleware`) answers the module as a cached file and writes
+            :func:`module_tag` into the page's HTML, where it runs before Gradio's code.
+
+    ``js`` starts the module once the app has loaded.
+    """
+    start = {"js": read("start")}
+    return {"head": "<script>\n" + module() + "</script>\n", **start} if inline else start

@@ -110,14 +110,16 @@ def install(demo: Any) -> Any:
 
 def middleware() -> list:
     """Starlette middleware for ``demo.launch(app_kwargs={"middleware": ...})``, outermost first:
-    refusals before any work; the front end's files from memory; text gzip-compressed."""
+    refusals before any work; the front end's files from memory; text gzip-compressed; the page module
+    (``vitviz/ui/js``) as a cached file, its tag in the page (launch with ``js.page(inline=False)``)."""
     from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
     from . import http
 
     return [Middleware(http.Hardening), Middleware(http.StaticCache),
-            Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED)]
+            Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED),
+            Middleware(http.PageModule)]
 
 
 def launch_without_self_check() -> dict[str, Any]:
