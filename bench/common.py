@@ -17,7 +17,12 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)  # after TREE: tools/ only, never this checkout's vitviz ahead of the other tree's
 
-from tools.appserver import stop  # noqa: E402, F401 - one way to end a started app, for every benchmark
+# This checkout's tools/, even where TREE (an older commit, which may lack ``stop``) has its own.
+sys.path.insert(0, _ROOT)
+try:
+    from tools.appserver import stop  # noqa: E402, F401 - one way to end a started app, for every benchmark
+finally:
+    del sys.path[0]
 
 
 #: ``python app.py`` for a benchmark, in the checkout's root, with Gradio's own start-up check that the app
@@ -48,8 +53,11 @@ def median_seconds(fn: Callable[[], object], warmup: int = 2, repeats: int = 7, 
     return statistics.median(times)
 
 
-def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: int = 7) -> dict[str, float]:
-    """Median seconds of several callables timed in alternation (fair on a noisy machine)."""
+def interleaved_times(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: int = 7
+                      ) -> dict[str, list[float]]:
+    """Seconds of each of ``repeats`` calls of several callables, timed in alternation (one call of each
+    per round, after ``warmup`` rounds): every time, for a median or a minimum (the least disturbed call,
+    what a loaded machine's spread hides least)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
@@ -59,7 +67,12 @@ def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: 
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def interleaved(fns: dict[str, Callable[[], object]], warmup: int = 2, repeats: int = 7) -> dict[str, float]:
+    """Median seconds of several callables timed in alternation (fair on a noisy machine)."""
+    return {k: statistics.median(v) for k, v in interleaved_times(fns, warmup, repeats).items()}
 
 
 def side_by_side(rows: dict[str, dict[str, list[float]]], trees: list[str], first: str = "row") -> str:

@@ -4,12 +4,15 @@ Usage::
 
     pip install -r bench/requirements.txt     # adds transformers (benchmark only)
     python bench/run.py [--quick] [--skip-app] [--skip-large]
-    python bench/run.py --only MAE-Base [--trees BEFORE_DIR ... --rounds 3]   # one row, several checkouts
+    python bench/run.py --only MAE-Base [--trees BEFORE_DIR ... --rounds 3] [--pair --repeats 15]
 
 ``--only`` runs the named reconstruction rows alone. ``--trees`` runs them on each given
 checkout (a ``git worktree`` of an older commit; this one is always last), one fresh
 process per checkout and round, alternated, and prints each checkout's median ratio and
-the load average: how a ratio moved between commits, measured side by side.
+the load average: how a ratio moved between commits, measured side by side. With
+``--pair`` only vitviz and transformers are timed (``--repeats`` calls each, alternated);
+each row gives the ratio of the medians and that of the fastest calls, which a loaded
+machine disturbs least.
 
 Rows (batch 1, 224x224, CPU unless CUDA is present; median of repeated runs after
 warm-up, alternating the compared implementations so machine noise hits both):
@@ -56,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import browser  # noqa: E402
-from common import interleaved, peak_mib, percentile  # noqa: E402
+from common import interleaved, interleaved_times, peak_mib, percentile  # noqa: E402
 
 from vitviz.core.images import normalize, uint8_to_unit  # noqa: E402
 from vitviz.core.masking import random_mask  # noqa: E402
@@ -101,12 +104,17 @@ def hf_noise(mask: torch.Tensor) -> torch.Tensor:
     return (flat + torch.arange(flat.numel()) * 1e-6).unsqueeze(0)
 
 
-def mae_rows(name: str, registry_name: str, vit: torch.nn.Module, repeats: int, device: torch.device) -> list[dict]:
-    """Reconstruction at 75%: vitviz (default kernels, eager, int8) against transformers and a timm forward."""
+def mae_rows(name: str, registry_name: str, vit: torch.nn.Module, repeats: int, device: torch.device,
+             pair: bool = False) -> list[dict]:
+    """Reconstruction at 75%: vitviz (default kernels, eager, int8) against transformers and a timm forward
+    (``pair``: vitviz and transformers only, so more repeats fit in the same time).
+
+    ``ratio`` is the ratio of the medians; ``best_ratio`` that of the fastest call of each (on a loaded
+    machine the least disturbed calls, whose ratio spreads less from run to run than the medians')."""
     random_init = registry_name != "mae-tiny"
     model = load_model(registry_name, device=device, random_init=random_init)
     variants = {"vitviz": model}
-    if device.type == "cpu":
+    if device.type == "cpu" and not pair:
         variants["vitviz eager"] = load_model(registry_name, device=device, random_init=random_init, kernels="eager")
         variants["vitviz int8"] = load_model(registry_name, device=device, random_init=random_init, kernels="int8")
     original = prepare(model, EXAMPLE)
@@ -129,7 +137,10 @@ def mae_rows(name: str, registry_name: str, vit: torch.nn.Module, repeats: int, 
         with torch.inference_mode():
             return vit(x)
 
-    t = interleaved({**fns, "transformers": run_hf, "timm ViT-B/16 forward": run_vit}, repeats=repeats)
+    timed = {**fns, "transformers": run_hf} if pair else {**fns, "transformers": run_hf, "timm ViT-B/16 forward": run_vit}
+    times = interleaved_times(timed, repeats=repeats)
+    t = {k: statistics.median(v) for k, v in times.items()}
+    best = {k: min(v) for k, v in times.items()}
     mem = {"vitviz": peak_mib(fns["vitviz"]), "transformers": peak_mib(run_hf)}
     del hf
     nan = float("nan")
@@ -137,9 +148,10 @@ def mae_rows(name: str, registry_name: str, vit: torch.nn.Module, repeats: int, 
         "row": f"{name} reconstruction, 75%", "kernels": model.kernels,
         "vitviz_ms": t["vitviz"] * 1e3, "eager_ms": t.get("vitviz eager", nan) * 1e3,
         "int8_ms": t.get("vitviz int8", nan) * 1e3, "peer_ms": t["transformers"] * 1e3,
-        "ratio": t["vitviz"] / t["transformers"], "eager_ratio": t.get("vitviz eager", nan) / t["transformers"],
+        "ratio": t["vitviz"] / t["transformers"], "best_ratio": best["vitviz"] / best["transformers"],
+        "repeats": repeats, "eager_ratio": t.get("vitviz eager", nan) / t["transformers"],
         "int8_ratio": t.get("vitviz int8", nan) / t["transformers"],
-        "unit_ms": t["timm ViT-B/16 forward"] * 1e3, "vitviz_mib": mem["vitviz"], "peer_mib": mem["transformers"],
+        "unit_ms": t.get("timm ViT-B/16 forward", nan) * 1e3, "vitviz_mib": mem["vitviz"], "peer_mib": mem["transformers"],
         "max_abs_diff": diff,
     }]
 
@@ -278,12 +290,15 @@ def app_rows(calls: int) -> list[dict]:
 MAE_ROWS = {"mae-tiny": "mae-tiny", "MAE-Base": "mae-base", "MAE-Large": "mae-large"}
 
 
-def compare_trees(trees: list[Path], only: list[str], rounds: int, quick: bool) -> int:
-    """``--only`` rows on each checkout in ``trees`` and on this one, a fresh process each, alternated."""
+def compare_trees(trees: list[Path], only: list[str], rounds: int, quick: bool, repeats: int | None = None,
+                  pair: bool = False) -> int:
+    """``--only`` rows on each checkout in ``trees`` and on this one, a fresh process each, alternated
+    (``repeats``, ``pair``: passed on to each process)."""
     import subprocess
 
     order = [t.resolve() for t in trees] + [ROOT]
     ratios: dict[tuple[str, str], list[float]] = {}
+    best: dict[tuple[str, str], list[float]] = {}
     print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -292,17 +307,22 @@ def compare_trees(trees: list[Path], only: list[str], rounds: int, quick: bool) 
                 env = {**os.environ, "VITVIZ_BENCH_TREE": str(tree)}
                 env.pop("PYTHONPATH", None)
                 subprocess.run([sys.executable, str(Path(__file__).resolve()), "--only", *only, "--json", str(out)]
-                               + (["--quick"] if quick else []), cwd=tree, env=env, check=True,
+                               + (["--quick"] if quick else []) + (["--pair"] if pair else [])
+                               + ([] if repeats is None else ["--repeats", str(repeats)]), cwd=tree, env=env, check=True,
                                stdout=subprocess.DEVNULL)
                 for row in json.loads(out.read_text()):
                     ratios.setdefault((row["row"], str(tree)), []).append(row["ratio"])
+                    best.setdefault((row["row"], str(tree)), []).append(row["best_ratio"])
                     print(f"  round {r + 1} {tree}: {row['row']} {row['vitviz_ms']:.1f} ms / {row['peer_ms']:.1f} ms "
-                          f"= {row['ratio']:.3f}x (load {Path('/proc/loadavg').read_text().split()[0]})", flush=True)
+                          f"= {row['ratio']:.3f}x, fastest calls {row['best_ratio']:.3f}x "
+                          f"(load {Path('/proc/loadavg').read_text().split()[0]})", flush=True)
     print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
-    print("| row | checkout | vitviz / transformers, median (min–max) |")
-    print("| --- | --- | ---: |")
+    print("| row | checkout | vitviz / transformers, median of the rounds (min–max) | the same, fastest calls |")
+    print("| --- | --- | ---: | ---: |")
     for (row, tree), v in ratios.items():
-        print(f"| {row} | {tree} | {statistics.median(v):.2f}x ({min(v):.2f}–{max(v):.2f}) |")
+        b = best[(row, tree)]
+        print(f"| {row} | {tree} | {statistics.median(v):.2f}x ({min(v):.2f}–{max(v):.2f}) | "
+              f"{statistics.median(b):.2f}x ({min(b):.2f}–{max(b):.2f}) |")
     return 0
 
 
@@ -317,13 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", nargs="+", type=Path, default=None,
                     help="other checkouts to run --only on, side by side with this one")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=None, help="timed calls per implementation (default 7, --quick 3)")
+    ap.add_argument("--pair", action="store_true",
+                    help="with --only: time vitviz and transformers only (no eager, int8 or timm rows)")
     args = ap.parse_args(argv)
     if args.trees:
-        return compare_trees(args.trees, args.only or ["MAE-Base"], args.rounds, args.quick)
+        return compare_trees(args.trees, args.only or ["MAE-Base"], args.rounds, args.quick, args.repeats, args.pair)
     import timm
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    repeats = 3 if args.quick else 7
+    repeats = args.repeats or (3 if args.quick else 7)
     started = time.perf_counter()
     print(f"# vitviz benchmark — {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads, device {device}")
@@ -334,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, registry_name in MAE_ROWS.items():
         if (args.only is None and not (args.skip_large and name == "MAE-Large")) or name in (args.only or ()):
             rows += mae_rows(name, registry_name, vit, max(3, repeats // 2) if name == "MAE-Large" else repeats,
-                             device)
+                             device, pair=args.pair and bool(args.only))
     print()
     print("| row | kernels | vitviz ms | transformers ms | **vitviz / transformers** | vitviz eager ms | eager / "
           "transformers | vitviz int8 ms | int8 / transformers | timm ViT-B/16 ms | vitviz MiB | transformers MiB "
