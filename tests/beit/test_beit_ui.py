@@ -28,12 +28,12 @@ def beit_url():
 
 
 def test_handlers_directly(photo_path):
-    tok_map, ids, decoded, psnr = beit_tab.tokenize_endpoint(str(photo_path))
-    assert tok_map.dtype == np.uint8 and np.asarray(ids).shape == (14, 14) and decoded.shape == (224, 224, 3)
-    assert psnr > 10
-    masked, pred, correct, conf, numbers = beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "block")
-    assert numbers["hidden_patches"] == round(0.4 * 196) and 0 <= numbers["top1_accuracy"] <= 1
-    assert masked.shape == pred.shape == correct.shape == conf.shape == (224, 224, 3)
+    t = beit_tab.tokenize_endpoint(str(photo_path))
+    assert t.token_map.dtype == np.uint8 and np.asarray(t.ids).shape == (14, 14) and t.decoded.shape == (224, 224, 3)
+    assert t.psnr > 10
+    g = beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "block")
+    assert g.numbers["hidden_patches"] == round(0.4 * 196) and 0 <= g.numbers["top1_accuracy"] <= 1
+    assert g.masked.shape == g.predicted.shape == g.correct.shape == g.confidence.shape == (224, 224, 3)
     with pytest.raises(gr.Error, match="choose one of"):
         beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "zigzag")
     with pytest.raises(gr.Error, match="Drop an image"):
@@ -121,11 +121,10 @@ def test_url_state_sets_the_tab_controls_it_offers():
 
     state = parse_query({"tab": "beit", "model": "beit-tiny", "ratio": "0.5", "seed": "7", "pattern": "random"},
                         TAB_IDS)
-    model, ratio, seed, pattern = beit_tab.url_controls(state)
-    assert (model["value"], ratio["value"], seed["value"], pattern["value"]) == ("beit-tiny", 0.5, 7, "random")
+    assert beit_tab.url_controls(state) == {"model": "beit-tiny", "mask_ratio": 0.5, "seed": 7, "pattern": "random"}
     # an MAE model, a ratio outside the slider and the MAE-only grid pattern are left alone
     state = parse_query({"tab": "beit", "model": "mae-tiny", "ratio": "0.9", "pattern": "grid"}, TAB_IDS)
-    assert all("value" not in u for u in beit_tab.url_controls(state))
+    assert beit_tab.url_controls(state) == {}
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")

@@ -43,19 +43,20 @@ def test_views_on_mae_tiny(photo_path):
     from vitviz.ui import attention_tab as t
     from vitviz.views import attention as av
 
-    out = t.update_all(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4, False, "mean", 0.0)
-    overlay, grid, info, cls_img, _, roll, roll_text, fig, top5, note, query = out
-    assert overlay.shape == (av.VIEW_PX, av.VIEW_PX, 3) and roll.shape == (av.VIEW_PX, av.VIEW_PX, 3)
-    assert "Layer 2 of 8" in info and "row 3, col 4" in info and query == "patch"
-    assert "sums to 1.000" in roll_text
-    assert sum(len(trace.x) for trace in fig.data if trace.mode == "markers") == 8 * 3  # a dot per head per layer
-    assert top5["visible"] is False and "no ImageNet labels" in note
-    other, _, info2 = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 10, 1)
-    assert not np.array_equal(other, overlay) and "row 10, col 1" in info2
-    cls_overlay, _, cls_info = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 8, "cls", 0, 0)
-    assert "class token" in cls_info and "Layer 8 of 8" in cls_info
-    r2, _ = t.rollout(str(photo_path), "mae-tiny", "encoder", 0.0, 0, "max", 0.5)
-    assert not np.array_equal(r2, roll)
+    out = t.update_all(t.Controls(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4, False, "mean",
+                                  0.0))
+    assert out.overlay.shape == (av.VIEW_PX, av.VIEW_PX, 3) and out.rollout.shape == (av.VIEW_PX, av.VIEW_PX, 3)
+    assert "Layer 2 of 8" in out.query_info and "row 3, col 4" in out.query_info and out.query == "patch"
+    assert "sums to 1.000" in out.rollout_info
+    # a dot per head per layer
+    assert sum(len(trace.x) for trace in out.distance.data if trace.mode == "markers") == 8 * 3
+    assert out.top5["visible"] is False and "no ImageNet labels" in out.top5_note
+    other = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 10, 1)
+    assert not np.array_equal(other.overlay, out.overlay) and "row 10, col 1" in other.query_info
+    cls = t.attention_query(str(photo_path), "mae-tiny", "encoder", 0.0, 0, 8, "cls", 0, 0)
+    assert "class token" in cls.query_info and "Layer 8 of 8" in cls.query_info
+    r2 = t.rollout(str(photo_path), "mae-tiny", "encoder", 0.0, 0, "max", 0.5)
+    assert not np.array_equal(r2.rollout, out.rollout)
 
 
 def test_masked_encoder_and_clicks(photo_path):
@@ -70,17 +71,17 @@ def test_masked_encoder_and_clicks(photo_path):
     visible_r, visible_c = (int(v) for v in np.argwhere(~mask)[0])
     px = lambda v: (v + 0.5) * av.VIEW_PX / 14  # noqa: E731 - pixel centre of a patch in the overlay
     args = (str(photo_path), "mae-tiny", "encoder", 0.75, 0)
-    assert t.pick_patch(_select(px(visible_c), px(visible_r)), *args) == (visible_r, visible_c, "patch")
+    assert t.pick_patch(_select(px(visible_c), px(visible_r)), *args) == t.Picked(visible_r, visible_c, "patch")
     with pytest.raises(gr.Error, match="hidden by the mask"):
         t.pick_patch(_select(px(hidden_c), px(hidden_r)), *args)
     with pytest.raises(gr.Error, match="hidden by the mask"):
         t.attention_query(*args, 1, "patch", hidden_r, hidden_c)
-    out = t.update_all(*args, 1, "patch", hidden_r, hidden_c, True, "mean", 0.0)
-    assert out[-1] == "cls"  # a hidden query patch falls back to the class token
-    assert "49 patch tokens" in out[2] and "never sees them" in out[2]
-    dec = t.update_all(str(photo_path), "mae-tiny", "decoder", 0.75, 0, 4, "patch", hidden_r, hidden_c, False,
-                       "mean", 0.0)
-    assert "mask token" in dec[2] and "Layer 4 of 4" in dec[2]
+    out = t.update_all(t.Controls(*args, 1, "patch", hidden_r, hidden_c, True, "mean", 0.0))
+    assert out.query == "cls"  # a hidden query patch falls back to the class token
+    assert "49 patch tokens" in out.query_info and "never sees them" in out.query_info
+    dec = t.update_all(t.Controls(str(photo_path), "mae-tiny", "decoder", 0.75, 0, 4, "patch", hidden_r, hidden_c,
+                                  False, "mean", 0.0))
+    assert "mask token" in dec.query_info and "Layer 4 of 4" in dec.query_info
 
 
 def test_errors_become_messages(photo_path):
@@ -106,18 +107,17 @@ def test_random_deit_shows_both_tokens_and_labels(photo_path):
     from vitviz.ui import attention_tab as t
     from vitviz.views import attention as av
 
-    part, mae_box, layer, query, depth = t.on_model("deit-small-distilled:random", 20, "decoder")
+    c = t.on_model("deit-small-distilled:random", 20, "decoder")
     assert "Random weights" in t.model_note("deit-small-distilled:random")
-    assert depth == 12 and layer["maximum"] == 12 and layer["value"] == 12
-    assert part["visible"] is False and part["value"] == "encoder"
-    assert "dist" in [v for _, v in query["choices"]]
-    assert t.on_model("vit-base:random", 3, "encoder", "dist")[3]["value"] == "cls"
-    out = t.update_all(str(photo_path), "deit-small-distilled:random", "encoder", 0.0, 0, 12, "dist", 0, 0, True,
-                       "mean", 0.2)
-    cls_img = out[3]
-    assert cls_img.shape[1] > 2 * 3 * av.TILE  # class and distillation panels side by side
-    assert "distillation token" in out[2] and "(random weights)" in out[2]
-    assert out[8]["visible"] is True and len(out[8]["value"]) == 5 and "mean nothing" in out[9]
+    assert c.depth == 12 and c.layer["maximum"] == 12 and c.layer["value"] == 12
+    assert c.part["visible"] is False and c.part["value"] == "encoder"
+    assert "dist" in [v for _, v in c.query["choices"]]
+    assert t.on_model("vit-base:random", 3, "encoder", "dist").query["value"] == "cls"
+    out = t.update_all(t.Controls(str(photo_path), "deit-small-distilled:random", "encoder", 0.0, 0, 12, "dist", 0,
+                                  0, True, "mean", 0.2))
+    assert out.cls_heads.shape[1] > 2 * 3 * av.TILE  # class and distillation panels side by side
+    assert "distillation token" in out.query_info and "(random weights)" in out.query_info
+    assert out.top5["visible"] is True and len(out.top5["value"]) == 5 and "mean nothing" in out.top5_note
 
 
 # ----------------------------------------------------------------------------- served app

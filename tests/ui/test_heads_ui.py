@@ -27,18 +27,20 @@ def test_handlers_without_a_browser(photo_path):
     from vitviz.ui import heads_tab as h
 
     img = str(photo_path)
-    model, part, ratio, layer, head = t.on_goto('{"model": "vit-base:random", "layer": 5, "head": 7}', "mae-tiny")
-    assert model["value"] == "vit-base:random" and part == "encoder" and ratio == 0.0
-    assert layer == {"__type__": "update", "maximum": 12, "value": 5} and head == 7
+    goto = t.on_goto('{"model": "vit-base:random", "layer": 5, "head": 7}', "mae-tiny")
+    assert goto.model["value"] == "vit-base:random" and goto.part == "encoder" and goto.mask_ratio == 0.0
+    assert goto.layer == {"__type__": "update", "maximum": 12, "value": 5} and goto.head == 7
     with pytest.raises(gr.Error, match="no layer 9, head 1"):
         t.on_goto('{"layer": 9, "head": 1}', "mae-tiny")
     with pytest.raises(gr.Error, match="must name a layer and a head"):
         t.on_goto("not json", "mae-tiny")
-    mean, grid, info = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 0)
-    one, grid1, info1 = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 2)
-    assert np.array_equal(grid, grid1) and not np.array_equal(mean, one)  # the left overlay shows head 2 alone
-    assert "Head 2 selected" in info1 and "Head" not in info.split("**Layer")[0]
-    assert t.update_all(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, False, "mean", 0.0, 2)[2] == info1
+    mean = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 0)
+    one = t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 2)
+    # the left overlay shows head 2 alone
+    assert np.array_equal(mean.heads, one.heads) and not np.array_equal(mean.overlay, one.overlay)
+    assert "Head 2 selected" in one.query_info and "Head" not in mean.query_info.split("**Layer")[0]
+    controls = t.Controls(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, False, "mean", 0.0, 2)
+    assert t.update_all(controls).query_info == one.query_info
     with pytest.raises(gr.Error, match="head must be 0"):
         t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 4)
     _, key_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 20, "kind": 1}')

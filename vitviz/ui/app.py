@@ -37,7 +37,7 @@ PURPOSES: dict[str, str] = {
 
 def intro(tabs: tuple = ()) -> str:
     """The page's intro: the title line and one line per tab (its label and :data:`PURPOSES` entry)."""
-    lines = [f"- **{t.LABEL}**: {PURPOSES.get(t.TAB_ID, t.TOUR_TITLE)}" for t in tabs]
+    lines = [f"- **{t.LABEL}**: {PURPOSES[t.TAB_ID]}" for t in tabs]
     return ("# vitviz\nSee how Vision Transformers and masked image modeling work, on your own photos; everything "
             "runs locally, and each tab starts on a model that needs no download.\n\n" + "\n".join(lines))
 
@@ -119,34 +119,25 @@ def build_demo() -> gr.Blocks:
                     tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
                                api_visibility="private")
 
-        mae = built["mae"]
-        beit = built["beit"]
+        # the URL's controls go to the shown tab if it follows them, else to the first tab that does
+        followers = [(tab_id, handles.url) for tab_id, handles in built.items() if getattr(handles, "url", None)]
 
         def apply_url(request: gr.Request) -> tuple:
-            """Open the view the URL names (validated; anything unknown is ignored); only its tab computes.
-            The model, ratio, seed and pattern go to the BEiT tab's controls when it is the URL's tab."""
+            """Open the view the URL names (validated; anything unknown is ignored); only its tab computes."""
             state = urlstate.parse_query(dict(request.query_params) if request is not None else {}, TAB_IDS)
             keep = gr.update()
             shown = state.tab or TAB_IDS[0]
-            controls = (
-                gr.update(value=state.model) if state.model else keep,
-                gr.update(value=state.ratio) if state.ratio is not None else keep,
-                gr.update(value=state.seed) if state.seed is not None else keep,
-                gr.update(value=state.pattern) if state.pattern else keep,
-            )
-            on_beit = shown == beit_tab.TAB_ID
-            return (
-                gr.Tabs(selected=state.tab) if state.tab else keep,
-                *((keep,) * 4 if on_beit else controls),
-                *(beit_tab.url_controls(state) if on_beit else (keep,) * 4),
-                *(1 if tab_id == shown else keep for tab_id in openers),
-                # a painted mask (``mask=``) puts the MAE tab in paint mode with that mask
-                *((True, state.mask.tolist()) if state.mask is not None and not on_beit else (keep, keep)),
-            )
+            taker = shown if shown in dict(followers) else followers[0][0]
+            updates = []
+            for tab_id, (fields, _, read) in followers:
+                values = read(state) if tab_id == taker else {}
+                updates += [values[f] if f in values else keep for f in fields]
+            return (gr.Tabs(selected=state.tab) if state.tab else keep, *updates,
+                    *(1 if tab_id == shown else keep for tab_id in openers))
 
-        demo.load(apply_url, None, [tabs, mae.model, mae.ratio, mae.seed, mae.pattern, beit.model, beit.ratio,
-                                    beit.seed, beit.pattern, *openers.values(), mae.paint, mae.mask],
-                  api_visibility="private", queue=False)
+        demo.load(apply_url, None, [tabs, *(c for _, (_, components, _) in followers for c in components),
+                                    *openers.values()], api_visibility="private", queue=False)
+        mae = built["mae"]
         openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     # api_open=False: queued endpoints cannot be called around the queue (and its limits).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),

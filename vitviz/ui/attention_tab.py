@@ -1,15 +1,16 @@
 """The Attention tab: click a patch and see every head; class-token maps; rollout; attention distance.
 
-Wiring only: the views come from :mod:`vitviz.views.attention` (captured once per image,
-model, mask and part by :mod:`vitviz.explain`, then looked up).
+Its contract: the controls (:class:`Controls`) in, :class:`vitviz.views.attention.AttentionViews` out, by
+field name (:mod:`vitviz.ui.binder`); the views come from :mod:`vitviz.views.attention` (captured once per
+image, model, mask and part by :mod:`vitviz.explain`, then looked up).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
-import numpy as np
 import plotly.graph_objects as go
 
 from ..core.masking import MAX_RATIO
@@ -17,17 +18,16 @@ from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
 from ..views import heads as hv
-from ..views.attention import DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, model_choices, model_note
-from . import js, urlstate
-from .common import endpoint, example_images, memo_view, user_errors
-from .shared_image import ImageInput, default_image
+from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, QueryView,
+                               RolloutView, model_choices, model_note)
 from ..views.common import trained_default
+from . import js, urlstate
+from .binder import Binder
+from .common import memo_view, user_errors
+from .shared_image import image_box
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "attention", "Attention"
-TOUR_TITLE = "Attention"
-TOUR_TEXT = ("Every token looks at every other token in every layer; click a patch to see where each head looks, "
-             "and roll the layers up into one map.")
 
 INTRO = (
     "Every token of a Vision Transformer mixes in the other tokens with weights that sum to 1: its **attention**. "
@@ -67,10 +67,74 @@ HELP_DISTANCE = (
 )
 
 
+
+@dataclass(frozen=True)
+class Controls:
+    """Everything the tab's views depend on (one field per control, named as the tab's component)."""
+
+    image: str | None
+    model: str
+    part: str
+    mask_ratio: float
+    seed: float
+    layer: float
+    query: str
+    row: float
+    col: float
+    mass: bool
+    head_fusion: str
+    discard_ratio: float
+    head: float = 0  # 1-based; 0: the mean of heads
+
+
+@dataclass(frozen=True)
+class ModelControls:
+    """The controls that apply to a model: its part (MAE only), the layer range, the query tokens it has."""
+
+    part: Any
+    mae_box: Any
+    layer: Any
+    query: Any
+    depth: int
+
+
+@dataclass(frozen=True)
+class FirstControls(ModelControls):
+    """:class:`ModelControls` of the first showing, and the head to start on."""
+
+    head: float
+
+
+@dataclass(frozen=True)
+class LayerRange:
+    layer: Any
+    depth: int
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A clicked patch: the query becomes it."""
+
+    row: int
+    col: int
+    query: str
+
+
+@dataclass(frozen=True)
+class Goto:
+    """A head clicked in the Heads tab, as this tab's controls."""
+
+    model: Any
+    part: str
+    mask_ratio: float
+    layer: Any
+    head: float
+
+
 @cost(model_cost(1))
 @user_errors
 def attention_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float,
-                    query: str, row: float, col: float) -> tuple[np.ndarray, np.ndarray, str]:
+                    query: str, row: float, col: float) -> QueryView:
     """Endpoint ``attention_query``: one token's attention in one layer (1-based) -> overlay, per-head grid, text.
 
     ``query`` is ``patch`` (at grid ``row``, ``col``), ``cls`` or ``dist``. ``part``,
@@ -83,7 +147,7 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
 @cost(model_cost(1))
 @user_errors
 def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: float, head_fusion: str,
-            discard_ratio: float) -> tuple[np.ndarray, str]:
+            discard_ratio: float) -> RolloutView:
     """Endpoint ``rollout``: the class token's attention rollout (Abnar & Zuidema) as an overlay.
 
     Args:
@@ -113,31 +177,25 @@ def attention_distance(image: str | None, model: str, part: str, mask_ratio: flo
 @cost(model_cost(1))
 @user_errors
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
-               row: float, col: float, head: float) -> tuple[np.ndarray, np.ndarray, str]:
+               row: float, col: float, head: float) -> QueryView:
     """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
     _, maps = av.maps_for(image, model, part, mask_ratio, seed)
-    return hv.head_query_view(maps, layer, query, row, col, head)
+    return av.query_view(maps, layer, query, row, col, head)
 
 
 @cost(model_cost(1))
 @user_errors
 @memo_view()
-def update_all(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
-               row: float, col: float, mass: bool, head_fusion: str, discard_ratio: float, head: float = 0) -> tuple:
-    """Every view for the current controls (one capture, then lookups); ``head`` as in :func:`head_query`."""
-    out = av.all_views(image, model, part, mask_ratio, seed, layer, query, row, col, mass, head_fusion,
-                       discard_ratio)
-    if head:
-        _, maps = av.maps_for(image, model, part, mask_ratio, seed)
-        if 1 <= int(head) <= maps.num_heads:  # a head the model has (else the mean, as after a model switch)
-            out = hv.head_query_view(maps, av.layer_value(layer, maps.depth), out[-1], row, col, head) + out[3:]
-    top5 = out[8]
-    return out[:8] + (gr.update(value=top5, visible=top5 is not None),) + out[9:]
+def update_all(c: Controls) -> AttentionViews:
+    """Every view for the current controls (one capture, then lookups); the top-5 box only with a classifier."""
+    v = av.all_views(c.image, c.model, c.part, c.mask_ratio, c.seed, c.layer, c.query, c.row, c.col, c.mass,
+                     c.head_fusion, c.discard_ratio, c.head)
+    return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def on_model(choice: str, layer: float, part: str, query: str | None = None) -> tuple:
+def on_model(model: str, layer: float, part: str, query: str | None = None) -> ModelControls:
     """New model -> the controls that apply to it (part, mask, layer range, query choices).
 
     The model note is not among the outputs: it has its own listener (:func:`model_note`, registry
@@ -145,42 +203,42 @@ def on_model(choice: str, layer: float, part: str, query: str | None = None) -> 
 
     A distillation-token query falls back to the class token on a model without one.
     """
-    c = av.model_controls(choice, layer, part, query)
-    return (gr.update(visible=c["is_mae"], value=c["part"]), gr.update(visible=c["is_mae"]),
-            gr.update(maximum=c["depth"], value=c["layer"]), gr.update(choices=c["query_choices"], value=c["query"]),
-            c["depth"])
+    c = av.model_controls(model, layer, part, query)
+    return ModelControls(gr.update(visible=c["is_mae"], value=c["part"]), gr.update(visible=c["is_mae"]),
+                         gr.update(maximum=c["depth"], value=c["layer"]),
+                         gr.update(choices=c["query_choices"], value=c["query"]), c["depth"])
 
 
 @cost(Cost.VIEW)
-def on_load(choice: str, layer: float, part: str, query: str | None, head: float, request: gr.Request) -> tuple:
+def on_load(model: str, layer: float, part: str, query: str | None, head: float, request: gr.Request
+            ) -> FirstControls:
     """The tab's first showing: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any,
     and at ``head``. A head clicked in the Heads tab before this tab was shown arrives here as ``layer``,
     ``part`` and ``head`` (:data:`FIRST_JS`), so the first view is that head's."""
     state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
-    return on_model(choice, state.layer if state.layer else layer, part, query) + (head,)
+    return FirstControls(**vars(on_model(model, state.layer if state.layer else layer, part, query)), head=head)
 
 
 @cost(Cost.VIEW)
 @user_errors
-def on_part(choice: str, part: str, layer: float) -> tuple:
+def on_part(model: str, part: str, layer: float) -> LayerRange:
     """Encoder/decoder switch (MAE) -> the layer range of that part."""
-    depth = av.part_depth(choice, part)
-    return gr.update(maximum=depth, value=av.layer_value(layer, depth)), depth
+    depth = av.part_depth(model, part)
+    return LayerRange(gr.update(maximum=depth, value=av.layer_value(layer, depth)), depth)
 
 
 @cost(model_cost(1))
 @user_errors
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mask_ratio: float,
-               seed: float) -> tuple[int, int, str]:
+               seed: float) -> Picked:
     """A click on the query overlay -> the clicked patch's grid (row, col); the query becomes that patch."""
     r, c = av.patch_at_click(image, model, part, mask_ratio, seed, evt.index[0], evt.index[1])
-    return r, c, "patch"
+    return Picked(r, c, "patch")
 
 
 @cost(model_cost(1))
 @user_errors
-def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool
-                ) -> tuple[np.ndarray, str]:
+def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool) -> ClassView:
     """The class-token view alone (the DINO checkbox)."""
     _, maps = av.maps_for(image, model, part, mask_ratio, seed)
     return av.class_view(maps, bool(mass))
@@ -188,21 +246,26 @@ def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed
 
 @cost(Cost.VIEW)
 @user_errors
-def on_goto(goto: str | None, choice: str) -> tuple:
+def on_goto(goto: str | None, model: str) -> Goto:
     """A head clicked in the Heads tab (``{"model", "layer", "head"}``) -> this tab's model, layer and head,
     on the encoder without a mask (what the head atlas shows)."""
     target, layer, head = hv.parse_goto(goto)
-    new = target or choice
+    new = target or model
     depth, heads = hv.head_range(new)
     if layer > depth or head > heads:
         raise ValueError(f"{new} has {depth} layers of {heads} heads; there is no layer {layer}, head {head}")
-    return (gr.update(value=new) if new != choice else gr.update(), "encoder", 0.0,
-            gr.update(maximum=depth, value=layer), head)
+    return Goto(gr.update(value=new) if new != model else gr.update(), "encoder", 0.0,
+                gr.update(maximum=depth, value=layer), head)
 
 
 def as_patch() -> str:
     """The query becomes the patch at (row, col)."""
     return "patch"
+
+
+def step_layer(layer: float, depth: float, delta: int) -> int:
+    """The layer after the previous (-1) or next (+1) button."""
+    return av.step_layer(layer, depth, delta)
 
 
 #: A head clicked in the Heads tab (``vitviz.attention.goto`` in ``vitviz/ui/js/page.js``): once this tab
@@ -213,116 +276,98 @@ GOTO_JS = js.read("attention_goto")
 FIRST_JS = js.read("attention_first")
 
 
-def build(demo: gr.Blocks) -> ImageInput:
+def build(demo: gr.Blocks) -> Binder:
     """Create the Attention tab's components inside the caller's ``gr.Tab`` context.
 
     Args:
         demo: the enclosing app; its page load fills the views for the first example.
     """
-    examples = example_images()
+    ui = Binder()
     choices = model_choices()
     default = trained_default(choices, DEFAULT_MODEL)
-    depth = gr.State(8)
+    ui.depth = gr.State(8)
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
-            image = gr.Image(value=default_image(), type="filepath", image_mode=None,
-                             sources=["upload", "webcam", "clipboard"], label="Your image (drop, paste or webcam)",
-                             height=240, elem_id="attn-input")
-            examples_box = (gr.Examples(examples=examples, inputs=image, label="Example photos",
-                                        elem_id="attn-examples") if examples else None)
-            model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="attn-model")
-            note = gr.Markdown(model_note(default), elem_id="attn-model-note")
-            with gr.Group(visible=True) as mae_box:
-                part = gr.Radio(list(PARTS), value="encoder", label="MAE part", elem_id="attn-part",
-                                info="encoder: visible patches only; decoder: every patch, mask tokens where hidden")
-                ratio = gr.Slider(0.0, MAX_RATIO, value=0.0, step=0.05, label="Masking ratio (MAE)",
-                                  elem_id="attn-ratio")
-                seed = gr.Number(value=0, precision=0, minimum=0, label="Mask seed", elem_id="attn-seed")
-            top5 = gr.Label(num_top_classes=5, label="Top-5 ImageNet labels", elem_id="attn-top5")
-            top5_text = gr.Markdown(elem_id="attn-top5-note")
+            ui.image, ui.examples = image_box("attn", height=240, examples_id="attn-examples")
+            ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="attn-model")
+            ui.note = gr.Markdown(model_note(default), elem_id="attn-model-note")
+            with gr.Group(visible=True) as ui.mae_box:
+                ui.part = gr.Radio(list(PARTS), value="encoder", label="MAE part", elem_id="attn-part",
+                                   info="encoder: visible patches only; decoder: every patch, mask tokens where hidden")
+                ui.mask_ratio = gr.Slider(0.0, MAX_RATIO, value=0.0, step=0.05, label="Masking ratio (MAE)",
+                                          elem_id="attn-ratio")
+                ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Mask seed", elem_id="attn-seed")
+            ui.top5 = gr.Label(num_top_classes=5, label="Top-5 ImageNet labels", elem_id="attn-top5")
+            ui.top5_note = gr.Markdown(elem_id="attn-top5-note")
         with gr.Column(scale=3):
             # The query view: the layer, then the maps (on the first screen at 1280x720, issue 34), then the query.
             with gr.Row(equal_height=True):
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
-                layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
+                ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
                 nxt = gr.Button("next layer ▶", elem_id="attn-next", size="sm", scale=1)
-            goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto", padding=False)
+            ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto",
+                              padding=False)
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Click a patch**: its attention, mean over heads (red box: the query)")
-                    overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW_PX, **kw)
+                    ui.overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW_PX, **kw)
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Every head of this layer** (each scaled to its own maximum)")
-                    heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
-            query_info = gr.Markdown(elem_id="attn-query-info")
+                    ui.heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
+            ui.query_info = gr.Markdown(elem_id="attn-query-info")
             with gr.Row(equal_height=True):
-                query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch", label="Query token",
-                                 elem_id="attn-query", scale=3)
-                row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="attn-row", min_width=70,
-                                scale=1)
-                col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="attn-col", min_width=70,
-                                scale=1)
-                head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
-                                 min_width=90, scale=1)
+                ui.query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch",
+                                    label="Query token", elem_id="attn-query", scale=3)
+                ui.row = gr.Number(value=7, precision=0, minimum=0, label="row", elem_id="attn-row", min_width=70,
+                                   scale=1)
+                ui.col = gr.Number(value=7, precision=0, minimum=0, label="col", elem_id="attn-col", min_width=70,
+                                   scale=1)
+                ui.head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
+                                    min_width=90, scale=1)
             gr.Markdown("### Class token, last layer")
             gr.Markdown(HELP_CLS)
-            mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention (DINO view)",
-                               elem_id="attn-mass")
-            cls_heads = gr.Image(label="class token per head", elem_id="attn-cls-heads", **kw)
-            cls_info = gr.Markdown(elem_id="attn-cls-info")
+            ui.mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention "
+                                  "(DINO view)", elem_id="attn-mass")
+            ui.cls_heads = gr.Image(label="class token per head", elem_id="attn-cls-heads", **kw)
+            ui.cls_info = gr.Markdown(elem_id="attn-cls-info")
             gr.Markdown("### Attention rollout")
             gr.Markdown(HELP_ROLLOUT)
             with gr.Row():
                 with gr.Column(scale=1, min_width=220):
-                    fusion = gr.Radio(list(HEAD_FUSIONS), value="mean", label="Head fusion", elem_id="attn-fusion")
-                    discard = gr.Slider(0.0, 0.95, value=0.0, step=0.05, label="Discard ratio (weakest per row)",
-                                        elem_id="attn-discard")
-                    roll_info = gr.Markdown(elem_id="attn-rollout-info")
+                    ui.head_fusion = gr.Radio(list(HEAD_FUSIONS), value="mean", label="Head fusion",
+                                              elem_id="attn-fusion")
+                    ui.discard_ratio = gr.Slider(0.0, 0.95, value=0.0, step=0.05,
+                                                 label="Discard ratio (weakest per row)", elem_id="attn-discard")
+                    ui.rollout_info = gr.Markdown(elem_id="attn-rollout-info")
                 with gr.Column(scale=2):
-                    roll = gr.Image(label="rollout of the class token", elem_id="attn-rollout", height=VIEW_PX, **kw)
+                    ui.rollout = gr.Image(label="rollout of the class token", elem_id="attn-rollout",
+                                          height=VIEW_PX, **kw)
             gr.Markdown("### Mean attention distance")
             gr.Markdown(HELP_DISTANCE)
-            dist_plot = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
-
-    src = [image, model, part, ratio, seed]
-    all_in = src + [layer, query, row, col, mass, fusion, discard, head]
-    all_out = [overlay, heads, query_info, cls_heads, cls_info, roll, roll_info, dist_plot, top5, top5_text, query]
-    q_in = src + [layer, query, row, col]
-    q_out = [overlay, heads, query_info]
-    h_in = q_in + [head]
-    r_in = src + [fusion, discard]
-    r_out = [roll, roll_info]
-    quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+            ui.distance = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
 
     # Named endpoints first: they claim their names before the private events that reuse the same functions.
-    endpoint(attention_query, q_in, q_out, api_name="attention_query")
-    endpoint(rollout, r_in, r_out, api_name="rollout")
-    endpoint(attention_distance, src, [dist_plot], api_name="attention_distance")
+    ui.endpoint(attention_query, api_name="attention_query")
+    ui.endpoint(rollout, api_name="rollout")
+    ui.endpoint(attention_distance, api_name="attention_distance", outputs="distance")
 
-    demo.load(on_load, [model, layer, part, query, head], [part, mae_box, layer, query, depth, head],
-              js=FIRST_JS, api_visibility="private").then(update_all, all_in, all_out, api_visibility="private")
-    model.change(model_note, model, note, api_visibility="private", queue=False, trigger_mode="always_last")
-    model.change(on_model, [model, layer, part, query], [part, mae_box, layer, query, depth], **quick).then(
-        update_all, all_in, all_out, **quick)
-    part.input(on_part, [model, part, layer], [layer, depth], **quick).then(update_all, all_in, all_out, **quick)
-    for control in (image, seed):
-        control.change(update_all, all_in, all_out, **quick)
-    ratio.change(update_all, all_in, all_out, **quick)
-    layer.change(head_query, h_in, q_out, **quick)
-    layer.change(None, [layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
-    query.input(head_query, h_in, q_out, **quick)
-    head.change(head_query, h_in, q_out, **quick)
-    goto.change(on_goto, [goto, model], [model, part, ratio, layer, head], **quick)
-    gr.on([row.submit, col.submit], as_patch, None, query, api_visibility="private", queue=False).then(
-        head_query, h_in, q_out, **quick)
-    prev.click(lambda v, d: av.step_layer(v, d, -1), [layer, depth], layer, api_visibility="private", queue=False)
-    nxt.click(lambda v, d: av.step_layer(v, d, +1), [layer, depth], layer, api_visibility="private", queue=False)
-    overlay.select(pick_patch, src, [row, col, query], api_visibility="private").then(
-        head_query, h_in, q_out, **quick)
-    mass.change(class_only, src + [mass], [cls_heads, cls_info], **quick)
-    gr.on([fusion.change, discard.change], rollout, r_in, r_out, **quick)
-    return ImageInput(image, examples_box)
-
+    everything = ui.bind(update_all)
+    demo.load(**ui.bind(on_load, js=FIRST_JS, quick=False)).then(**ui.bind(update_all, quick=False))
+    ui.model.change(**ui.bind(model_note, inputs=["model"], outputs="note", quick=False, queue=False, trigger_mode="always_last"))
+    ui.model.change(**ui.bind(on_model)).then(**everything)
+    ui.part.input(**ui.bind(on_part)).then(**everything)
+    gr.on([ui.image.change, ui.seed.change, ui.mask_ratio.change], **everything)
+    gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
+    ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    ui.goto.change(**ui.bind(on_goto))
+    gr.on([ui.row.submit, ui.col.submit], **ui.bind(as_patch, outputs="query", quick=False, queue=False)).then(
+        **ui.bind(head_query))
+    prev.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, -1), outputs="layer", quick=False, queue=False))
+    nxt.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, +1), outputs="layer", quick=False, queue=False))
+    ui.overlay.select(**ui.bind(pick_patch, quick=False)).then(**ui.bind(head_query))
+    ui.mass.change(**ui.bind(class_only))
+    gr.on([ui.head_fusion.change, ui.discard_ratio.change], **ui.bind(rollout))
+    return ui

@@ -1,6 +1,7 @@
 """The BEiT tab: an image as discrete visual tokens, and masked image modeling that predicts them.
 
-Wiring only: every number and image comes from :mod:`vitviz.views.beit`.
+Its contract: controls in, the views below (:class:`Tokens`, :class:`Prediction`...) out, by field name
+(:mod:`vitviz.ui.binder`); every number and image comes from :mod:`vitviz.views.beit`.
 
 Named endpoints: ``tokenize`` (image -> token map image, ids JSON, decoded image, PSNR) and
 ``beit_predict`` (image, model, ratio, seed, pattern -> masked, decoded prediction,
@@ -9,26 +10,25 @@ correctness overlay, confidence map, numbers).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 import numpy as np
+import plotly.graph_objects as go
 
 from ..models.registry import VQ_TINY_CONFIG
 from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from . import urlstate
-from .common import endpoint, example_images, memo_view, require_image, user_errors
+from .binder import Binder
+from .common import memo_view, require_image, user_errors
 from .serve.costs import Cost, cost, model_cost
-from .shared_image import ImageInput, default_image
+from .shared_image import image_box
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
-TOUR_TITLE = "Visual tokens (BEiT)"
 #: BEiT's visual vocabulary: DALL-E's dVAE codebook (BEiT §2.1.2); quoted, not computed.
 BEIT_VOCAB = 8192
-TOUR_TEXT = (f"BEiT learns by guessing the visual tokens of hidden blocks (its tokenizer has {BEIT_VOCAB} codes; "
-             f"this tab's vq-tiny has {VQ_TINY_CONFIG.codebook_size}): masked image modeling as classification, "
-             "beside MAE's pixel regression.")
 PANEL_HEIGHT = 260
 RATIO_MIN, RATIO_MAX = 0.1, 0.75
 
@@ -71,12 +71,110 @@ HELP_COMPARE = (
 )
 
 
+# ----------------------------------------------------------------------------- the contract
+
+
+@dataclass(frozen=True)
+class TokenMap:
+    """Endpoint ``tokenize``'s answer: the token map, the ids, the image decoded from them, the PSNR (dB)."""
+
+    token_map: np.ndarray
+    ids: list
+    decoded: np.ndarray
+    psnr: float
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Part 1: the image as tokens."""
+
+    original: np.ndarray
+    token_plot: go.Figure
+    decoded: np.ndarray
+    token_text: str
+    token_map: np.ndarray
+    ids: list
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """Part 2: the codebook mosaic, where each code sits in it, and words."""
+
+    codebook: np.ndarray
+    layout: CodebookLayout
+    codebook_text: str
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A selected code: the mosaic with it outlined, where it occurs in the image, the token map outlined."""
+
+    selected: Any
+    codebook: Any
+    highlight: Any
+    highlight_text: Any
+    token_plot: Any
+
+
+@dataclass(frozen=True)
+class Controls:
+    """What parts 3 and 4 depend on: the image, the model, the mask (``painted``: patches clicked)."""
+
+    image: str | None
+    model: str
+    mask_ratio: float
+    seed: float
+    pattern: str
+    painted: list | None
+
+
+@dataclass(frozen=True)
+class Guess:
+    """Endpoint ``beit_predict``'s answer: masked input, decoded prediction, correctness, confidence, numbers."""
+
+    masked: np.ndarray
+    predicted: np.ndarray
+    correct: np.ndarray | None
+    confidence: np.ndarray
+    numbers: dict
+
+
+@dataclass(frozen=True)
+class Prediction(Guess):
+    """Parts 3 and 4: :class:`Guess`, its words, the comparison with mae-tiny, and the mask on screen."""
+
+    predict_text: str
+    beit_panel: np.ndarray
+    mae_panel: np.ndarray
+    compare_text: str
+    current_mask: list
+
+
+@dataclass(frozen=True)
+class Painted:
+    """A click on the masked panel: the painted mask, and the pattern becomes ``painted``."""
+
+    painted: list
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """A new image: the old code's highlight goes."""
+
+    highlight: None
+    highlight_text: str
+
+
+HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
+
+
 # ----------------------------------------------------------------------------- handlers
 
 
 @cost(Cost.VIEW)
 @user_errors
-def tokenize_endpoint(image: str | None) -> tuple[np.ndarray, list, np.ndarray, float]:
+def tokenize_endpoint(image: str | None) -> TokenMap:
     """Endpoint ``tokenize``: an image as BEiT-style visual tokens of the embedded tokenizer (vq-tiny).
 
     Args:
@@ -88,47 +186,46 @@ def tokenize_endpoint(image: str | None) -> tuple[np.ndarray, list, np.ndarray, 
     """
     require_image(image)
     v = bv.token_view(image)
-    return v.token_map, v.ids, v.decoded, round(v.psnr, 3)
+    return TokenMap(v.token_map, v.ids, v.decoded, round(v.psnr, 3))
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
-def update_tokens(image: str | None) -> tuple:
+def update_tokens(image: str | None) -> Tokens:
     """Part 1 panels (private)."""
     require_image(image)
     v = bv.token_view(image)
-    return v.original, v.figure, v.decoded, v.text, v.token_map, v.ids
+    return Tokens(v.original, v.figure, v.decoded, v.text, v.token_map, v.ids)
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
-def update_codebook(selected: int | None) -> tuple:
+def update_codebook(selected: int | None) -> Codebook:
     """The codebook mosaic and its layout (private)."""
-    mosaic, layout, text = bv.codebook_view(selected)
-    return mosaic, layout, text
+    return Codebook(*bv.codebook_view(selected))
 
 
-def _select_code(code: int | None, image: str | None) -> tuple:
-    """Outputs of selecting a code: the state, the mosaic with it outlined, its highlight, a sentence, the figure."""
+def _select_code(code: int | None, image: str | None) -> Selected:
+    """Selecting a code: the state, the mosaic with it outlined, its highlight, a sentence, the figure."""
     if code is None:
-        return (gr.update(),) * 5
+        return Selected(*(gr.update(),) * 5)
     mosaic, _, _ = bv.codebook_view(code)
     hl, text = bv.highlight_view(require_image(image), code)
-    return code, mosaic, hl, text, bv.token_view(image, highlight=code).figure
+    return Selected(code, mosaic, hl, text, bv.token_view(image, highlight=code).figure)
 
 
 @cost(Cost.VIEW)
 @user_errors
-def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> tuple:
+def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> Selected:
     """A click on the codebook selects a code: mosaic outline, highlight in the image, token map outline."""
     return _select_code(bv.code_at(layout, float(evt.index[0]), float(evt.index[1])), image)
 
 
 @cost(Cost.VIEW)
 @user_errors
-def click_token(evt: gr.SelectData, image: str | None) -> tuple:
+def click_token(evt: gr.SelectData, image: str | None) -> Selected:
     """A click on the token map selects the code of that patch (same outputs as a codebook click)."""
     require_image(image)
     return _select_code(bv.code_at_token_map(image, float(evt.index[0]), float(evt.index[1])), image)
@@ -136,163 +233,139 @@ def click_token(evt: gr.SelectData, image: str | None) -> tuple:
 
 @cost(model_cost(1))
 @user_errors
-def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> tuple:
+def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> Guess:
     """Endpoint ``beit_predict``: (image, model, ratio, seed, pattern) -> masked input, decoded prediction with
     the visible patches pasted, correctness overlay, confidence map, numbers (accuracy top-1/top-5)."""
     require_image(image)
     if pattern == "painted":
         raise gr.Error("the API takes block or random masks; paint masks in the page")
     v = bv.predict_view(image, model_name, mask_ratio, seed, pattern)
-    return v.masked, v.decoded, v.correctness, v.confidence, v.metrics
+    return Guess(v.masked, v.decoded, v.correctness, v.confidence, v.metrics)
 
 
 @cost(model_cost(1))
 @user_errors
 @memo_view()
-def update_predict(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str,
-                   painted: list | None) -> tuple:
+def update_predict(c: Controls) -> Prediction:
     """Parts 3 and 4 (private): prediction panels, numbers, the comparison with mae-tiny, the current mask."""
-    require_image(image)
-    v = bv.predict_view(image, model_name, mask_ratio, seed, pattern, painted)
-    b, m, text, nums = bv.compare_view(image, v.prediction)
-    return (v.masked, v.decoded, v.correctness, v.confidence, v.text, {**v.metrics, **nums}, b, m, text,
-            v.prediction.mask.tolist())
+    require_image(c.image)
+    v = bv.predict_view(c.image, c.model, c.mask_ratio, c.seed, c.pattern, c.painted)
+    b, m, text, nums = bv.compare_view(c.image, v.prediction)
+    return Prediction(v.masked, v.decoded, v.correctness, v.confidence, {**v.metrics, **nums}, v.text, b, m, text,
+                      v.prediction.mask.tolist())
 
 
 @cost(Cost.VIEW)
 @user_errors
-def paint_click(evt: gr.SelectData, current: list | None) -> tuple[list, str]:
+def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
     """A click on the masked panel toggles that patch (starting from the mask on screen) and switches to painted."""
-    if current is None:
+    if current_mask is None:
         raise gr.Error("Wait for the first prediction, then click patches to paint.")
-    grid = np.asarray(current).shape
+    grid = np.asarray(current_mask).shape
     size = grid[0] * 16
-    return bv.toggle_patch(current, grid, size, float(evt.index[0]), float(evt.index[1])), "painted"
+    return Painted(bv.toggle_patch(current_mask, grid, size, float(evt.index[0]), float(evt.index[1])), "painted")
 
 
-def url_controls(state: Any) -> tuple:
-    """Updates of (model, ratio, seed, pattern) from a validated :class:`~vitviz.ui.urlstate.UrlState`;
-    values this tab does not offer are left alone."""
-    keep = gr.update()
+def clear_highlight() -> Cleared:
+    """A new image: no code is highlighted."""
+    return Cleared(None, HIGHLIGHT_PROMPT)
+
+
+def url_controls(state: Any) -> dict[str, Any]:
+    """The controls the URL sets (model, ratio, seed, pattern) from a validated
+    :class:`~vitviz.ui.urlstate.UrlState`; values this tab does not offer are left out."""
     beit_models = [name for _, name in bv.beit_choices()]
     ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
-    return (
-        gr.update(value=state.model) if state.model in beit_models else keep,
-        gr.update(value=ratio) if ratio is not None else keep,
-        gr.update(value=state.seed) if state.seed is not None else keep,
-        gr.update(value=state.pattern) if state.pattern in bv.PATTERNS else keep,
-    )
+    found = {"model": state.model if state.model in beit_models else None, "mask_ratio": ratio, "seed": state.seed,
+             "pattern": state.pattern if state.pattern in bv.PATTERNS else None}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 # ----------------------------------------------------------------------------- layout
 
 
-class BEiTTab:
-    """Handles to the controls that the app's URL state sets, and the image box the app shares."""
-
-    def __init__(self, model: gr.Dropdown, ratio: gr.Slider, seed: gr.Number, pattern: gr.Radio,
-                 show: dict, image_input: ImageInput) -> None:
-        self.model, self.ratio, self.seed, self.pattern, self.show = model, ratio, seed, pattern, show
-        self.image_input = image_input
-
-
-def build(demo: gr.Blocks) -> BEiTTab:
+def build(demo: gr.Blocks) -> Binder:
     """Create the BEiT tab's components inside the caller's ``gr.Tab`` context."""
-    examples = example_images()
+    ui = Binder()
     choices = bv.beit_choices()
     img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
-    layout = gr.State(None)
-    selected = gr.State(None)
-    current_mask = gr.State(None)
-    painted = gr.State(None)
+    ui.layout, ui.selected, ui.current_mask, ui.painted = gr.State(None), gr.State(None), gr.State(None), gr.State(None)
 
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(value=default_image(), type="filepath",
-                             sources=["upload", "webcam", "clipboard"], label="Your image", height=PANEL_HEIGHT,
-                             elem_id="beit-input")
-            examples_box = gr.Examples(examples=examples, inputs=image, label="Example photos") if examples else None
+            ui.image, ui.examples = image_box("beit", label="Your image", height=PANEL_HEIGHT)
         with gr.Column(scale=3):
             gr.Markdown(HELP_TOKENS, elem_classes=["vitviz-help"])
             with gr.Row(equal_height=True):
-                original = gr.Image(label="the model's view, 14×14 patches", elem_id="beit-original",
-                                    height=PANEL_HEIGHT, **img_kw)
-                token_img = gr.Image(label="token map: each patch's code (click one)", elem_id="beit-token-map",
-                                     height=PANEL_HEIGHT, **img_kw)
-                decoded = gr.Image(label="decoded from its own tokens", elem_id="beit-decoded",
-                                   height=PANEL_HEIGHT, **img_kw)
-            token_text = gr.Markdown(elem_id="beit-token-text")
+                ui.original = gr.Image(label="the model's view, 14×14 patches", elem_id="beit-original",
+                                       height=PANEL_HEIGHT, **img_kw)
+                ui.token_map = gr.Image(label="token map: each patch's code (click one)", elem_id="beit-token-map",
+                                        height=PANEL_HEIGHT, **img_kw)
+                ui.decoded = gr.Image(label="decoded from its own tokens", elem_id="beit-decoded",
+                                      height=PANEL_HEIGHT, **img_kw)
+            ui.token_text = gr.Markdown(elem_id="beit-token-text")
             with gr.Accordion("Token map to hover, and the ids as JSON", open=False):
-                token_plot = gr.Plot(label="token map (hover a patch: its code and count)", elem_id="beit-token-plot")
-                ids_json = gr.JSON(elem_id="beit-ids")
+                ui.token_plot = gr.Plot(label="token map (hover a patch: its code and count)",
+                                        elem_id="beit-token-plot")
+                ui.ids = gr.JSON(elem_id="beit-ids")
 
     gr.Markdown(HELP_CODEBOOK, elem_classes=["vitviz-help"])
-    codebook_text = gr.Markdown(elem_id="beit-codebook-text")
+    ui.codebook_text = gr.Markdown(elem_id="beit-codebook-text")
     with gr.Row():
-        codebook = gr.Image(label="the codebook, most used first (click a code)", elem_id="beit-codebook",
-                            scale=3, **img_kw)
+        ui.codebook = gr.Image(label="the codebook, most used first (click a code)", elem_id="beit-codebook",
+                               scale=3, **img_kw)
         with gr.Column(scale=1, min_width=240):
-            highlight = gr.Image(label="where the code occurs", elem_id="beit-highlight", height=PANEL_HEIGHT,
-                                 **img_kw)
-            highlight_text = gr.Markdown("Click a code in the codebook to highlight it here.",
-                                         elem_id="beit-highlight-text")
+            ui.highlight = gr.Image(label="where the code occurs", elem_id="beit-highlight", height=PANEL_HEIGHT,
+                                    **img_kw)
+            ui.highlight_text = gr.Markdown(HIGHLIGHT_PROMPT, elem_id="beit-highlight-text")
 
     gr.Markdown(HELP_PREDICT, elem_classes=["vitviz-help"])
     with gr.Row():
-        model = gr.Dropdown(choices=choices, value=bv.BEIT_MODEL if choices else None, label="BEiT model",
-                            elem_id="beit-model", scale=2)
-        pattern = gr.Radio(list(bv.PATTERNS), value="block", label="Mask pattern", elem_id="beit-pattern", scale=2)
-        ratio = gr.Slider(RATIO_MIN, RATIO_MAX, value=0.4, step=0.05, label="Masking ratio", elem_id="beit-ratio",
-                          scale=2)
-        seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1, min_width=90)
-    model_info = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
+        ui.model = gr.Dropdown(choices=choices, value=bv.BEIT_MODEL if choices else None, label="BEiT model",
+                               elem_id="beit-model", scale=2)
+        ui.pattern = gr.Radio(list(bv.PATTERNS), value="block", label="Mask pattern", elem_id="beit-pattern",
+                              scale=2)
+        ui.mask_ratio = gr.Slider(RATIO_MIN, RATIO_MAX, value=0.4, step=0.05, label="Masking ratio",
+                                  elem_id="beit-ratio", scale=2)
+        ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1,
+                            min_width=90)
+    ui.note = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
     with gr.Row(equal_height=True):
-        masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT, **img_kw)
-        predicted = gr.Image(label="predicted tokens: decoded, or ids", elem_id="beit-predicted",
-                             height=PANEL_HEIGHT, **img_kw)
-        correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
-        confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",
-                              height=PANEL_HEIGHT, **img_kw)
-    predict_text = gr.Markdown(elem_id="beit-predict-text")
+        ui.masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT,
+                             **img_kw)
+        ui.predicted = gr.Image(label="predicted tokens: decoded, or ids", elem_id="beit-predicted",
+                                height=PANEL_HEIGHT, **img_kw)
+        ui.correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
+        ui.confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",
+                                 height=PANEL_HEIGHT, **img_kw)
+    ui.predict_text = gr.Markdown(elem_id="beit-predict-text")
     with gr.Accordion("Numbers (JSON)", open=False):
-        numbers = gr.JSON(elem_id="beit-numbers")
+        ui.numbers = gr.JSON(elem_id="beit-numbers")
 
     gr.Markdown(HELP_COMPARE, elem_classes=["vitviz-help"])
     with gr.Row(equal_height=True):
-        beit_panel = gr.Image(label="beit-tiny: predicted tokens, decoded", elem_id="beit-compare-beit",
-                              height=PANEL_HEIGHT, **img_kw)
-        mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
-                             **img_kw)
-    compare_text = gr.Markdown(elem_id="beit-compare-text")
+        ui.beit_panel = gr.Image(label="beit-tiny: predicted tokens, decoded", elem_id="beit-compare-beit",
+                                 height=PANEL_HEIGHT, **img_kw)
+        ui.mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
+                                **img_kw)
+    ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
+    ui.psnr = gr.Number(visible=False)  # the tokenize endpoint's fourth answer (not shown)
+    ui.alias(model_name="model")
 
-    quick: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    tok_out = [original, token_plot, decoded, token_text, token_img, ids_json]
-    pred_in = [image, model, ratio, seed, pattern, painted]
-    pred_out = [masked, predicted, correct, confidence, predict_text, numbers, beit_panel, mae_panel, compare_text,
-                current_mask]
-    show = dict(fn=update_predict, inputs=pred_in, outputs=pred_out, **quick)
-    write_url = dict(fn=None, inputs=[model, ratio, seed, pattern], outputs=None, js=urlstate.WRITE_JS,
-                     queue=False, api_visibility="private")
-
-    demo.load(update_tokens, image, tok_out, api_visibility="private").then(
-        update_codebook, selected, [codebook, layout, codebook_text], api_visibility="private").then(**show)
+    show = ui.bind(update_predict)
+    demo.load(**ui.bind(update_tokens, quick=False)).then(**ui.bind(update_codebook, quick=False)).then(**show)
     # the old image's highlight is cleared first, so a code clicked while the new panels compute is never wiped
-    image.change(lambda: (None, "Click a code in the codebook to highlight it here."), None,
-                 [highlight, highlight_text], api_visibility="private", queue=False).then(
-        update_tokens, image, tok_out, **quick).then(**show)
-    model.change(bv.model_note, model, model_info, api_visibility="private", queue=False)
-    for control in (model, ratio, seed):
-        control.change(**show)
-        control.change(**write_url)
-    pattern.change(**show)
-    pattern.change(**write_url)
-    codebook.select(click_code, [layout, image], [selected, codebook, highlight, highlight_text, token_plot],
-                    api_visibility="private")
-    token_img.select(click_token, image, [selected, codebook, highlight, highlight_text, token_plot],
-                     api_visibility="private")
-    masked.select(paint_click, current_mask, [painted, pattern], api_visibility="private").then(**show)
-    endpoint(tokenize_endpoint, image, [token_img, ids_json, decoded, gr.Number(visible=False)], api_name="tokenize")
-    endpoint(predict_endpoint, [image, model, ratio, seed, pattern], [masked, predicted, correct, confidence, numbers],
-             api_name="beit_predict")
-    return BEiTTab(model, ratio, seed, pattern, show, ImageInput(image, examples_box))
+    ui.image.change(**ui.bind(clear_highlight, quick=False, queue=False)).then(**ui.bind(update_tokens)).then(**show)
+    ui.model.change(**ui.bind(bv.model_note, inputs=["model"], outputs="note", quick=False, queue=False))
+    controls = [ui.model.change, ui.mask_ratio.change, ui.seed.change, ui.pattern.change]
+    gr.on(controls, **show)
+    gr.on(controls, None, [ui.model, ui.mask_ratio, ui.seed, ui.pattern], None, js=urlstate.WRITE_JS, queue=False,
+          api_visibility="private")
+    ui.codebook.select(**ui.bind(click_code, quick=False))
+    ui.token_map.select(**ui.bind(click_token, quick=False))
+    ui.masked.select(**ui.bind(paint_click, quick=False)).then(**show)
+    ui.endpoint(tokenize_endpoint, api_name="tokenize")
+    ui.endpoint(predict_endpoint, api_name="beit_predict")
+    ui.follow_url(("model", "mask_ratio", "seed", "pattern"), url_controls)
+    return ui

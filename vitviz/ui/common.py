@@ -3,6 +3,7 @@ keeping the outputs of deterministic views for the next visitor."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -135,6 +136,9 @@ def _arg_key(value: Any) -> Any:
         except ImageError:
             return _UNCACHEABLE  # too large or unreadable: the view itself says so
         return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a tab's controls: by their values
+        keys = tuple(_arg_key(getattr(value, f.name)) for f in dataclasses.fields(value))
+        return _UNCACHEABLE if any(k is _UNCACHEABLE for k in keys) else (type(value).__qualname__, keys)
     if isinstance(value, (list, tuple, dict)):
         try:
             return ("json", json.dumps(value, sort_keys=True))
@@ -155,6 +159,9 @@ def _fresh(out: Any) -> Any:
     """
     if isinstance(out, dict):
         return dict(out)
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):  # a tab's views
+        return dataclasses.replace(out, **{f.name: dict(v) for f in dataclasses.fields(out)
+                                           if isinstance(v := getattr(out, f.name), dict)})
     if isinstance(out, (tuple, list)) and any(isinstance(o, dict) for o in out):
         return type(out)(dict(o) if isinstance(o, dict) else o for o in out)
     return out  # nothing Gradio mutates: the cached object itself

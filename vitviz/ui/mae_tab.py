@@ -288,6 +288,7 @@ class MaeTab:
     paint: gr.Checkbox | None = None
     mask: gr.State | None = None  # the painted mask ((gh, gw) bool as lists)
     image_input: ImageInput | None = None  # the image box, shared with the other tabs
+    url: tuple | None = None  # (fields, components, read): what the page's URL sets
 
 
 def build(demo: gr.Blocks) -> MaeTab:
@@ -432,4 +433,14 @@ def build(demo: gr.Blocks) -> MaeTab:
                             show_progress="minimal"),
                   sweep=dict(fn=page_sweep, inputs=sweep_inputs, outputs=sweep_outputs, api_visibility="private",
                              show_progress="full"),
-                  prewarm=prewarm, paint=paint, mask=mask_state, image_input=ImageInput(image, examples_box))
+                  prewarm=prewarm, paint=paint, mask=mask_state, image_input=ImageInput(image, examples_box),
+                  url=(("model", "ratio", "seed", "pattern", "paint", "mask"),
+                       [model, ratio, seed, pattern, paint, mask_state], url_controls))
+
+
+def url_controls(state: Any) -> dict[str, Any]:
+    """The controls the URL sets: model, ratio, seed, pattern, and a painted mask (paint mode on)."""
+    found = {"model": state.model, "ratio": state.ratio, "seed": state.seed, "pattern": state.pattern}
+    if state.mask is not None:
+        found.update(paint=True, mask=state.mask.tolist())
+    return {k: v for k, v in found.items() if v is not None}

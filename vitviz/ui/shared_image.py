@@ -41,6 +41,22 @@ def default_image() -> str | None:
     return examples[1] if len(examples) > 1 else (examples[0] if examples else None)
 
 
+def image_box(prefix: str, label: str = "Your image (drop, paste or webcam)", examples_id: str | None = None,
+              examples_class: str | None = None, **kwargs: Any) -> tuple[gr.Image, gr.Examples | None]:
+    """A tab's image box (``#PREFIX-input``, starting at :func:`default_image`) and its example photos
+    (in a group of ``examples_class`` when given): what the app's shared image subscribes.
+    ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
+    kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
+    image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
+    examples = example_images()
+    if not examples:
+        return image, None
+    if examples_class is None:
+        return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
+    with gr.Group(elem_classes=[examples_class]):
+        return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
+
+
 @dataclass
 class ImageInput:
     """A tab's image box and its example photos: what a tab's ``build`` returns (or holds as
@@ -57,7 +73,10 @@ class ImageInput:
 def input_of(handles: Any) -> ImageInput | None:
     """The :class:`ImageInput` a tab's ``build`` returned (itself, or its ``image_input``), if any."""
     found = getattr(handles, "image_input", None)
-    return found if isinstance(found, ImageInput) else None
+    if isinstance(found, ImageInput):
+        return found
+    image = getattr(handles, "image", None)  # a tab's binder (vitviz.ui.binder)
+    return ImageInput(image, getattr(handles, "examples", None)) if isinstance(image, gr.Image) else None
 
 
 def publish_js(tab_id: str, clear: bool | str = False) -> str:

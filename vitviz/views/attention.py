@@ -3,6 +3,7 @@ mean attention distance and top-5 labels, for one image, model, mask and part.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -171,15 +172,66 @@ def _query_token(maps: AttentionMaps, query: str, row: Any, col: Any) -> int | s
     return r, c
 
 
-def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, str]:
-    """Overlay (mean of heads), per-head grid and description for one query token and layer."""
+@dataclass(frozen=True)
+class QueryView:
+    """One query token's attention in one layer: the overlay (mean of heads, or one head), every head, words."""
+
+    overlay: np.ndarray  # (VIEW_PX, VIEW_PX, 3) uint8
+    heads: np.ndarray  # every head's tile, uint8 RGB
+    query_info: str
+
+
+@dataclass(frozen=True)
+class ClassView:
+    """The class (and distillation) token's heads in the last layer, and words."""
+
+    cls_heads: np.ndarray
+    cls_info: str
+
+
+@dataclass(frozen=True)
+class RolloutView:
+    """The class token's rollout overlay and a line of numbers."""
+
+    rollout: np.ndarray  # (VIEW_PX, VIEW_PX, 3) uint8
+    rollout_info: str
+
+
+@dataclass(frozen=True)
+class AttentionViews:
+    """Every view of the tab for one set of controls; ``query`` is the query token actually shown."""
+
+    overlay: np.ndarray
+    heads: np.ndarray
+    query_info: str
+    cls_heads: np.ndarray
+    cls_info: str
+    rollout: np.ndarray
+    rollout_info: str
+    distance: go.Figure
+    top5: dict[str, float] | None  # None without a classifier
+    top5_note: str
+    query: str
+
+
+def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any, head: Any = 0) -> QueryView:
+    """Overlay, per-head grid and description for one query token and layer; the overlay is the mean of
+    heads, or head ``head`` (1-based) when it is not 0."""
     li = _layer_index(maps, layer)
     token = _query_token(maps, query, row, col)
     idx = maps.layout.resolve(token)
     where = token if isinstance(token, tuple) else None
     name = maps.layout.describe(idx)
-    overlay = heat_overlay(maps.image, maps.query_mean(li, token), VIEW_PX, query=where, hatch=_hatch(maps),
-                           label=f"layer {li + 1}/{maps.depth} · {name} · mean of {maps.num_heads} heads")
+    try:
+        h = int(round(float(head or 0)))
+    except (TypeError, ValueError):
+        raise ValueError(f"head must be a whole number, got {head!r}") from None
+    if not 0 <= h <= maps.num_heads:
+        raise ValueError(f"head must be 0 (mean of heads) or 1..{maps.num_heads}, got {head!r}")
+    heat = maps.query(li, token)[h - 1] if h else maps.query_mean(li, token)
+    overlay = heat_overlay(maps.image, heat, VIEW_PX, query=where, hatch=_hatch(maps),
+                           label=f"layer {li + 1}/{maps.depth} · {name} · "
+                                 + (f"head {h}" if h else f"mean of {maps.num_heads} heads"))
     grid = head_grid(maps.image, maps.query(li, token), tile=TILE if maps.num_heads > 4 else 200, query=where,
                      hatch=_hatch(maps))
     prefix = ", ".join(f"{TOKEN_WORDS.get(n, n)} {100 * v:.1f}%" for n, v in maps.prefix_share_mean(li, token).items())
@@ -187,10 +239,10 @@ def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any) 
             f"Attention given to prefix tokens (mean over heads): {prefix}; the rest goes to the "
             f"{maps.layout.num_patches} patch tokens shown. Each map is scaled to its own maximum (printed "
             "above each head)." + _mask_note(maps))
-    return overlay, grid, info
+    return QueryView(overlay, grid, (f"**Head {h} selected** (left). " if h else "") + info)
 
 
-def class_view(maps: AttentionMaps, mass: bool) -> tuple[np.ndarray, str]:
+def class_view(maps: AttentionMaps, mass: bool) -> ClassView:
     """Per-head maps of the class (and distillation) token in the last layer."""
     panels = []
     tokens = [t for t in ("cls", "dist") if maps.layout.has(t)]
@@ -208,10 +260,10 @@ def class_view(maps: AttentionMaps, mass: bool) -> tuple[np.ndarray, str]:
     kept = f" Bright: the patches holding {MASS:.0%} of each head's attention." if mass else ""
     text = (f"Last layer ({maps.depth} of {maps.depth}){_tag(maps)}, {maps.num_heads} heads; each tile scaled to its "
             f"own maximum.{kept}" + _mask_note(maps))
-    return img, text
+    return ClassView(img, text)
 
 
-def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) -> tuple[np.ndarray, str]:
+def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) -> RolloutView:
     """Rollout overlay and a line of numbers."""
     r = maps.rollout(head_fusion, float(discard_ratio))
     overlay = heat_overlay(maps.image, r, VIEW_PX, absent=maps.layout.hidden if maps.part == "encoder" else None,
@@ -222,7 +274,7 @@ def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) ->
             f"{float(discard_ratio):.0%} of each row's weakest weights discarded. The map sums to {s['sum']:.3f}; "
             f"the strongest patch holds {100 * s['max_share']:.1f}%, the strongest 10% of patches hold "
             f"{100 * s['top_share']:.1f}% (a uniform map: {100 * s['uniform_top_share']:.0f}%)." + _mask_note(maps))
-    return overlay, text
+    return RolloutView(overlay, text)
 
 
 def distance_summary(distance: np.ndarray, uniform: float) -> str:
@@ -300,13 +352,12 @@ def part_depth(choice: str, part: str) -> int:
 
 
 def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
-              col: Any, mass: bool, head_fusion: str, discard_ratio: float) -> tuple:
+              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups).
 
-    Returns:
-        ``(overlay, heads, query_text, class_heads, class_text, rollout, rollout_text,
-        distance_figure, top5 (dict or None), top5_note, query)``; the query falls back to
-        the class token when its patch is hidden by the mask or its token does not exist.
+    The query falls back to the class token when its patch is hidden by the mask or its token does not
+    exist; ``head`` (1-based, 0 = the mean) falls back to the mean on a model without that head (as after
+    a model switch).
     """
     m, maps = maps_for(image, choice, part, mask_ratio, seed)
     q = query
@@ -314,11 +365,10 @@ def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, 
         q = "cls"  # the query patch is hidden by the new mask: fall back to the class token
     if q == "dist" and not maps.layout.has("dist"):
         q = "cls"
-    overlay, grid, info = query_view(maps, layer_value(layer, maps.depth), q, row, col)
-    cls_img, cls_text = class_view(maps, bool(mass))
-    roll, roll_text = rollout_view(maps, head_fusion, discard_ratio)
-    return (overlay, grid, info, cls_img, cls_text, roll, roll_text, distance_view(m, maps), top5_value(maps),
-            top5_note(m, maps), q)
+    h = head if head and 1 <= int(head) <= maps.num_heads else 0
+    return AttentionViews(**vars(query_view(maps, layer_value(layer, maps.depth), q, row, col, h)),
+                          **vars(class_view(maps, bool(mass))), **vars(rollout_view(maps, head_fusion, discard_ratio)),
+                          distance=distance_view(m, maps), top5=top5_value(maps), top5_note=top5_note(m, maps), query=q)
 
 
 def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float

@@ -197,28 +197,3 @@ def parse_goto(text: str | None) -> tuple[str | None, int, int]:
         raise ValueError(f"layer and head are 1-based, got {layer}, {head}")
     model = data.get("model")
     return (str(model) if model else None), layer, head
-
-
-def head_query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any, head: Any
-                    ) -> tuple[np.ndarray, np.ndarray, str]:
-    """The Attention tab's query view with one head (1-based) in the left overlay; 0 = the mean of heads.
-
-    Returns:
-        ``(overlay, every-head grid, text)`` as :func:`vitviz.views.attention.query_view`.
-    """
-    overlay, grid, info = av.query_view(maps, layer, query, row, col)
-    try:
-        h = int(round(float(head or 0)))
-    except (TypeError, ValueError):
-        raise ValueError(f"head must be a whole number, got {head!r}") from None
-    if h == 0:
-        return overlay, grid, info
-    if not 1 <= h <= maps.num_heads:
-        raise ValueError(f"head must be 0 (mean of heads) or 1..{maps.num_heads}, got {head!r}")
-    li = av.layer_value(layer, maps.depth) - 1
-    token: Any = (int(row), int(col)) if query == "patch" else query
-    idx = maps.layout.resolve(token)
-    heat = maps.query(li, token)[h - 1]
-    overlay = heat_overlay(maps.image, heat, VIEW_PX, query=token if query == "patch" else None, hatch=av._hatch(maps),
-                           label=f"layer {li + 1}/{maps.depth} · {maps.layout.describe(idx)} · head {h}")
-    return overlay, grid, f"**Head {h} selected** (left). " + info
