@@ -115,11 +115,11 @@ def middleware() -> list:
     from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
-    from . import http
+    from . import http, page_module
 
     return [Middleware(http.Hardening), Middleware(http.StaticCache),
             Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED),
-            Middleware(http.PageModule)]
+            Middleware(page_module.PageModule)]
 
 
 def launch_without_self_check() -> dict[str, Any]:
