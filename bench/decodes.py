@@ -38,8 +38,8 @@ def main() -> None:
         images._open = counting
         quiet = lambda *a, **k: None  # noqa: E731 - a gr.Progress stand-in
         steps = [
-            ("update_view", lambda: mae_tab.update_view(str(upload), "mae-tiny", 0.75, 0, "random", False, None,
-                                                        mae_tab.NO_COMPARE)),
+            ("update_view", lambda: mae_tab.update_view(mae_tab.Controls(str(upload), "mae-tiny", 0.75, 0, "random",
+                                                                         False, None, mae_tab.NO_COMPARE))),
             ("page_sweep", lambda: mae_tab.page_sweep(str(upload), "mae-tiny", 0, "random", progress=quiet)),
             ("scrub_payload", lambda: mae_tab.scrub_payload(str(upload), "mae-tiny", 0, "random")),
         ]

@@ -7,10 +7,11 @@ from vitviz.core.masking import NESTED_PATTERNS, PATTERNS
 from vitviz.models.registry import MAE_TINY_CONFIG
 from vitviz.ui import mae_tab
 from vitviz.views import attention as av
+from vitviz.views import mae as mae_view
 
 
 def test_nesting_sentence_names_exactly_the_nested_patterns():
-    text = mae_tab.nesting_sentence()
+    text = mae_view.nesting_sentence()
     nested_part, _, redrawn_part = text.partition(";")
     for p in PATTERNS:
         assert (f"*{p}*" in nested_part) == (p in NESTED_PATTERNS)
@@ -20,7 +21,7 @@ def test_nesting_sentence_names_exactly_the_nested_patterns():
 
 def test_encoder_help_states_the_computed_decoder_cost():
     f = mae_flops(MAE_TINY_CONFIG, 0.75)
-    text = mae_tab.encoder_help()
+    text = mae_view.encoder_help()
     assert f"{f['decoder'] / 1e9:.2f} GFLOPs against the encoder's {f['encoder'] / 1e9:.2f}" in text
 
 

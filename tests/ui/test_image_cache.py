@@ -58,7 +58,7 @@ def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, pho
 
     cache = SweepCache(4)
     monkeypatch.setattr("vitviz.mae.sweep.CACHE", cache)
-    monkeypatch.setattr(mae_tab, "reconstruct_cached",
+    monkeypatch.setattr(mae_view, "reconstruct_cached",
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
     monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
     monkeypatch.setattr(image_cache, "_MEMO", LRU(4096))
@@ -79,6 +79,6 @@ def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, pho
     assert calls == []
     # A second payload of the same sweep (the next visitor) does no work at all.
     looked_up = []
-    monkeypatch.setattr(mae_tab, "reconstruct_cached", lambda *a, **k: looked_up.append(a))
+    monkeypatch.setattr(mae_view, "reconstruct_cached", lambda *a, **k: looked_up.append(a))
     assert json.loads(mae_tab.scrub_payload(str(photo_path), "mae-tiny", 0, "random")) == payload
     assert looked_up == []

@@ -27,7 +27,8 @@ def toasts(monkeypatch) -> list[str]:
 
 
 def _view(image, seed=0):  # noqa: ANN001
-    return mae_tab.update_view(image, "mae-tiny", 0.75, seed, "random", False, None, mae_tab.NO_COMPARE)
+    return mae_tab.update_view(mae_tab.Controls(image, "mae-tiny", 0.75, seed, "random", False, None,
+                                                mae_tab.NO_COMPARE))
 
 
 @pytest.mark.parametrize("case", ["not an image", "no image", "negative seed", "fractional seed"])
@@ -44,11 +45,12 @@ def test_one_message_per_problem_and_no_stale_panels(tmp_path, toasts, case):
     else:
         seed, expected = 1.5, "whole number"
     out = _view(image, seed)  # never raises: no "Error" badges on the panels
-    assert out[:5] == (None,) * 5  # the old panels do not stay
-    assert expected in out[5] and not out[5].startswith("Error")
+    # the old panels do not stay
+    assert (out.original, out.masked, out.reconstruction, out.pasted, out.error) == (None,) * 5
+    assert expected in out.metrics and not out.metrics.startswith("Error")
     assert len(toasts) == 1 and expected in toasts[0]
     sweep = mae_tab.page_sweep(image, "mae-tiny", seed, "random", progress=lambda *a, **k: None)
-    assert sweep == (None, [], None) and len(toasts) == 1  # the sweep beside it stays silent
+    assert sweep == mae_tab.Sweep(None, [], None) and len(toasts) == 1  # the sweep beside it stays silent
 
 
 def test_the_page_says_what_the_cli_says(tmp_path, toasts, capsys):
@@ -75,4 +77,4 @@ def test_a_whole_number_box_passes_fractions_to_the_handler_unrounded():
 
 def test_a_good_view_still_works(toasts):
     out = _view(PHOTO)
-    assert out[0] is not None and "MSE" in out[5] and toasts == []
+    assert out.original is not None and "MSE" in out.metrics and toasts == []

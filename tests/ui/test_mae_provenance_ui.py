@@ -115,13 +115,15 @@ def test_handlers_without_a_browser(photo_path):
     args = (str(photo_path), "mae-tiny", 0.75, 0, "random", False, None)
     # a click sent by the page as fractions of the picture lands on the patch under it
     pick = '{"panel": "panel-pasted", "x": %f, "y": %f, "t": 1}' % ((c + 0.5) / GRID[1], (r + 0.5) / GRID[0])
-    panel, text, numbers, row, col = mp.pick_provenance(pick, *args, False)
-    assert (row, col) == (r, c) and panel is not None and numbers["patch"] == [r, c]
-    assert all(isinstance(v, type(gr.skip())) for v in mp.pick_provenance("not json", *args, False))
+    picked = mp.pick_provenance(pick, *args, False)
+    panel, numbers = picked.provenance, picked.provenance_json
+    assert (picked.row, picked.col) == (r, c) and panel is not None and numbers["patch"] == [r, c]
+    assert all(isinstance(v, type(gr.skip())) for v in vars(mp.pick_provenance("not json", *args, False)).values())
     # the checkbox redraws the patch on screen with the other mask tokens coloured, and does nothing without one
-    again, _, numbers_again = mp.redraw(*args, r, c, True)
-    assert again.shape == panel.shape and not np.array_equal(again, panel) and numbers_again == numbers
-    assert all(isinstance(v, type(gr.skip())) for v in mp.redraw(*args, None, None, True))
+    again = mp.redraw(*args, r, c, True)
+    assert again.provenance.shape == panel.shape and not np.array_equal(again.provenance, panel)
+    assert again.provenance_json == numbers
+    assert all(isinstance(v, type(gr.skip())) for v in vars(mp.redraw(*args, None, None, True)).values())
 
 
 def test_endpoint_without_row_or_col_says_what_is_missing(photo_path):

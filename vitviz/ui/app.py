@@ -137,8 +137,6 @@ def build_demo() -> gr.Blocks:
 
         demo.load(apply_url, None, [tabs, *(c for _, (_, components, _) in followers for c in components),
                                     *openers.values()], api_visibility="private", queue=False)
-        mae = built["mae"]
-        openers["mae"].change(**mae.show).then(**mae.sweep).then(**mae.prewarm)
     # api_open=False: queued endpoints cannot be called around the queue (and its limits).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"), api_open=False)

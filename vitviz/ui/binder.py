@@ -118,17 +118,24 @@ class Binder:
     def wiring(self, fn: Callable[..., Any], outputs: Sequence[str] | str | None = None,
                inputs: Sequence[str] | None = None) -> dict:
         """``fn`` (wrapped: contracts in and out), ``inputs`` and ``outputs`` of a listener that runs ``fn``."""
-        if inputs is not None:  # named by the caller: the function as it is
-            return {"fn": fn, "inputs": self.components(inputs), "outputs": self.components(_names(outputs))}
         params, hints = _parameters(fn)
+        returned = hints.get("return")
+        names = field_names(returned) if _is_contract(returned) else _names(outputs)
+        if inputs is not None:  # named by the caller (a function whose parameters are named otherwise)
+
+            @functools.wraps(fn)
+            def plain(*args: Any) -> Any:
+                return as_outputs(fn(*args))
+
+            return {"fn": plain, "inputs": self.components(inputs), "outputs": self.components(names)}
         inputs = []
-        shape: list[tuple[str, type | None]] = []  # per parameter: (kind, contract)
+        shape: list[tuple[str, Any]] = []  # per parameter: (kind, contract or default)
         flat: list[inspect.Parameter] = []
         annotations: dict[str, Any] = {}
         for p in params:
             hint = hints.get(p.name)
             if isinstance(hint, type) and issubclass(hint, _INJECTED) or isinstance(p.default, gr.Progress):
-                shape.append(("injected", None))
+                shape.append(("injected", p.default))
                 flat.append(p)
             elif _is_contract(hint):
                 shape.append(("contract", hint))
@@ -144,20 +151,21 @@ class Binder:
                 flat.append(p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD))
             if hint is not None:
                 annotations[p.name] = hint
-        returned = hints.get("return")
-        names = field_names(returned) if _is_contract(returned) else _names(outputs)
 
         @functools.wraps(fn)
         def handler(*args: Any) -> Any:
             values, at = [], 0
-            for kind, contract in shape:
+            for kind, extra in shape:
                 if kind == "contract":
-                    n = len(dataclasses.fields(contract))
-                    values.append(contract(*args[at: at + n]))
+                    n = len(dataclasses.fields(extra))
+                    values.append(extra(*args[at: at + n]))
                     at += n
+                    continue
+                if kind == "injected" and at >= len(args) and extra is not inspect.Parameter.empty:
+                    values.append(extra)  # a trailing gr.Progress() left to its default (a direct call)
                 else:
                     values.append(args[at])
-                    at += 1
+                at += 1
             return as_outputs(fn(*values))
 
         handler.__signature__ = inspect.Signature(flat)  # type: ignore[attr-defined]
@@ -165,12 +173,12 @@ class Binder:
         return {"fn": handler, "inputs": self.components(inputs), "outputs": self.components(names)}
 
     def endpoint(self, fn: Callable[..., Any], api_name: str, outputs: Sequence[str] | str | None = None,
-                 **kwargs: Any) -> Any:
+                 inputs: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """A named API endpoint ``/API_NAME`` on the tab's components, with no trigger in the page (``gr.on``
         with an empty trigger list: no invisible button). Its parameters and returns are those of the
         components, as in the page (an image goes up as a file), which ``gr.api``'s typing would change.
         Call it inside the tab's Blocks context."""
-        return gr.on([], **self.wiring(fn, outputs), api_name=api_name, **kwargs)
+        return gr.on([], **self.wiring(fn, outputs, inputs), api_name=api_name, **kwargs)
 
 
 def _names(outputs: Sequence[str] | str | None) -> tuple[str, ...]:

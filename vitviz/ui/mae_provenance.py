@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
+from ..views import mae as mae_view
 from ..views import provenance as pv
 from ..views.common import as_int
 from . import js
-from .common import as_seed, endpoint, require_image, user_errors
+from .binder import Binder
+from .common import as_seed, require_image, user_errors
 from .serve.costs import cost, model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
@@ -50,59 +51,53 @@ CLEAR_JS = js.read("provenance_clear", prompt=PROMPT)
 CSS = "#mae-provenance:not(:has(img)) { display: none !important; }\n"
 
 
-@dataclass
-class ProvenanceBox:
-    """Handles on the provenance components."""
+@dataclass(frozen=True)
+class Provenance:
+    """What a provenance call fills: the map, its words, its numbers (endpoint ``decoder_provenance``)."""
 
-    panel: gr.Image
-    text: gr.Markdown
-    numbers: gr.JSON
-    mask_tokens: gr.Checkbox
-    row: gr.Number
-    col: gr.Number
-    pick: gr.HTML  # receives the clicks on the reconstruction panels (PICK_JS)
+    provenance: Any
+    provenance_text: Any
+    provenance_json: Any
 
-    @property
-    def outputs(self) -> list[Any]:
-        """What a provenance call fills: panel, words, numbers."""
-        return [self.panel, self.text, self.numbers]
+    @classmethod
+    def of(cls, view: pv.ProvenanceView) -> Provenance:
+        return cls(view.panel, view.text, view.summary)
 
 
-def _outputs(view: pv.ProvenanceView) -> tuple:
-    return view.panel, view.text, view.summary
+@dataclass(frozen=True)
+class Picked(Provenance):
+    """A clicked patch's provenance, and its (row, col)."""
 
-
-def _painted(paint: bool, painted: list | None) -> np.ndarray | None:
-    return np.asarray(painted, dtype=bool) if paint and painted is not None else None
+    row: Any
+    col: Any
 
 
 @cost(model_cost(2))
 @user_errors
-def pick_provenance(pick: str | None, image: str | None, model_name: str, ratio: float, seed: float,
-                    pattern: str, paint: bool, painted: list | None, mask_tokens: bool) -> tuple:
+def pick_provenance(pick: str | None, image: str | None, model_name: str, mask_ratio: float, seed: float,
+                    pattern: str, paint: bool, painted: list | None, mask_tokens: bool) -> Picked:
     """A click on a reconstruction panel (``{"x", "y"}`` fractions of the picture, sent by :data:`PICK_JS`) ->
     the provenance of the patch under it, and its (row, col) (private)."""
     try:
         point = json.loads(pick or "{}")
         fx, fy = float(point["x"]), float(point["y"])
     except (ValueError, KeyError, TypeError):
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return Picked(*(gr.skip(),) * 5)
     require_image(image)
-    view = pv.click_view(image, model_name, ratio, as_seed(seed), pattern, _painted(paint, painted), fx, fy,
-                         size=1.0, mask_tokens=bool(mask_tokens))
-    return _outputs(view) + (view.patch[0], view.patch[1])
+    view = pv.click_view(image, model_name, mask_ratio, as_seed(seed), pattern, mae_view.painted_mask(paint, painted),
+                         fx, fy, size=1.0, mask_tokens=bool(mask_tokens))
+    return Picked(**vars(Provenance.of(view)), row=view.patch[0], col=view.patch[1])
 
 
 @cost(model_cost(1))
 @user_errors
-def redraw(image: str | None, model_name: str, ratio: float, seed: float, pattern: str, paint: bool,
-           painted: list | None, row: float | None, col: float | None, mask_tokens: bool) -> tuple:
+def redraw(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool,
+           painted: list | None, row: float | None, col: float | None, mask_tokens: bool) -> Provenance:
     """The checkbox "colour the other mask tokens too" redraws the patch on screen (none shown: nothing to do)."""
     if row is None or col is None or image is None:
-        return gr.skip(), gr.skip(), gr.skip()
-    view = pv.patch_view(image, model_name, ratio, as_seed(seed), pattern, _painted(paint, painted),
-                         (int(row), int(col)), bool(mask_tokens))
-    return _outputs(view)
+        return Provenance(gr.skip(), gr.skip(), gr.skip())
+    return Provenance.of(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern,
+                                       mae_view.painted_mask(paint, painted), (int(row), int(col)), bool(mask_tokens)))
 
 
 #: The largest row / col an API call may name (a model's grid is checked by the view).
@@ -112,48 +107,41 @@ MAX_CELL = 1024
 @cost(model_cost(1))
 @user_errors
 def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, row: float,
-                   col: float, mask_tokens: bool = False) -> tuple:
+                   col: float, mask_tokens: bool = False) -> Provenance:
     """Endpoint ``decoder_provenance``: (image, model, ratio, seed, pattern, row, col, mask tokens) -> panel,
     Markdown table, numbers (JSON). A visible patch gives no panel and a sentence saying so."""
     require_image(image)
     cell = (as_int(row, "row (of the hidden patch, from 0)", 0, MAX_CELL),
             as_int(col, "col (of the hidden patch, from 0)", 0, MAX_CELL))
-    return _outputs(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern, None, cell,
-                                  bool(mask_tokens)))
+    return Provenance.of(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern, None, cell,
+                                       bool(mask_tokens)))
 
 
-def build() -> ProvenanceBox:
-    """Create the provenance components in the caller's layout context (below the reconstruction panels)."""
+def build(ui: Binder) -> None:
+    """Create the provenance components on the MAE tab's binder, in the caller's layout context (below the
+    reconstruction panels)."""
     with gr.Group(elem_id="mae-provenance-box"):
-        text = gr.Markdown(PROMPT, elem_id="mae-provenance-text")
-        panel = gr.Image(label="Decoder attention from the clicked mask token: per layer, then rolled out",
-                         show_label=False, type="numpy", format="png", interactive=False, buttons=["download"],
-                         elem_id="mae-provenance")  # the tiles carry their own titles
+        ui.provenance_text = gr.Markdown(PROMPT, elem_id="mae-provenance-text")
+        ui.provenance = gr.Image(label="Decoder attention from the clicked mask token: per layer, then rolled out",
+                                 show_label=False, type="numpy", format="png", interactive=False,
+                                 buttons=["download"], elem_id="mae-provenance")  # the tiles carry their own titles
         with gr.Row():
-            mask_tokens = gr.Checkbox(False, label="Colour the other mask tokens too (hatched)",
-                                      elem_id="mae-provenance-mask-tokens", elem_classes=["vitviz-secondary"])
-            row = gr.Number(None, precision=0, label="Row", visible=False, elem_id="mae-provenance-row")
-            col = gr.Number(None, precision=0, label="Col", visible=False, elem_id="mae-provenance-col")
+            ui.mask_tokens = gr.Checkbox(False, label="Colour the other mask tokens too (hatched)",
+                                         elem_id="mae-provenance-mask-tokens", elem_classes=["vitviz-secondary"])
+            ui.row = gr.Number(None, precision=0, label="Row", visible=False, elem_id="mae-provenance-row")
+            ui.col = gr.Number(None, precision=0, label="Col", visible=False, elem_id="mae-provenance-col")
         with gr.Accordion("Provenance numbers (JSON)", open=False, elem_classes=["vitviz-secondary"]):
-            numbers = gr.JSON(elem_id="mae-provenance-json")
+            ui.provenance_json = gr.JSON(elem_id="mae-provenance-json")
         gr.Markdown(HELP_PROVENANCE, elem_classes=["vitviz-help"])
-    pick = gr.HTML("", html_template="<span></span>", js_on_load=PICK_JS, elem_id="mae-provenance-pick",
-                   padding=False, container=False)
-    return ProvenanceBox(panel, text, numbers, mask_tokens, row, col, pick)
+    ui.pick = gr.HTML("", html_template="<span></span>", js_on_load=PICK_JS, elem_id="mae-provenance-pick",
+                      padding=False, container=False)
 
 
-def wire(box: ProvenanceBox, controls: list[Any], metrics: gr.Markdown) -> None:
-    """Connect the box: clicks on the reconstruction panels, the checkbox, the clearing, the named endpoint.
-
-    Args:
-        controls: ``[image, model, ratio, seed, pattern, paint, painted mask state]``, the view's inputs.
-        metrics: the metrics line; any change means a new picture, so the map is cleared (in the page).
-    """
-    image, model, ratio, seed, pattern = controls[:5]
-    box.pick.change(pick_provenance, [box.pick] + controls + [box.mask_tokens], box.outputs + [box.row, box.col],
-                    api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    box.mask_tokens.input(redraw, controls + [box.row, box.col, box.mask_tokens], box.outputs,
-                          api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    metrics.change(None, None, box.outputs + [box.row, box.col], js=CLEAR_JS, queue=False, api_visibility="private")
-    endpoint(run_provenance, [image, model, ratio, seed, pattern, box.row, box.col, box.mask_tokens],
-             box.outputs, api_name="decoder_provenance")
+def wire(ui: Binder) -> None:
+    """Clicks on the reconstruction panels, the checkbox, the clearing, the named endpoint. Any change of the
+    metrics line means a new picture, so the map is cleared (in the page)."""
+    ui.pick.change(**ui.bind(pick_provenance))
+    ui.mask_tokens.input(**ui.bind(redraw))
+    ui.metrics.change(None, None, ui.components(("provenance", "provenance_text", "provenance_json", "row", "col")),
+                      js=CLEAR_JS, queue=False, api_visibility="private")
+    ui.endpoint(run_provenance, api_name="decoder_provenance")

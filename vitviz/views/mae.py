@@ -6,21 +6,29 @@ numbers, sentences and export files, so the Gradio tab only places them.
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
+from PIL import Image
 
 from ..compute.formulas import encoder_flops_ratio, mae_flops
 from ..core.images import image_size
+from ..core.masking import NESTED_PATTERNS, PATTERNS, make_mask
 from ..core.patches import pixel_to_patch
-from ..mae.reconstruct import Reconstruction, reconstruct
-from ..mae.sweep import Sweep, reconstruct_cached
+from ..mae.reconstruct import Reconstruction, prepare, reconstruct
+from ..mae.sweep import STOPS, Sweep, image_key, reconstruct_cached, stop_of, sweep
 from ..models.loading import LoadedModel, available_models, load_model
-import re
-import textwrap
-
+from ..models.mae import MAEConfig
+from ..models.registry import MAE_TINY_CONFIG
+from ..plots.mae import sweep_figure
 from ..render._draw import label_row, text
 from ..render.mae import error_heatmap, grid_overlay, shade_hidden
 from .common import enlargement_note, model_label
@@ -282,3 +290,111 @@ def compare(image: Any, first: LoadedModel, r: Reconstruction, other_name: str) 
         raise ValueError(f"{other_name} uses a different patch grid than {first.name}; "
                          "compare models with the same grid")
     return other, reconstruct(other, image, mask=r.mask)
+
+
+def nesting_sentence() -> str:
+    """Which patterns keep, for one seed, the patches of a lower ratio hidden at a higher one.
+
+    Built from :data:`vitviz.core.masking.NESTED_PATTERNS`, which the tests check pattern by pattern.
+    """
+    nested = [p for p in PATTERNS if p in NESTED_PATTERNS]
+    redrawn = [p for p in PATTERNS if p not in NESTED_PATTERNS]
+    sentence = "With one **seed**, raising the ratio hides more of the same patches"
+    if nested:
+        sentence += " for " + " and ".join(f"*{p}*" for p in nested)
+        sentence += " (the same rectangles grow)" if "block" in nested else ""
+    if redrawn:
+        sentence += "; " + " and ".join(f"*{p}*" for p in redrawn) + " is redrawn at every ratio"
+    return sentence + "."
+
+
+def encoder_help(config: MAEConfig = MAE_TINY_CONFIG, name: str = "mae-tiny") -> str:
+    """Why the encoder skips hidden patches, with the decoder's computed cost at 75%."""
+    f = mae_flops(config, 0.75)
+    return (
+        "**Why the encoder skips hidden patches**: MAE's encoder runs only on the visible patches (no mask "
+        "tokens), so at 75% it processes a quarter of them. The decoder is light *per token* but runs on "
+        f"every token, visible ones and mask tokens: for {name} at 75% it costs {f['decoder'] / 1e9:.2f} GFLOPs "
+        f"against the encoder's {f['encoder'] / 1e9:.2f} (see Compute). It exists only for pre-training: "
+        "afterwards it is thrown away, and fine-tuning and inference run the encoder on all patches. "
+        "*(MAE §3, table 1c)*"
+    )
+
+
+def painted_mask(paint: bool, painted: list | None) -> np.ndarray | None:
+    """The painted mask as a ``(gh, gw)`` bool array while painting, else None (the slider's stop)."""
+    return np.asarray(painted, dtype=bool) if paint and painted is not None else None
+
+
+def stop_mask(model_name: str, ratio: float, seed: int, pattern: str) -> np.ndarray:
+    """The ``(gh, gw)`` bool mask of the slider stop on screen (the page may have shown it without a server call)."""
+    model = load_model(model_name)
+    return make_mask(model.module.config.grid, stop_of(ratio), seed, pattern).numpy()
+
+
+def sweep_stops(image: Any, model_name: str, seed: int, pattern: str,
+                progress: Callable[[float], Any] | None = None) -> tuple[go.Figure, list, dict]:
+    """Every slider stop in batched passes (cached) -> the chart, the thumbnails and the chart's data."""
+    sweep(load_model(model_name), image, seed, pattern, STOPS, progress=progress)
+    return sweep_outputs(image, model_name, seed, pattern)
+
+
+def sweep_outputs(image: Any, model_name: str, seed: int, pattern: str) -> tuple[go.Figure, list, dict]:
+    """Chart, thumbnails and chart data of a cached sweep."""
+    model = load_model(model_name)
+    s = sweep(model, image, seed, pattern, STOPS)
+    data = sweep_data(model, s)
+    return sweep_figure(data), thumbnails(s), data
+
+
+@dataclass(frozen=True)
+class Stop:
+    """One slider stop already computed: its ratio, panels and metrics line."""
+
+    ratio: float
+    panels: Panels
+    metrics: str
+
+
+def sweep_key(image: Any, model_name: str, seed: int, pattern: str) -> tuple[tuple, Any]:
+    """The key of a sweep (model, image content, seed, pattern) and the image as the model takes it
+    (:func:`vitviz.mae.reconstruct.prepare`: decoded once, for :func:`cached_stops` too)."""
+    model = load_model(model_name)
+    original = prepare(model, image)
+    return image_key(model, original, seed, pattern), original
+
+
+def cached_stops(image: Any, model_name: str, seed: int, pattern: str, original: Any = None
+                 ) -> tuple[list[Stop], bool]:
+    """The slider stops a sweep has already computed (nothing is computed here), and whether every stop was.
+
+    ``original``: the prepared image of :func:`sweep_key`, so the photo is not decoded once per stop.
+    """
+    model = load_model(model_name)
+    original = prepare(model, image) if original is None else original
+    stops, complete = [], True
+    for ratio in STOPS:
+        r, hit = reconstruct_cached(model, original, ratio, seed, pattern)
+        if not hit:
+            complete = False
+            continue
+        stops.append(Stop(ratio, panels(r), metrics_markdown(metrics(model, r, image))))
+    return stops, complete
+
+
+def export_files(image: Any, model_name: str, mask_ratio: float, seed: int, pattern: str, painted: np.ndarray | None,
+                 compare_name: str | None) -> tuple[bytes, str]:
+    """What the tab shows, for download: the panels as one PNG (bytes) and the metrics and controls (JSON text)."""
+    model, r = result(image, model_name, mask_ratio, seed, pattern, painted)
+    items = [metrics(model, r, image)]
+    q = None
+    if compare_name:
+        other, q = compare(image, model, r, compare_name)
+        items.append(metrics(other, q))
+    buffer = io.BytesIO()
+    Image.fromarray(export_png(r, q, (model_name, compare_name or ""), metrics=[metrics_text(m) for m in items],
+                               painting=painted is not None)).save(buffer, format="png")
+    controls = {"model": model_name, "compare": compare_name,
+                "mask_ratio": None if painted is not None else float(mask_ratio), "seed": seed, "pattern": pattern,
+                "painted": painted is not None}
+    return buffer.getvalue(), export_json(export_record(Path(str(image)).name, controls, r.mask, items))
