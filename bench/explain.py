@@ -4,6 +4,7 @@ plus one backward pass of the same model.
 Usage::
 
     python bench/explain.py [--model vit-base] [--repeats 5] [--warmup 1] [--threads N] [--curves]
+    python bench/explain.py --precision [--model dinov2-small-lab8]
 
 Random weights (no download; weights do not change the cost), batch 1 at the model's
 input size, one random image. The variants are timed in the same run, interleaved
@@ -21,6 +22,13 @@ grad, ``torch.autograd.grad`` of the top logit with respect to the input). Rows:
 With ``--curves``, the deletion + insertion curves of the four maps (8 steps, drop and grey)
 are timed once each, after the table (each is many forwards; their cost is stated as a
 multiple of the reference too).
+
+With ``--precision``, the curves in bf16 against fp32 instead (what the app's ``auto`` picks on a
+CPU with native bf16, :func:`vitviz.models.precision.curve_precision`): for each example photo and
+its mirror image, the explanation's four maps and three random orders, 8 steps, both removals, each
+precision timed once per image (alternated; a fresh row store, so every input runs), and the largest
+difference of an area and of a single curve point. The model runs with its real weights when they are
+here (default dinov2-small-lab8: probabilities far from 1/C, where bf16's rounding shows).
 """
 
 from __future__ import annotations
@@ -43,6 +51,46 @@ from vitviz.explain.methods import explain_maps  # noqa: E402
 from vitviz.models.loading import load_model  # noqa: E402
 
 
+def precision_table(choice: str) -> int:
+    """bf16 curves against fp32 on the example photos and their mirror images (module docstring)."""
+    from PIL import Image
+
+    from vitviz.assets import example_images
+    from vitviz.models.loading import load_choice
+
+    model = load_choice(choice)
+    photos = [(Path(p).stem + flip, im.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if flip else im)
+              for p in example_images() for im in [Image.open(p).convert("RGB")] for flip in ("", " (mirror)")]
+    load = Path("/proc/loadavg").read_text().split()[0]
+    print(f"# {choice}{' (random weights)' if model.random_init else ''}, 8 steps, 4 maps + 3 random orders; "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads; load {load}")
+    print("| photo | removal | fp32 s | bf16 s | bf16 / fp32 | largest area difference | largest point difference |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    worst_auc = worst_point = 0.0
+    ratios = []
+    for name, im in photos:
+        e = explain_maps(model, im)
+        for removal in ("drop", "grey"):
+            out, secs = {}, {}
+            for precision in ("fp32", "bf16"):
+                t0 = time.perf_counter()
+                out[precision] = faithfulness(model, e.image, e.target, removal=removal, steps=8, explanation=e,
+                                              known={}, precision=precision)
+                secs[precision] = time.perf_counter() - t0
+            a, b = out["fp32"], out["bf16"]
+            areas = [abs(x - y) for m in a.methods for x, y in zip(a.auc()[m], b.auc()[m])]
+            areas += [abs(a.random_auc()[k] - b.random_auc()[k]) for k in (0, 2)]
+            points = [float(np.abs(getattr(a, c)[m] - getattr(b, c)[m]).max())
+                      for m in a.methods for c in ("deletion", "insertion")]
+            worst_auc, worst_point = max(worst_auc, *areas), max(worst_point, *points)
+            ratios.append(secs["bf16"] / secs["fp32"])
+            print(f"| {name} | {removal} | {secs['fp32']:.2f} | {secs['bf16']:.2f} | {ratios[-1]:.2f}x | "
+                  f"{max(areas):.4f} | {max(points):.4f} |", flush=True)
+    print(f"\nlargest area difference {worst_auc:.4f}, largest point difference {worst_point:.4f}; bf16 / fp32 "
+          f"median {float(np.median(ratios)):.2f}x; load {Path('/proc/loadavg').read_text().split()[0]} at the end")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="vit-base", help="registry name (random weights)")
@@ -50,9 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--curves", action="store_true", help="also time the deletion/insertion curves once")
+    ap.add_argument("--precision", action="store_true", help="curves in bf16 against fp32: time and error")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.precision:
+        return precision_table("dinov2-small-lab8" if args.model == "vit-base" else args.model)
     model = load_model(args.model, random_init=True, device="cpu")
     module = model.module
     size = model.input_size

@@ -14,10 +14,12 @@ each step per checkout, their ratio and the load average.
 
 Scenarios:
 
-- ``explain``: deit-small-distilled with random weights (what the app runs offline).
-  A new photo (maps, then curves: drop, 8 steps), a change of class (the second of the
-  picker's top-5, by name), a change of removal (grey), a change of steps (16), and back
-  to the predicted class.
+- ``explain``: deit-small-distilled with random weights (what the app runs offline without
+  dinov2-small's weights). A new photo (maps, then curves: drop, 8 steps), a change of class
+  (the second of the picker's top-5, by name), a change of removal (grey), a change of steps
+  (16), and back to the predicted class.
+- ``explain-lab8``: the same steps on dinov2-small-lab8, the classifier the Explain tab opens
+  on where dinov2-small's weights are here (257 tokens, a trained decision on 8 classes).
 - ``features-swin``: swin-tiny with random weights, a new photo: PCA maps of the last layer,
   probes by depth, the pooling view.
 """
@@ -38,7 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import side_by_side  # noqa: E402 - after the path
 
-SCENARIOS = ("explain", "features-swin")
+SCENARIOS = ("explain", "explain-lab8", "features-swin")
+#: Explain scenario -> the classifier it runs.
+EXPLAIN_MODELS = {"explain": "deit-small-distilled:random", "explain-lab8": "dinov2-small-lab8"}
 
 
 def _app_env(tree: Path) -> dict[str, str]:
@@ -61,15 +65,16 @@ def _child(scenario: str) -> dict[str, float]:
         steps[name] = time.perf_counter() - t0
         return out
 
-    if scenario == "explain":
+    if scenario in EXPLAIN_MODELS:
         from vitviz.views import explain as v
 
-        choice = "deit-small-distilled:random"
+        choice = EXPLAIN_MODELS[scenario]
+        label = "Explain" if scenario == "explain" else "Explain, dinov2-small-lab8"
         load_choice(choice)
-        timed("Explain: new photo, maps", lambda: v.maps_view(photo, choice, "predicted"))
-        timed("Explain: new photo, curves", lambda: v.curves_view(photo, choice, "predicted", "all", "drop", 8))
-        steps["Explain: new photo, maps + curves"] = (steps["Explain: new photo, maps"]
-                                                      + steps["Explain: new photo, curves"])
+        timed(f"{label}: new photo, maps", lambda: v.maps_view(photo, choice, "predicted"))
+        timed(f"{label}: new photo, curves", lambda: v.curves_view(photo, choice, "predicted", "all", "drop", 8))
+        steps[f"{label}: new photo, maps + curves"] = (steps[f"{label}: new photo, maps"]
+                                                      + steps[f"{label}: new photo, curves"])
         _, e = v.explanation_for(photo, choice, "predicted")
         other = v.class_choices(e)[2][1]  # the second most probable class, by name
 
@@ -77,16 +82,16 @@ def _child(scenario: str) -> dict[str, float]:
             v.maps_view(photo, choice, other)
             v.curves_view(photo, choice, other, "all", "drop", 8)
 
-        timed("Explain: change of class (maps + curves)", change_class)
-        timed("Explain: change of removal mode (curves, grey)",
+        timed(f"{label}: change of class (maps + curves)", change_class)
+        timed(f"{label}: change of removal mode (curves, grey)",
               lambda: v.curves_view(photo, choice, other, "all", "grey", 8))
-        timed("Explain: change of steps (curves, 16)", lambda: v.curves_view(photo, choice, other, "all", "grey", 16))
+        timed(f"{label}: change of steps (curves, 16)", lambda: v.curves_view(photo, choice, other, "all", "grey", 16))
 
         def back() -> None:
             v.maps_view(photo, choice, "predicted")
             v.curves_view(photo, choice, "predicted", "all", "grey", 16)
 
-        timed("Explain: back to the predicted class (maps + curves)", back)
+        timed(f"{label}: back to the predicted class (maps + curves)", back)
     elif scenario == "features-swin":
         from vitviz.views import features as v
 

@@ -202,8 +202,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Folder of linear-probe feature files (python -m vitviz probe-features), searched before the "
             "shipped ones."),
     Setting("VITVIZ_PRECISION", "auto", _choice("auto", "fp32", "bf16", "int8"),
-            "auto: bf16 autocast on CUDA, fp32 elsewhere; fp32; bf16 (autocast anywhere); int8 (CPU, "
-            "dynamically quantised linear layers)."),
+            "auto: bf16 autocast on CUDA, fp32 elsewhere (but Explain's curves in bf16 on a CPU with native "
+            "bf16); fp32; bf16 (autocast anywhere); int8 (CPU, dynamically quantised linear layers)."),
     Setting("VITVIZ_ONEDNN", "1", _flag,
             "1: CPU models run their linear layers on oneDNN-packed weights; 0: plain PyTorch."),
     Setting("VITVIZ_MAX_MODELS", "3", _int(1, 64), "Loaded models kept in memory (least recently used go first)."),

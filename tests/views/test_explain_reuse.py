@@ -61,12 +61,29 @@ def test_curves_after_a_change_of_class_are_those_computed_afresh(tiny, photo):
                                    ("predicted", "grey", 4), (other, "drop", 16)]:
         _, e, c = v.curves_for(photo, "x", target, removal, steps)
         fresh = fm.faithfulness(tiny, e.image, e.target, v.METHODS, removal, steps,
-                                mm.explain_maps(tiny, e.image, e.target))
+                                mm.explain_maps(tiny, e.image, e.target), precision=c.precision)
         for m in v.METHODS:
             np.testing.assert_allclose(c.deletion[m], fresh.deletion[m], rtol=2e-6, atol=1e-9)  # float32 rounding
             np.testing.assert_allclose(c.insertion[m], fresh.insertion[m], rtol=2e-6, atol=1e-9)
         for name in e.maps:
             np.testing.assert_array_equal(e.maps[name], fresh_maps(tiny, e)[name])
+
+
+def test_curves_in_each_precision_keep_their_own_rows_and_say_bf16(tiny, photo, monkeypatch):
+    """bf16 and fp32 curves of one image never share cached rows; the caption says when bf16 was used."""
+    monkeypatch.setenv("VITVIZ_PRECISION", "fp32")
+    _, _, exact = v.curves_for(photo, "x", "predicted", "drop", 4)
+    *_, text = v.curves_view(photo, "x", "predicted", "all", "drop", 4)
+    assert exact.precision == "fp32" and "bfloat16" not in text
+    monkeypatch.setenv("VITVIZ_PRECISION", "bf16")
+    _, e, low = v.curves_for(photo, "x", "predicted", "drop", 4)
+    *_, text = v.curves_view(photo, "x", "predicted", "all", "drop", 4)
+    assert low.precision == "bf16" and "Computed in bfloat16" in text and f"±{fm.BF16_AUC_TOLERANCE}" in text
+    assert {k[-1] for k in v.ROWS._data} == {"fp32", "bf16"}  # one row store per precision
+    fresh = fm.faithfulness(tiny, e.image, e.target, v.METHODS, "drop", 4, e, precision="bf16")
+    for m in v.METHODS:
+        np.testing.assert_array_equal(low.deletion[m], fresh.deletion[m])
+        np.testing.assert_array_equal(low.insertion[m], fresh.insertion[m])
 
 
 def fresh_maps(model: LoadedModel, e: mm.Explanation) -> dict[str, np.ndarray]:
