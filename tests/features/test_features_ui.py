@@ -30,7 +30,8 @@ def test_handlers_turn_errors_into_messages(photo_path):
         t.feature_pca(str(photo_path), "mae-tiny", 42, False)
     with pytest.raises(gr.Error, match="Drop an image"):
         t.layer_probes(None, "mae-tiny")
-    note, layer = t.on_model("swin-tiny:random", 20)
+    c = t.on_model("swin-tiny:random", 20)
+    note, layer = c.note, c.layer
     assert "Random weights" in note and layer["maximum"] == 12 and layer["value"] == 12
 
 

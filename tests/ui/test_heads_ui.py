@@ -43,9 +43,9 @@ def test_handlers_without_a_browser(photo_path):
     assert t.update_all(controls).query_info == one.query_info
     with pytest.raises(gr.Error, match="head must be 0"):
         t.head_query(img, "mae-tiny", "encoder", 0.0, 0, 4, "patch", 3, 5, 4)
-    _, key_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 20, "kind": 1}')
+    key_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 20, "kind": 1}').token_text
     assert "key of patch (row 1, col 5)" in key_text
-    _, cls_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 0, "kind": 0}')
+    cls_text = h.qk_token(img, "mae-tiny", 2, 1, '{"token": 0, "kind": 0}').token_text
     assert "class token has no patch" in cls_text
 
 

@@ -26,14 +26,16 @@ def patches_url():
 
 
 def test_handlers_directly(photo_path):
-    overlay, text, numbers = patches_tab.patch_grid(str(photo_path), 16, 224)
+    g = patches_tab.patch_grid(str(photo_path), 16, 224)
+    overlay, text, numbers = g.overlay, g.readout, g.numbers
     assert overlay.dtype == np.uint8 and overlay.shape[0] == 448
     assert all(n in text for n in ("14", "196", "197", "768"))  # the readout says the numbers
     assert numbers["grid"] == [14, 14] and numbers["seq_len"] == 197 and numbers["patch_dim"] == 768
-    _, text, numbers = patches_tab.patch_grid(str(photo_path), 14, 230)
+    g = patches_tab.patch_grid(str(photo_path), 14, 230)
+    text, numbers = g.readout, g.numbers
     assert numbers["resolution"] == 224 and "nearest" in text and numbers["grid"] == [16, 16]
-    one, grid = patches_tab.pos_similarity("mae-tiny", 4, 9)
-    assert one.dtype == grid.dtype == np.uint8
+    sim = patches_tab.pos_similarity("mae-tiny", 4, 9)
+    assert sim.sim_map.dtype == sim.mosaic.dtype == np.uint8
     with pytest.raises(gr.Error, match="row in 0..13"):
         patches_tab.pos_similarity("mae-tiny", 14, 0)
     with pytest.raises(gr.Error, match="choose one of"):
@@ -42,8 +44,8 @@ def test_handlers_directly(photo_path):
         patches_tab.patch_grid("/nonexistent.png", 16, 224)
     with pytest.raises(gr.Error, match="Drop an image"):
         patches_tab.patch_grid(None, 16, 224)
-    before, after, text = patches_tab.update_shuffle(str(photo_path), "mae-tiny", 0, 4, 9)
-    assert before.shape == after.shape and not np.array_equal(before, after) and "holds" in text
+    sh = patches_tab.update_shuffle(str(photo_path), "mae-tiny", 0, 4, 9)
+    assert sh.before.shape == sh.after.shape and not np.array_equal(sh.before, sh.after) and "holds" in sh.shuffle_text
 
 
 def test_tab_registers_its_endpoints():

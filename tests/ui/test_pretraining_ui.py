@@ -33,7 +33,8 @@ def test_tab_registers_its_endpoint_and_reports_errors():
         pretraining_tab.linear_probe(["nope"], "last", "cls", progress=lambda *a, **k: None)
     with pytest.raises(gr.Error, match="pooling"):
         pretraining_tab.linear_probe(["mae-tiny"], "last", "max", progress=lambda *a, **k: None)
-    bars, epochs, recipes, verdict = pretraining_tab.protocols("cls")
+    p = pretraining_tab.protocols("cls")
+    bars, epochs, recipes, verdict = p.bars, p.epochs, p.recipes, p.verdict
     assert "reproduce" in verdict and "ResNet-10-T" in recipes
 
 

@@ -28,5 +28,5 @@ def test_probe_axis_and_slider_carry_the_label(monkeypatch) -> None:
     assert fig.layout.xaxis.title.text == "depth (0 = patch embedding; no absolute position embedding)"
     from vitviz.ui import features_tab
 
-    _, upd = features_tab.on_model("swin-tiny:random", 3)
+    upd = features_tab.on_model("swin-tiny:random", 3).layer
     assert upd["label"] == "Layer (0 = patch embedding; no absolute position embedding)"

@@ -1,7 +1,8 @@
 """Assemble the Gradio app from its tabs.
 
 Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
-``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL``, ``TOUR_TITLE`` and ``build(demo)``, then
+``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder`` (its one contract,
+:mod:`vitviz.ui.binder`), then
 add the module to :data:`TABS`, its one line to :data:`PURPOSES` and, if the guided tour should
 visit it, its steps to :data:`vitviz.ui.tour.STEPS`. See ``docs/architecture.md``. Tabs are lazy
 (:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
@@ -42,7 +43,7 @@ def intro(tabs: tuple = ()) -> str:
             "runs locally, and each tab starts on a model that needs no download.\n\n" + "\n".join(lines))
 
 
-#: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL``, ``TOUR_TITLE`` and ``build(demo)``.
+#: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder``.
 TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, pretraining_tab, beit_tab, swin_tab,
         compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
@@ -110,12 +111,10 @@ def build_demo() -> gr.Blocks:
                     # waits for the URL's tab (the URL would be written after it, naming the wrong tab)
                     tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                                api_visibility="private")
-                    built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
-                    image_input = shared_image.input_of(built[module.TAB_ID])
-                    if image_input is not None:  # inside the tab: its relay must not become a tab of its own
-                        hub.subscribe(tab, module.TAB_ID, image_input.image, image_input.examples,
-                                      opened)
-                if image_input is None:  # a tab sharing the image opens through the hub (one handler, in the page)
+                    ui = built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
+                    if ui.image is not None:  # inside the tab: its relay must not become a tab of its own
+                        hub.subscribe(tab, module.TAB_ID, ui.image, ui.examples, opened)
+                if ui.image is None:  # a tab sharing the image opens through the hub (one handler, in the page)
                     tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
                                api_visibility="private")
 

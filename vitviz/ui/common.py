@@ -196,15 +196,3 @@ def memo_view(maxsize: int = 8) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
-
-
-def endpoint(fn: Callable[..., Any], inputs: Any, outputs: Any, api_name: str, **kwargs: Any) -> Any:
-    """A named API endpoint with no trigger in the page: ``fn`` on the tab's own components, called
-    by ``gradio_client`` and ``/gradio_api`` as ``/API_NAME``.
-
-    The endpoint's parameters and returns are those of the components (an image goes up as a file,
-    as in the page), which ``gr.api`` (typed from Python hints) would change; it is an event with
-    an empty trigger list (``gr.on([], ...)``), so no invisible button is needed. Call it inside the
-    tab's Blocks context; ``kwargs`` go to ``gr.on``.
-    """
-    return gr.on([], fn, inputs, outputs, api_name=api_name, **kwargs)

@@ -1,23 +1,26 @@
 """The Compute tab: what attention costs, from formulas and measured on this machine.
 
-Wiring only: the charts, tables and CSV files come from :mod:`vitviz.views.compute`.
+Its contract: the charts below out, by field name (:mod:`vitviz.ui.binder`); the charts, tables and CSV
+files come from :mod:`vitviz.views.compute`.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 import plotly.graph_objects as go
 
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
-from .serve import files
+from .binder import Binder
 from .common import memo_view, user_errors
+from .serve import files
 from .serve.costs import Cost, cost
 
 TAB_ID, LABEL = "compute", "Compute"
-TOUR_TITLE = "Compute"
-TOUR_TEXT = ("Global attention costs grow with the square of the token count, windowed attention linearly: the "
-             "charts and a measurement on this machine show where that matters.")
 
 INTRO = (
     "Self-attention compares every token with every other, so its cost grows with the *square* of the "
@@ -60,118 +63,162 @@ EXPLAIN_MEASURED = (
 )
 
 
-def _served(out: tuple) -> tuple:
-    """The view's outputs with each CSV written to Gradio's cleaned cache (its path, for the download button)."""
-    return tuple(files.write_text(x.text, x.name) if isinstance(x, cv.CsvDownload) else x for x in out)
+@dataclass(frozen=True)
+class AttentionChart:
+    """FLOPs of one attention layer vs tokens, the classic table, the CSV."""
+
+    plot1: go.Figure
+    table: str
+    dl1: Any
+
+
+@dataclass(frozen=True)
+class ModelChart:
+    plot2: go.Figure
+    dl2: Any
+
+
+@dataclass(frozen=True)
+class PatchChart:
+    plot3: go.Figure
+    dl3: Any
+
+
+@dataclass(frozen=True)
+class MaeChart:
+    plot4: go.Figure
+    summary: str
+    dl4: Any
+
+
+@dataclass(frozen=True)
+class Charts(AttentionChart, ModelChart, PatchChart, MaeChart):
+    """Every chart of sections 1-4."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    plot5: go.Figure
+    measured_text: str
+    dl5: Any
+
+
+def _served(out: Any) -> Any:
+    """``out`` with each CSV written to a file the page can download (its path in place of it)."""
+    return dataclasses.replace(out, **{k: files.write_text(x.text, x.name) for k, x in vars(out).items()
+                                       if isinstance(x, cv.CsvDownload)})
 
 
 @cost(Cost.VIEW)
 @user_errors
-def attention_flops(dim: float, window: float) -> tuple[go.Figure, str, str]:
+def attention_flops(dim: float, window: float) -> AttentionChart:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
-    return _served(cv.attention_flops(dim, window))
+    return _served(AttentionChart(*cv.attention_flops(dim, window)))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def model_flops(max_resolution: float) -> tuple[go.Figure, str]:
+def model_flops(max_resolution: float) -> ModelChart:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
-    return _served(cv.model_flops(max_resolution))
+    return _served(ModelChart(*cv.model_flops(max_resolution)))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def patch_size_flops(resolution: float, base: str) -> tuple[go.Figure, str]:
+def patch_size_flops(resolution: float, base: str) -> PatchChart:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
-    return _served(cv.patch_size_flops(resolution, base))
+    return _served(PatchChart(*cv.patch_size_flops(resolution, base)))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def mae_flops_chart(name: str) -> tuple[go.Figure, str, str]:
+def mae_flops_chart(name: str) -> MaeChart:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
-    return _served(cv.mae_flops(name))
+    return _served(MaeChart(*cv.mae_flops(name)))
 
 
 @cost(Cost.HEAVY)
 @user_errors
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
-                      progress: gr.Progress = gr.Progress()) -> tuple[go.Figure, str, str]:
+                      progress: gr.Progress = gr.Progress()) -> Measured:
     """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
-    return _served(cv.measure(max_tokens, time_budget_s, memory_budget_mb,
-                              progress=lambda f, msg: progress(f, desc=msg)))
+    return _served(Measured(*cv.measure(max_tokens, time_budget_s, memory_budget_mb,
+                                        progress=lambda f, msg: progress(f, desc=msg))))
 
 
 @memo_view(1)
-def _default_charts() -> tuple:
+def _default_charts() -> Charts:
     """The four charts' views at their default controls (the same for every visitor: computed once)."""
-    return (*cv.attention_flops(96, 7), *cv.model_flops(1344), *cv.patch_size_flops(224, "ViT-B/16"),
-            *cv.mae_flops(next(iter(mae_configs()))))
+    return Charts(**vars(AttentionChart(*cv.attention_flops(96, 7))), **vars(ModelChart(*cv.model_flops(1344))),
+                  **vars(PatchChart(*cv.patch_size_flops(224, "ViT-B/16"))),
+                  **vars(MaeChart(*cv.mae_flops(next(iter(mae_configs()))))))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def default_charts() -> tuple:
+def default_charts() -> Charts:
     """The four charts, their table, summary and CSVs at the default controls, when the tab is first shown
     (not in the page configuration, which every page load copies: about 45 KB of figures)."""
     return _served(_default_charts())
 
 
-def build(demo: gr.Blocks) -> None:
+def build(demo: gr.Blocks) -> Binder:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
+    ui = Binder()
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
 
     gr.Markdown("### 1. One attention layer, global vs windowed")
     gr.Markdown(EXPLAIN_ATTENTION)
     with gr.Row():
-        dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
+        ui.dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
                         elem_id="compute-dim")
-        window = gr.Slider(1, 32, value=7, step=1, label="window side M (tokens)", elem_id="compute-window")
-    plot1 = gr.Plot(label="FLOPs vs tokens (log-log)", elem_id="plot-attention-flops")
-    table = gr.Markdown(elem_id="classic-table")
-    dl1 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-attention-flops")
-    gr.on([dim.change, window.change], attention_flops, [dim, window], [plot1, table, dl1],
-          api_name="attention_flops", trigger_mode="always_last")
+        ui.window = gr.Slider(1, 32, value=7, step=1, label="window side M (tokens)", elem_id="compute-window")
+    ui.plot1 = gr.Plot(label="FLOPs vs tokens (log-log)", elem_id="plot-attention-flops")
+    ui.table = gr.Markdown(elem_id="classic-table")
+    ui.dl1 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-attention-flops")
+    gr.on([ui.dim.change, ui.window.change], **ui.bind(attention_flops, quick=False, api_name="attention_flops",
+                                                       api_visibility="public", trigger_mode="always_last"))
 
     gr.Markdown("### 2. Whole models: ViT-B/16 vs Swin-T")
     gr.Markdown(EXPLAIN_MODELS)
     gr.Markdown(cv.models_markdown(), elem_id="models-flops-summary")
-    max_res = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
-    plot2 = gr.Plot(label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
-    dl2 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-model-flops")
-    max_res.release(model_flops, [max_res], [plot2, dl2], api_name="model_flops")
+    ui.max_resolution = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
+    ui.plot2 = gr.Plot(label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
+    ui.dl2 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-model-flops")
+    ui.max_resolution.release(**ui.bind(model_flops, quick=False, api_name="model_flops", api_visibility="public"))
 
     gr.Markdown("### 3. Patch size, sequence length and FLOPs")
     gr.Markdown(EXPLAIN_PATCH)
     with gr.Row():
-        res = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
-        base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
-    plot3 = gr.Plot(label="patch size vs FLOPs", elem_id="plot-patch-size")
-    dl3 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-patch-size")
-    res.release(patch_size_flops, [res, base], [plot3, dl3], api_name="patch_size_flops")
-    base.change(patch_size_flops, [res, base], [plot3, dl3], api_visibility="private")
+        ui.resolution = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
+        ui.base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
+    ui.plot3 = gr.Plot(label="patch size vs FLOPs", elem_id="plot-patch-size")
+    ui.dl3 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-patch-size")
+    ui.resolution.release(**ui.bind(patch_size_flops, quick=False, api_name="patch_size_flops",
+                                    api_visibility="public"))
+    ui.base.change(**ui.bind(patch_size_flops, quick=False))
 
     gr.Markdown("### 4. MAE: encoder + decoder FLOPs vs masking ratio")
     gr.Markdown(EXPLAIN_MAE)
     names = list(mae_configs())
-    mae_name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
-    summary = gr.Markdown(elem_id="mae-flops-summary")
-    plot4 = gr.Plot(label="MAE FLOPs vs masking ratio", elem_id="plot-mae-flops")
-    dl4 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-mae-flops")
-    mae_name.change(mae_flops_chart, [mae_name], [plot4, summary, dl4], api_name="mae_flops")
-    demo.load(default_charts, None, [plot1, table, dl1, plot2, dl2, plot3, dl3, plot4, summary, dl4],
-              api_visibility="private")
+    ui.name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
+    ui.summary = gr.Markdown(elem_id="mae-flops-summary")
+    ui.plot4 = gr.Plot(label="MAE FLOPs vs masking ratio", elem_id="plot-mae-flops")
+    ui.dl4 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-mae-flops")
+    ui.name.change(**ui.bind(mae_flops_chart, quick=False, api_name="mae_flops", api_visibility="public"))
+    demo.load(**ui.bind(default_charts, quick=False))
 
     gr.Markdown("### 5. Measured on this machine")
     gr.Markdown(EXPLAIN_MEASURED)
     with gr.Row():
-        max_tokens = gr.Dropdown([784, 3136, 7056, 12544, 28224, 50176], value=12544,
+        ui.max_tokens = gr.Dropdown([784, 3136, 7056, 12544, 28224, 50176], value=12544,
                                  label="token budget (largest N)", elem_id="measure-tokens")
-        t_budget = gr.Slider(2, 60, value=20, step=1, label="time budget (s)", elem_id="measure-time")
-        m_budget = gr.Slider(64, 4096, value=1024, step=64, label="memory budget (MiB)", elem_id="measure-memory")
+        ui.time_budget_s = gr.Slider(2, 60, value=20, step=1, label="time budget (s)", elem_id="measure-time")
+        ui.memory_budget_mb = gr.Slider(64, 4096, value=1024, step=64, label="memory budget (MiB)", elem_id="measure-memory")
     run = gr.Button("Measure on this machine", variant="primary", elem_id="measure-run")
-    measured_text = gr.Markdown("Press the button: it takes up to the time budget.", elem_id="measure-summary")
-    plot5 = gr.Plot(label="measured time and memory (log-log)", elem_id="plot-measured")
-    dl5 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-measured")
-    run.click(measure_attention, [max_tokens, t_budget, m_budget], [plot5, measured_text, dl5],
-              api_name="measure_attention", concurrency_limit=1, concurrency_id="vitviz-measure")
+    ui.measured_text = gr.Markdown("Press the button: it takes up to the time budget.", elem_id="measure-summary")
+    ui.plot5 = gr.Plot(label="measured time and memory (log-log)", elem_id="plot-measured")
+    ui.dl5 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-measured")
+    run.click(**ui.bind(measure_attention, quick=False, api_name="measure_attention", api_visibility="public",
+                        concurrency_limit=1, concurrency_id="vitviz-measure"))
+    return ui

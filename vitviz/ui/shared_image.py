@@ -1,8 +1,8 @@
 """One image for the whole app: a photo dropped (or an example picked) in any tab is the one every tab shows.
 
 Each tab keeps its own upload box, so a photo can be dropped wherever the user is. A tab
-*subscribes* by returning an :class:`ImageInput` from its ``build`` (or a handle object
-with an ``image_input`` attribute); the app then calls::
+*subscribes* by giving its binder an image box (``ui.image, ui.examples = image_box(...)``,
+:mod:`vitviz.ui.binder`); the app then calls::
 
     hub.subscribe(tab, tab_id, image, examples, opened)
 
@@ -26,7 +26,6 @@ A tab's first views (its ``load`` handlers) must therefore draw everything its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -55,28 +54,6 @@ def image_box(prefix: str, label: str = "Your image (drop, paste or webcam)", ex
         return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
     with gr.Group(elem_classes=[examples_class]):
         return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
-
-
-@dataclass
-class ImageInput:
-    """A tab's image box and its example photos: what a tab's ``build`` returns (or holds as
-    ``image_input``) to share the app's image."""
-
-    image: gr.Image
-    examples: gr.Examples | None = None
-
-    @property
-    def image_input(self) -> ImageInput:
-        return self
-
-
-def input_of(handles: Any) -> ImageInput | None:
-    """The :class:`ImageInput` a tab's ``build`` returned (itself, or its ``image_input``), if any."""
-    found = getattr(handles, "image_input", None)
-    if isinstance(found, ImageInput):
-        return found
-    image = getattr(handles, "image", None)  # a tab's binder (vitviz.ui.binder)
-    return ImageInput(image, getattr(handles, "examples", None)) if isinstance(image, gr.Image) else None
 
 
 def publish_js(tab_id: str, clear: bool | str = False) -> str:

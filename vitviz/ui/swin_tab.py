@@ -1,10 +1,12 @@
 """The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention.
 
-Wiring only: the views come from :mod:`vitviz.views.swin`.
+Its contract: :class:`Windows`, :class:`WindowAttention` and :class:`Bias` out, by field name
+(:mod:`vitviz.ui.binder`); the views come from :mod:`vitviz.views.swin`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -15,14 +17,12 @@ from ..core.windows import stage_geometry
 from ..explain.windows import has_pretrained
 from ..views import swin as sv
 from ..views.swin import INPUT, block_choices, stage_choices
-from .common import example_images, memo_view, user_errors
-from .shared_image import ImageInput, default_image
+from .binder import Binder
+from .common import memo_view, user_errors
 from .serve.costs import Cost, cost
+from .shared_image import image_box
 
 TAB_ID, LABEL = "swin", "Swin"
-TOUR_TITLE = "Swin"
-TOUR_TEXT = ("Swin keeps attention inside 7x7 windows and shifts them every other block, so information still "
-             "crosses window borders.")
 #: The top-left token: the shift sends it to the bottom-right window.
 DEFAULT_POINT = (2, 2)
 
@@ -61,64 +61,101 @@ EXPLAIN_BIAS = (
 )
 
 
+@dataclass(frozen=True)
+class Windows:
+    """The regular partition, the shifted partition, the rolled map (uint8 RGB), the mask figure, the per-stage
+    gallery and a description."""
+
+    regular: np.ndarray
+    shifted: np.ndarray
+    rolled: np.ndarray
+    mask_plot: go.Figure
+    stages: list
+    info: str
+
+
+@dataclass(frozen=True)
+class WindowAttention:
+    """The query's window per head (gallery), the keys on the image, the weights per head, and words."""
+
+    tiles: list
+    overlay: np.ndarray
+    heads_plot: go.Figure
+    attn_text: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """A clicked token, in pixels of the 224-px input."""
+
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class Bias:
+    bias_plot: go.Figure
+    bias_text: str
+
+
 @cost(Cost.VIEW)
 @user_errors
 def swin_windows(image: str | None, stage: float, x: float, y: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, go.Figure, list, str]:
+                 ) -> Windows:
     """Endpoint ``swin_windows``: (image or None, stage 1-4, x, y px in the 224 image) -> the views.
 
     Returns the regular partition, the shifted partition, the rolled map, the mask figure,
     the per-stage gallery and a description.
     """
-    return sv.windows_view(image, stage, x, y)
+    return Windows(*sv.windows_view(image, stage, x, y))
 
 
 @cost(Cost.VIEW)
 @user_errors
 def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
-                   ) -> tuple[list, np.ndarray, go.Figure, str]:
+                   ) -> WindowAttention:
     """Endpoint ``swin_attention``: (image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
-    return sv.attention_view(image, stage, block, x, y)
+    return WindowAttention(*sv.attention_view(image, stage, block, x, y))
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def first_windows(image: str | None, stage: float, x: float, y: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, go.Figure, list, str]:
+                  ) -> Windows:
     """The views of the default token when the tab is first shown (kept for the next visitor)."""
-    return sv.windows_view(image, stage, x, y)
+    return Windows(*sv.windows_view(image, stage, x, y))
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
 def first_attention(image: str | None, stage: float, block: float, x: float, y: float
-                    ) -> tuple[list, np.ndarray, go.Figure, str]:
+                    ) -> WindowAttention:
     """The attention of the default token when the tab is first shown (kept for the next visitor)."""
-    return sv.attention_view(image, stage, block, x, y)
+    return WindowAttention(*sv.attention_view(image, stage, block, x, y))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def pick_on_image(stage: float, evt: gr.SelectData) -> tuple[int, int]:
+def pick_on_image(stage: float, evt: gr.SelectData) -> Point:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
-    return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
+    return Point(*sv.pick(stage, evt.index[0], evt.index[1], rolled=False))
 
 
 @cost(Cost.VIEW)
 @user_errors
-def pick_on_rolled(stage: float, evt: gr.SelectData) -> tuple[int, int]:
+def pick_on_rolled(stage: float, evt: gr.SelectData) -> Point:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
-    return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
+    return Point(*sv.pick(stage, evt.index[0], evt.index[1], rolled=True))
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view(32)
-def swin_bias(stage: float, block: float, head: float) -> tuple[go.Figure, str]:
+def swin_bias(stage: float, block: float, head: float) -> Bias:
     """(stage, block, head from 1) -> that head's relative position bias table and a text (private event)."""
-    return sv.bias_view(stage, block, head)
+    return Bias(*sv.bias_view(stage, block, head))
 
 
 @cost(Cost.VIEW)
@@ -138,96 +175,85 @@ def on_stage(stage: float, block: float | None) -> Any:  # noqa: ANN401 - a gr.u
     return gr.update(choices=block_choices(g), value=sv.block_value(stage, block))
 
 
-def build(demo: gr.Blocks) -> ImageInput:
+def build(demo: gr.Blocks) -> Binder:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
+    ui = Binder()
     geoms = stage_geometry(INPUT)
-    examples = example_images()
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(value=default_image(), type="filepath", sources=["upload", "clipboard", "webcam"],
-                             label="Your image (optional: a synthetic picture is used when empty)", height=240,
-                             elem_id="swin-input")
-            examples_box = (gr.Examples(examples=examples, inputs=image, label="Example photos",
-                                        elem_id="swin-examples") if examples else None)
-            stage = gr.Radio(stage_choices(geoms), value=1, label="Stage (patch 4, window 7 at 224 px)",
+            ui.image, ui.examples = image_box("swin", sources=["upload", "clipboard", "webcam"], height=240,
+                                              label="Your image (optional: a synthetic picture is used when empty)",
+                                              examples_id="swin-examples")
+            ui.stage = gr.Radio(stage_choices(geoms), value=1, label="Stage (patch 4, window 7 at 224 px)",
                              elem_id="swin-stage")
             with gr.Row():
-                x = gr.Number(value=DEFAULT_POINT[0], precision=0, minimum=0, maximum=INPUT - 1,
+                ui.x = gr.Number(value=DEFAULT_POINT[0], precision=0, minimum=0, maximum=INPUT - 1,
                               label="x (px of 224)", elem_id="swin-x")
-                y = gr.Number(value=DEFAULT_POINT[1], precision=0, minimum=0, maximum=INPUT - 1,
+                ui.y = gr.Number(value=DEFAULT_POINT[1], precision=0, minimum=0, maximum=INPUT - 1,
                               label="y (px of 224)", elem_id="swin-y")
-            info = gr.Markdown(elem_id="swin-info")
+            ui.info = gr.Markdown(elem_id="swin-info")
         with gr.Column(scale=3):
             gr.Markdown(EXPLAIN_VIEWS)
             with gr.Row(equal_height=True):
                 kw = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
-                regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
-                shifted = gr.Image(label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
+                ui.regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
+                ui.shifted = gr.Image(label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
                                    **kw)
-                rolled = gr.Image(label="Block 1 as computed: rolled map, regions A–I",
+                ui.rolled = gr.Image(label="Block 1 as computed: rolled map, regions A–I",
                                   elem_id="swin-rolled", **kw)
             with gr.Row():
                 with gr.Column(scale=1):
                     gr.Markdown(EXPLAIN_MASK)
-                    mask_plot = gr.Plot(label="attention mask of the clicked window", elem_id="swin-mask")
+                    ui.mask_plot = gr.Plot(label="attention mask of the clicked window", elem_id="swin-mask")
                 with gr.Column(scale=1):
                     gr.Markdown("**Window partition of every stage** (regular blocks): the token grid halves "
                                 "and the window stays 7x7 tokens, so a window covers 4x more of the image. "
                                 "*(Swin §3.1)*")
-                    stages = gr.Gallery(label="windows per stage", show_label=False, columns=2, height=480,
+                    ui.stages = gr.Gallery(label="windows per stage", show_label=False, columns=2, height=480,
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
     weights = "pretrained" if has_pretrained() else "random weights"
     gr.Markdown(f"### Attention inside the window (swin-tiny, {weights})")
     gr.Markdown(EXPLAIN_ATTENTION)
     with gr.Row():
-        block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")
+        ui.block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")
         show = gr.Button("Show attention for the selected token", elem_id="swin-show-attention")
-    attn_text = gr.Markdown("Click a token above, or press the button.", elem_id="swin-attn-info")
+    ui.attn_text = gr.Markdown("Click a token above, or press the button.", elem_id="swin-attn-info")
     with gr.Row():
         with gr.Column(scale=2):
             gr.Markdown("**Per head:** the query's window as the block computes it (rolled); white = the query.")
-            tiles = gr.Gallery(label="per head", show_label=False, columns=4,
+            ui.tiles = gr.Gallery(label="per head", show_label=False, columns=4,
                                height=440, format="png", elem_id="swin-heads", object_fit="contain")
         with gr.Column(scale=1):
-            overlay = gr.Image(label="where the keys are in the image (mean over heads)", type="numpy",
+            ui.overlay = gr.Image(label="where the keys are in the image (mean over heads)", type="numpy",
                                format="png", interactive=False, elem_id="swin-overlay")
-    heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
+    ui.heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
     gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
     gr.Markdown(EXPLAIN_BIAS)
-    head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
+    ui.head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
                      elem_id="swin-bias-head")
-    bias_text = gr.Markdown(elem_id="swin-bias-info")
-    bias_plot = gr.Plot(label="relative position bias of one head", elem_id="swin-bias")
+    ui.bias_text = gr.Markdown(elem_id="swin-bias-info")
+    ui.bias_plot = gr.Plot(label="relative position bias of one head", elem_id="swin-bias")
     gr.Markdown(sv.merging_markdown(INPUT), elem_id="swin-merging")
 
-    view_in = [image, stage, x, y]
-    view_out = [regular, shifted, rolled, mask_plot, stages, info]
-    attn_in = [image, stage, block, x, y]
-    attn_out = [tiles, overlay, heads_plot, attn_text]
+    windows, attention = ui.bind(swin_windows, quick=False), ui.bind(swin_attention, quick=False)
+    bias = ui.bind(swin_bias, quick=False)
     # Named endpoints first: they claim their names before the private events that reuse the same functions.
-    show.click(swin_attention, attn_in, attn_out, api_name="swin_attention")
-    image.change(swin_windows, view_in, view_out, api_name="swin_windows", trigger_mode="always_last").then(
-        swin_attention, attn_in, attn_out, api_visibility="private")
-    stage.change(on_stage, [stage, block], [block], api_visibility="private").then(
-        swin_windows, view_in, view_out, api_visibility="private").then(
-        swin_attention, attn_in, attn_out, api_visibility="private")
-    for view, handler in ((regular, pick_on_image), (shifted, pick_on_image), (rolled, pick_on_rolled)):
-        view.select(handler, [stage], [x, y], api_visibility="private").then(
-            swin_windows, view_in, view_out, api_visibility="private").then(
-            swin_attention, attn_in, attn_out, api_visibility="private")
-    gr.on([x.submit, y.submit], swin_windows, view_in, view_out, api_visibility="private")
-    block.input(swin_attention, attn_in, attn_out, api_visibility="private", trigger_mode="always_last")
-    bias_in, bias_out = [stage, block, head], [bias_plot, bias_text]
-    gr.on([head.release, block.input], swin_bias, bias_in, bias_out, api_visibility="private",
-          trigger_mode="always_last")
-    stage.change(on_stage_heads, [stage, head], [head], api_visibility="private").then(
-        swin_bias, bias_in, bias_out, api_visibility="private")
-    demo.load(swin_bias, bias_in, bias_out, api_visibility="private")
+    show.click(**ui.bind(swin_attention, quick=False, api_name="swin_attention", api_visibility="public"))
+    ui.image.change(**ui.bind(swin_windows, quick=False, api_name="swin_windows", api_visibility="public",
+                              trigger_mode="always_last")).then(**attention)
+    ui.stage.change(**ui.bind(on_stage, outputs="block", quick=False)).then(**windows).then(**attention)
+    for view, handler in ((ui.regular, pick_on_image), (ui.shifted, pick_on_image), (ui.rolled, pick_on_rolled)):
+        view.select(**ui.bind(handler, quick=False)).then(**windows).then(**attention)
+    gr.on([ui.x.submit, ui.y.submit], **windows)
+    ui.block.input(**attention, trigger_mode="always_last")
+    gr.on([ui.head.release, ui.block.input], **bias, trigger_mode="always_last")
+    ui.stage.change(**ui.bind(on_stage_heads, outputs="head", quick=False)).then(**bias)
+    demo.load(**bias)
     # When the tab is first shown, the default token's views and attention are drawn at once (no empty
     # placeholders; not in the page configuration, which every page load copies).
-    demo.load(first_windows, view_in, view_out, api_visibility="private")
-    demo.load(first_attention, attn_in, attn_out, api_visibility="private")
-    return ImageInput(image, examples_box)
+    demo.load(**ui.bind(first_windows, quick=False))
+    demo.load(**ui.bind(first_attention, quick=False))
+    return ui

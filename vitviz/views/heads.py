@@ -4,6 +4,7 @@ query-key space of one head, plus the Attention tab's query view narrowed to one
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,42 @@ def layers_sentence(atlas: HeadAtlas) -> str:
             f"here local heads are in {where('local')} and prefix-sink heads in {where('prefix-sink')}.")
 
 
-def atlas_view(image: Any, choice: str | None, source: str) -> tuple[go.Figure, go.Figure, str]:
+@dataclass(frozen=True)
+class AtlasView:
+    """The head atlas: the layer x head grid by type, the distance-entropy scatter (Plotly), a summary."""
+
+    grid: go.Figure
+    scatter: go.Figure
+    info: str
+
+
+@dataclass(frozen=True)
+class QKView:
+    """One head's queries and keys (Plotly), and a sentence."""
+
+    qk: go.Figure
+    qk_text: str
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """A clicked query or key: its patch boxed over the head's attention (uint8 RGB), and a sentence."""
+
+    token: np.ndarray
+    token_text: str
+
+
+@dataclass(frozen=True)
+class QKViews(QKView, TokenView):
+    """The query-key space and the centre patch's query."""
+
+
+@dataclass(frozen=True)
+class HeadsViews(AtlasView, QKViews):
+    """Every view of the Heads tab but the token norms."""
+
+
+def atlas_view(image: Any, choice: str | None, source: str) -> AtlasView:
     """The head grid, the scatter of heads and a summary (counts per type, what was averaged)."""
     model, atlas = atlas_for(image, choice, source)
     what = "this image" if source == "image" else f"the mean of {atlas.images} example photos"
@@ -105,7 +141,7 @@ def atlas_view(image: Any, choice: str | None, source: str) -> tuple[go.Figure, 
     if atlas.random_init:
         text += (" ⚠️ Random weights: every head attends almost uniformly, so the atlas shows the architecture, "
                  "not learned heads.")
-    return grid, scatter, text
+    return AtlasView(grid, scatter, text)
 
 
 def head_range(choice: str | None) -> tuple[int, int]:
@@ -134,7 +170,7 @@ def space_for(image: Any, choice: str | None, layer: Any, head: Any) -> QueryKey
     return query_key_space(model, image, _index(layer, depth, "layer"), _index(head, heads, "head"))
 
 
-def qk_view(image: Any, choice: str | None, layer: Any, head: Any) -> tuple[go.Figure, str]:
+def qk_view(image: Any, choice: str | None, layer: Any, head: Any) -> QKView:
     """The query-key scatter of one head and a sentence about it."""
     s = space_for(image, choice, layer, head)
     lay = s.layout
@@ -148,11 +184,11 @@ def qk_view(image: Any, choice: str | None, layer: Any, head: Any) -> tuple[go.F
             f"head, nearness in the picture correlates with the logit q·k/√d at r = "
             f"{s.distance_logit_correlation():.2f} (per query over its {lay.num_tokens} keys, averaged; 1 = the logit "
             "falls in a straight line with the distance).")
-    return fig, text
+    return QKView(fig, text)
 
 
 def token_view(image: Any, choice: str | None, layer: Any, head: Any, token: Any = None, kind: Any = 0
-               ) -> tuple[np.ndarray, str]:
+               ) -> TokenView:
     """A clicked point: its patch boxed on the photo, over the head's attention from that query / to that key.
 
     Args:
@@ -179,7 +215,7 @@ def token_view(image: Any, choice: str | None, layer: Any, head: Any, token: Any
     else:
         text = (f"{box} Colours: its attention over the patches in this head "
                 f"({100 * float(a[i, :p0].sum()):.1f}% goes to prefix tokens).")
-    return overlay, f"{what.capitalize()}. {text}"
+    return TokenView(overlay, f"{what.capitalize()}. {text}")
 
 
 def parse_goto(text: str | None) -> tuple[str | None, int, int]:

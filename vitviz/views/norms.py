@@ -4,6 +4,7 @@ model shows on this image (:mod:`vitviz.explain.norms`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,17 @@ def norms_for(image: Any, choice: str | None) -> TokenNorms:
     return token_norms(load_choice(choice), image)
 
 
-def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, go.Figure, go.Figure, str]:
+@dataclass(frozen=True)
+class NormsView:
+    """One layer's token-norm map (outliers outlined), the histogram, the outliers by depth, and words."""
+
+    norm_map: np.ndarray
+    norm_hist: go.Figure
+    norm_depth: go.Figure
+    norm_text: str
+
+
+def norms_view(image: Any, choice: str | None, layer: Any) -> NormsView:
     """``(norm map with outliers outlined (VIEW_PX, VIEW_PX, 3) uint8, histogram, per-layer chart, Markdown)``."""
     n = norms_for(image, choice)
     try:
@@ -66,4 +77,4 @@ def norms_view(image: Any, choice: str | None, layer: Any) -> tuple[np.ndarray, 
             f"{n.summary()}  \n*The paper:* {PAPER}")
     if n.random_init:
         text += "  \n⚠️ Random weights: norms show the architecture, not anything learned."
-    return overlay, hist, depth, text
+    return NormsView(overlay, hist, depth, text)

@@ -7,6 +7,7 @@ with ``size=1``); models are picker values (a registry name, or ``name:random``)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -178,12 +179,59 @@ def sincos_note(new: tuple[int, int], old: tuple[int, int]) -> str:
     return "At the training grid both are the model's own embeddings."
 
 
-def grid_views(image: Any, patch_size: Any, resolution: Any, point: Any, on_cls: bool) -> tuple:
-    """The grid, readouts, token strip and the selected patch's pixels.
+@dataclass(frozen=True)
+class GridViews:
+    """The patch grid, its readouts, the token strip and the selected patch's pixels (layouts: for clicks)."""
 
-    Returns:
-        ``(overlay, readout_md, numbers, overlay_layout, strip, strip_layout, pixels_figure, token_md)``.
-    """
+    overlay: np.ndarray
+    readout: str
+    numbers: dict
+    overlay_layout: OverlayLayout
+    strip: np.ndarray
+    strip_layout: StripLayout
+    pixels_plot: go.Figure
+    token_text: str
+
+
+@dataclass(frozen=True)
+class EmbeddingViews:
+    """The selected patch's row and column in the model's grid, its embedding E·x + b, the model note."""
+
+    row: int
+    col: int
+    embed_plot: go.Figure
+    embed_text: str
+    note: str
+
+
+@dataclass(frozen=True)
+class PosViews:
+    """One patch's position-similarity map, the map of maps, and the mosaic's layout (for clicks)."""
+
+    sim_map: np.ndarray
+    mosaic: np.ndarray
+    mosaic_layout: MosaicLayout
+
+
+@dataclass(frozen=True)
+class ShuffleViews:
+    """The shuffle demonstration: the patches in place and shuffled (the selected one outlined), a table."""
+
+    before: np.ndarray
+    after: np.ndarray
+    shuffle_text: str
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The selected point (in the view, fractions) and whether the class token is selected instead."""
+
+    point: Any
+    on_cls: bool
+
+
+def grid_views(image: Any, patch_size: Any, resolution: Any, point: Any, on_cls: bool) -> GridViews:
+    """The grid, readouts, token strip and the selected patch's pixels."""
     require_image(image)
     g, resized, view = grid_view(image, int(patch_size), int(resolution))
     r, c = pixel_to_patch(*point_of(point), g.grid, 1.0)
@@ -199,16 +247,12 @@ def grid_views(image: Any, patch_size: Any, resolution: Any, point: Any, on_cls:
     else:
         fig = pixel_vector_figure(pixel_vector(view, g.patch_size, index), g.patch_size,
                                   f"p{index + 1} flattened: {g.patch_size}×{g.patch_size}×3 = {g.patch_dim} numbers")
-    return (overlay, readout_markdown(g), readouts(g), layout, strip, strip_layout, fig,
-            token_text(g, None if on_cls else index))
+    return GridViews(overlay, readout_markdown(g), readouts(g), layout, strip, strip_layout, fig,
+                     token_text(g, None if on_cls else index))
 
 
-def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls: bool) -> tuple:
-    """Row/column of the selected patch in the model's grid, its embedding E·x, the model note.
-
-    Returns:
-        ``(row, col, embedding_figure, text_md, note_md)``.
-    """
+def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls: bool) -> EmbeddingViews:
+    """Row/column of the selected patch in the model's grid, its embedding E·x, the model note."""
     require_image(image)
     m = load(choice)
     r, c = pixel_to_patch(*point_of(point), m.grid, 1.0)
@@ -231,10 +275,10 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
                 f"**E** ({e_dim}×{k_in:,}) plus a bias give the {e_dim} numbers above: the patch's token, before "
                 "the position embedding is added."
                 + (" ⚠️ Random weights: E is untrained." if m.random_init else ""))
-    return r, c, fig, text, position_note(m)
+    return EmbeddingViews(r, c, fig, text, position_note(m))
 
 
-def pos_views(choice: str, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, MosaicLayout]:
+def pos_views(choice: str, row: Any, col: Any) -> PosViews:
     """One patch's position-similarity map, the map of maps, and the mosaic's layout (for clicks)."""
     m = load(choice)
     pos = position_embeddings(m.module)
@@ -246,7 +290,7 @@ def pos_views(choice: str, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, 
     vmin, vmax = color_range(sims)
     one = similarity_image(sims[r, c], (r, c), vmin, vmax, pad_top=LABEL_PAD)
     mosaic, layout = similarity_mosaic(sims, vmin, vmax, selected=(r, c), pad_top=LABEL_PAD)
-    return one, mosaic, layout
+    return PosViews(one, mosaic, layout)
 
 
 def resolution_views(image: Any, choice: str, resolution: Any) -> tuple:
@@ -296,7 +340,7 @@ def resolution_views(image: Any, choice: str, resolution: Any) -> tuple:
     return "\n\n".join(lines), interp, recomputed, label_row(panels)
 
 
-def shuffle_views(image: Any, choice: str, seed: Any, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def shuffle_views(image: Any, choice: str, seed: Any, row: Any, col: Any) -> ShuffleViews:
     """The shuffle demonstration for the selected patch: before, after, a table of differences."""
     require_image(image)
     m = load(choice)
@@ -324,50 +368,50 @@ def shuffle_views(image: Any, choice: str, seed: Any, row: Any, col: Any) -> tup
         + (" (Random weights: the numbers differ from a trained model's, the equivariance does not.)"
            if m.random_init else "")
     )
-    return before, after, text
+    return ShuffleViews(before, after, text)
 
 
 # ----------------------------------------------------------------------------- clicks -> selections
 
 
-def click_overlay(layout: OverlayLayout | None, x: float, y: float, point: Any) -> tuple[Any, bool]:
+def click_overlay(layout: OverlayLayout | None, x: float, y: float, point: Any) -> Selection:
     """A click on the grid selects the patch under it (clicks on the cropped bands keep the selection)."""
     if layout is None:
-        return point, False
+        return Selection(point, False)
     p = layout.point(x, y)
-    return ([p[0], p[1]] if p is not None else point), False
+    return Selection(([p[0], p[1]] if p is not None else point), False)
 
 
 def click_strip(layout: StripLayout | None, x: float, y: float, patch_size: Any, resolution: Any, point: Any,
-                on_cls: bool) -> tuple[Any, bool]:
+                on_cls: bool) -> Selection:
     """A click on the token strip selects that token ([CLS] or a patch)."""
     if layout is None:
-        return point, on_cls
+        return Selection(point, on_cls)
     t = layout.token_at(x, y)
     if t is None:
-        return point, on_cls
+        return Selection(point, on_cls)
     if t == 0:
-        return point, True
+        return Selection(point, True)
     s = snap_to_patch(int(resolution), int(patch_size))
     grid = (s // int(patch_size), s // int(patch_size))
     r, c = divmod(t - 1, grid[1])
-    return list(patch_center(r, c, grid)), False
+    return Selection(list(patch_center(r, c, grid)), False)
 
 
-def click_mosaic(layout: MosaicLayout | None, x: float, y: float, point: Any) -> tuple[Any, bool]:
+def click_mosaic(layout: MosaicLayout | None, x: float, y: float, point: Any) -> Selection:
     """A click on a tile of the map of maps selects that tile's patch."""
     if layout is None:
-        return point, False
+        return Selection(point, False)
     hit = layout.patch_at(x, y)
     if hit is None:
-        return point, False
-    return list(patch_center(hit[0], hit[1], layout.grid)), False
+        return Selection(point, False)
+    return Selection(list(patch_center(hit[0], hit[1], layout.grid)), False)
 
 
-def rowcol_to_point(choice: str, row: Any, col: Any) -> tuple[list[float], bool]:
+def rowcol_to_point(choice: str, row: Any, col: Any) -> Selection:
     """Typed row/column (in the model's grid) -> the selected point."""
     m = load(choice)
     if row is None or col is None:
         raise ValueError("give a row and a column")
     check_patch(int(row), int(col), m.grid)
-    return list(patch_center(int(row), int(col), m.grid)), False
+    return Selection(list(patch_center(int(row), int(col), m.grid)), False)
