@@ -110,6 +110,36 @@ def test_a_refused_upload_clears_the_panels_and_a_tiny_photo_is_said_enlarged(ap
         browser.close()
 
 
+#: Browser code: record every toast's text as it appears (window.__toasts).
+COUNT_TOASTS = """() => { window.__toasts = []; new MutationObserver(() => {
+  for (const t of document.querySelectorAll('.toast-body')) {
+    if (!t.dataset.counted) { t.dataset.counted = '1'; window.__toasts.push(t.innerText || ''); } }
+}).observe(document.body, {childList: true, subtree: true}); }"""
+
+
+def test_a_refused_upload_is_said_once(app_url, tmp_path):
+    """Issue 34: a file that is not an image showed the door's refusal and then "Drop an image first" as a second
+    toast (the emptied box redraws the tab without an image): the refusal is the one toast, and the cleared
+    tab says "Drop an image first" in place."""
+    from playwright.sync_api import sync_playwright
+
+    bad = tmp_path / "notes.png"
+    bad.write_text("text renamed .png")
+    metrics = "(document.querySelector('#mae-metrics') || {innerText: ''}).innerText"
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+        page.evaluate(COUNT_TOASTS)
+        page.locator("#mae-input input[type=file]").set_input_files(str(bad))
+        page.wait_for_function(f"() => {metrics}.includes('Drop an image first')", timeout=60_000)
+        page.wait_for_timeout(3000)  # any later toast of the same upload has arrived by now
+        toasts = page.evaluate("window.__toasts")
+        browser.close()
+    assert len(toasts) == 1 and "415" in toasts[0], toasts
+
+
 def test_share_link_names_an_example_photo_and_says_an_upload_is_not_carried(app_url, tmp_path):
     """Share links carried no photo and said nothing about it: an example is now named in the link (photo=)
     and opened with it; after an upload the share line says the photo is not in the link."""
@@ -142,4 +172,22 @@ def test_share_link_names_an_example_photo_and_says_an_upload_is_not_carried(app
         other.goto(shared)
         other.wait_for_function(_shows("patches-input", "coffee"), timeout=300_000)
         assert parse_qs(urlparse(other.url).query)["tab"] == ["patches"]
+        browser.close()
+
+
+def test_an_example_photo_uploaded_is_that_example_in_the_link(app_url):
+    """Issue 34: the Explain tab's screenshot showed chelsea, uploaded from the examples folder, and the share line
+    said "your upload is not in the link": an upload of an example's own file (same name and size) is named."""
+    from playwright.sync_api import sync_playwright
+
+    text = "() => document.querySelector('#share .vitviz-share-text').innerText"
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url + "?tab=explain")
+        page.wait_for_function(_shows("explain-input", "chelsea"), timeout=300_000)
+        page.locator("#explain-input input[type=file]").set_input_files(str(EXAMPLES / "coffee.jpg"))
+        page.wait_for_function(_shows("explain-input", "coffee"), timeout=120_000)
+        page.wait_for_function("() => new URL(location.href).searchParams.get('photo') === 'coffee'", timeout=30_000)
+        assert page.evaluate(text) == "example photo coffee"
         browser.close()

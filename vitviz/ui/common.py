@@ -17,7 +17,7 @@ from ..assets import example_images
 from ..cache import LRU
 from ..core.images import file_digest
 from ..errors import ImageError, ModelUnavailable
-from ..views.common import as_seed, require_image
+from ..views.common import NoImage, as_seed, require_image
 
 __all__ = ["as_seed", "example_images", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
            "user_errors"]
@@ -86,7 +86,10 @@ def user_errors(fn: F) -> F:
 def shown_once(cleared: Callable[[str], Any]) -> Callable[[F], F]:
     """For the listener that reports a trigger's problems on the page: a user error becomes
     one warning toast and ``cleared(message)`` as the outputs (panels emptied, the message
-    where the numbers were), never Gradio's "Error" badges above stale results."""
+    where the numbers were), never Gradio's "Error" badges above stale results.
+
+    A missing image (:class:`~vitviz.views.common.NoImage`: the box is empty, cleared by the person or
+    emptied by a refused upload, whose refusal was the message) is said in place only, with no toast."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -95,7 +98,8 @@ def shown_once(cleared: Callable[[str], Any]) -> Callable[[F], F]:
                 return fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure becomes a message
                 message = report(fn.__name__, exc)
-                gr.Warning(message)
+                if not isinstance(exc, NoImage):
+                    gr.Warning(message)
                 return cleared(message)
 
         return wrapper  # type: ignore[return-value]

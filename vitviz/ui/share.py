@@ -10,8 +10,12 @@ in ``vitviz/ui/js/page.js``); the button copies the link where the browser allow
 from __future__ import annotations
 
 import html
+import json
+from pathlib import Path
 
 import gradio as gr
+
+from ..assets import example_images
 
 #: The line's markup: the copy button, what the link carries (written by the page), and its answer.
 def markup(photo: str | None) -> str:
@@ -21,7 +25,10 @@ def markup(photo: str | None) -> str:
         photo: the example every tab starts with (its name, no extension), or None.
     """
     carried = f"example photo {html.escape(photo)}" if photo else "no photo"
-    return ('<div class="vitviz-share"><button type="button" id="share-copy">Copy link</button>'
+    # each example's name and byte size: an upload of an example's own file is that example (the page module)
+    known = html.escape(json.dumps({Path(p).stem: Path(p).stat().st_size for p in example_images()}))
+    return (f'<div class="vitviz-share" data-examples="{known}">'
+            '<button type="button" id="share-copy">Copy link</button>'
             f'<span class="vitviz-share-text">{carried}</span>'
             '<span class="vitviz-share-done" aria-live="polite"></span></div>')
 

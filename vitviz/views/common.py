@@ -34,10 +34,14 @@ def as_int(value: object, name: str, lo: int, hi: int) -> int:
     return int(f)
 
 
+class NoImage(ValueError):
+    """No image was given (an empty image box: the page shows that already)."""
+
+
 def require_image(image: Any) -> Any:
-    """``image``, or ``ValueError`` with a friendly sentence when none was given."""
+    """``image``, or :class:`NoImage` (a ``ValueError``) with a friendly sentence when none was given."""
     if image is None or (isinstance(image, str) and not image):
-        raise ValueError("Drop an image first (or pick one of the examples).")
+        raise NoImage("Drop an image first (or pick one of the examples).")
     return image
 
 

@@ -206,7 +206,16 @@
       state: st,
       render,
       example(name) { st.photo = name; st.uploaded = false; url.photo(name); render(); },
-      uploaded() { st.photo = null; st.uploaded = true; url.photo(''); render(); },
+      // An upload: an example photo's own file (its name and byte size, listed by the server in #share's
+      // data-examples) is that example, and the link names it; any other file is not in the link.
+      uploaded(value) {
+        const el = document.querySelector('#share .vitviz-share');
+        let known = {};
+        try { known = JSON.parse((el && el.dataset.examples) || '{}'); } catch (e) { known = {}; }
+        const name = examples.stem((value && value.orig_name) || '');
+        if (name && known[name] !== undefined && value && known[name] === value.size) return share.example(name);
+        st.photo = null; st.uploaded = true; url.photo(''); render();
+      },
       cleared() { st.photo = null; st.uploaded = false; url.photo(''); render(); },
       // The button: the address bar's link to the clipboard (where the browser allows it), said in the page.
       async copy() {
@@ -241,7 +250,7 @@
         const key = clear ? '' : ((value && value.path) || null);
         if (example && key) share.example(examples.stem(key));
         if (key === null || S.shown[id] === key) return [relay];
-        if (!example && key) share.uploaded(); else if (!key) share.cleared();
+        if (!example && key) share.uploaded(value); else if (!key) share.cleared();
         S.shown[id] = key;
         if (key) { S.v += 1; S.value = value; S.seen[id] = S.v; }
         return [(relay || 0) + 1];
