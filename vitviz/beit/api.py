@@ -4,6 +4,9 @@
 
     t = vitviz.tokenize(vitviz.load_model("vq-tiny"), img)
     t.ids, t.decoded, t.codebook_size          # int64 (gh, gw); uint8 (S, S, 3); int
+    k = vitviz.tokenize(vitviz.load_model("vq-kd-tiny"), img)   # BEiT v2's tokenizer, distilled from dinov2-small
+    k = vitviz.tokenize(vitviz.load_model("beit-tiny"), img, tokenizer="vq-kd-tiny")   # the same, by name
+    k.feature_cosine, k.reference              # decoded vs teacher features; the teacher's map in PCA colours
     p = vitviz.beit_predict(vitviz.load_model("beit-tiny"), img, mask_ratio=0.4, seed=0, pattern="block")
     p.mask, p.target_ids, p.predicted_ids, p.top5, p.decoded, p.accuracy
     g = guess_tokens(vitviz.load_model("beit-base-pt22k"), img)   # a model whose tokenizer vitviz lacks
@@ -18,9 +21,10 @@ import torch
 from ..core.images import ImageInput, square_view
 from ..models.beit import BEiTForMIM
 from ..models.loading import LoadedModel, load_model
+from ..models.vqkd import VQKD
 from ..models.vqvae import VQTokenizer
 from .predict import BEiTPrediction, TokenGuess, guess_array, make_beit_mask, predict_array
-from .tokenize import Tokens, tokenize_array
+from .tokenize import AnyTokenizer, Tokens, tokenize_array
 from ..models.runner import runs_model
 
 
@@ -35,15 +39,30 @@ def no_tokenizer_reason(model: LoadedModel) -> str:
             "decoder are published only as pickled Python objects, and vitviz never unpickles")
 
 
-def _vq(model: LoadedModel) -> VQTokenizer:
-    if not isinstance(model.module, VQTokenizer):
-        raise ValueError(f"{model.name} is not a visual tokenizer; pick vq-tiny to tokenize")
+#: The registered visual tokenizers: a pixel one (vq-tiny) and BEiT v2's feature one (vq-kd-tiny).
+TOKENIZERS: tuple[str, ...] = ("vq-tiny", "vq-kd-tiny")
+
+
+def _vq(model: LoadedModel) -> AnyTokenizer:
+    if not isinstance(model.module, (VQTokenizer, VQKD)):
+        raise ValueError(f"{model.name} is not a visual tokenizer; pick one of {', '.join(TOKENIZERS)} to tokenize")
     return model.module
+
+
+def tokenizer_named(name: str, like: LoadedModel) -> LoadedModel:
+    """The registered tokenizer ``name``, on ``like``'s device (cached load).
+
+    Raises:
+        ValueError: ``name`` is not one of :data:`TOKENIZERS` (naming them).
+    """
+    if name not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
+    return load_model(name, device=like.device)
 
 
 def _beit(model: LoadedModel) -> BEiTForMIM:
     if not isinstance(model.module, BEiTForMIM):
-        raise ValueError(f"{model.name} is not a BEiT model; pick beit-tiny or beit-base-pt22k to predict visual tokens")
+        raise ValueError(f"{model.name} is not a BEiT model; pick beit-tiny, beit-tiny-v2 or beit-base-pt22k to predict visual tokens")
     return model.module
 
 
@@ -59,21 +78,29 @@ def tokenizer_for(model: LoadedModel) -> LoadedModel:
 
 
 @runs_model
-def tokenize(model: LoadedModel, image: ImageInput) -> Tokens:
-    """An image as visual tokens, and the image rebuilt from them.
+def tokenize(model: LoadedModel, image: ImageInput, tokenizer: str | None = None) -> Tokens:
+    """An image as visual tokens, and what the tokenizer rebuilds from them.
 
     Args:
-        model: a loaded tokenizer (``vq-tiny``).
+        model: a loaded tokenizer (``vq-tiny``, ``vq-kd-tiny``); with ``tokenizer``, any loaded model
+            (only its device is used).
         image: a path, bytes, PIL image or array (see :func:`vitviz.load_image`).
+        tokenizer: a tokenizer's name (:data:`TOKENIZERS`) used instead of ``model``'s, loaded on
+            ``model``'s device.
 
     Returns:
         :class:`~vitviz.beit.tokenize.Tokens`: ``ids`` int64 ``(gh, gw)``, ``decoded``
-        uint8 ``(S, S, 3)``, ``codebook_size``.
+        uint8 ``(S, S, 3)``, ``codebook_size``; for vq-kd-tiny (BEiT v2's VQ-KD) ``decoded`` and
+        ``reference`` are the decoded and the teacher's features in PCA colours, ``feature_cosine``
+        their agreement.
 
     Raises:
         vitviz.ImageError: unreadable image.
-        ValueError: the model is not a tokenizer.
+        ValueError: the model is not a tokenizer (and no ``tokenizer`` is named), or an unknown tokenizer name.
+        vitviz.ModelUnavailable: vq-kd-tiny without dinov2-small's weights (its teacher).
     """
+    if tokenizer is not None:
+        model = tokenizer_named(tokenizer, model)
     vq = _vq(model)
     return tokenize_array(vq, square_view(image, model.input_size))
 

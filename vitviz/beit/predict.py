@@ -2,7 +2,7 @@
 
 The model sees the image with the hidden patches replaced by its mask token and
 classifies every position over its codebook (:func:`guess_array`). With the tokenizer
-that made its targets (``vq-tiny`` for ``beit-tiny``), :func:`predict_array` scores the
+that made its targets (``vq-tiny`` for ``beit-tiny``, ``vq-kd-tiny`` for ``beit-tiny-v2``), :func:`predict_array` scores the
 hidden positions against the tokenizer's ids of the same image and decodes the guesses
 to pixels. A published checkpoint whose tokenizer vitviz cannot load (DALL-E's dVAE for
 ``beit-base-pt22k``) gives only the guessed ids (:class:`TokenGuess`).
@@ -17,9 +17,9 @@ import torch
 
 from ..core.masking import paste_visible, upsample_mask
 from ..models.beit import BEiTForMIM, normalize
-from ..models.vqvae import VQTokenizer
+from ..models.vqkd import VQKD
 from .masking import block_mask, random_patch_mask
-from .tokenize import decode_ids, tokenize_array
+from .tokenize import AnyTokenizer, decode_ids, tokenize_array, tokenize_kd_array
 
 BEIT_PATTERNS: tuple[str, ...] = ("block", "random")
 
@@ -69,6 +69,9 @@ class BEiTPrediction:
             predictions, and the visible patches' pixels are pasted back.
         target_decoded: ``(S, S, 3)`` uint8, the image decoded from its own ids.
         patch_size: pixels per patch side.
+        reference: for a feature tokenizer (``vq-kd-tiny``), the teacher's features of the image in
+            PCA colours (``decoded`` and ``target_decoded`` are then in the same colours, and the visible
+            patches pasted into ``decoded`` are this map's); None for a pixel tokenizer.
     """
 
     original: np.ndarray
@@ -80,6 +83,7 @@ class BEiTPrediction:
     decoded: np.ndarray
     target_decoded: np.ndarray
     patch_size: int
+    reference: np.ndarray | None = None
 
     @property
     def correctness(self) -> np.ndarray:
@@ -102,9 +106,10 @@ class BEiTPrediction:
 
     @property
     def hidden_mse(self) -> float:
-        """MSE of ``decoded`` against ``original`` over hidden patches (RGB in [0, 1])."""
+        """MSE of ``decoded`` against ``original`` (``reference`` for a feature tokenizer) over hidden patches
+        (RGB in [0, 1])."""
         hid = upsample_mask(self.mask, self.patch_size)
-        a = self.original.astype(np.float64) / 255.0
+        a = (self.original if self.reference is None else self.reference).astype(np.float64) / 255.0
         b = self.decoded.astype(np.float64) / 255.0
         return float(((a - b) ** 2)[hid].mean())
 
@@ -166,7 +171,7 @@ def guess_array(beit: BEiTForMIM, original: np.ndarray, mask: np.ndarray) -> Tok
 
 
 @torch.inference_mode()
-def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask: np.ndarray) -> BEiTPrediction:
+def predict_array(beit: BEiTForMIM, vq: AnyTokenizer, original: np.ndarray, mask: np.ndarray) -> BEiTPrediction:
     """Predict the hidden tokens of a model view under a given mask, scored against the tokenizer's ids.
 
     Args:
@@ -182,9 +187,10 @@ def predict_array(beit: BEiTForMIM, vq: VQTokenizer, original: np.ndarray, mask:
     if c.vocab_size != vq.codebook_size:
         raise ValueError(f"the model predicts {c.vocab_size} codes but the tokenizer has {vq.codebook_size}")
     g = guess_array(beit, original, mask)
-    tokens = tokenize_array(vq, original)
+    tokens, basis = tokenize_kd_array(vq, original) if isinstance(vq, VQKD) else (tokenize_array(vq, original), None)
     mixed = np.where(g.mask, g.predicted_ids, tokens.ids)
-    pasted = paste_visible(decode_ids(vq, mixed), original, g.mask, c.patch_size)
+    shown = original if tokens.reference is None else tokens.reference
+    pasted = paste_visible(decode_ids(vq, mixed, basis), shown, g.mask, c.patch_size)
     return BEiTPrediction(original=original, mask=g.mask, target_ids=tokens.ids, predicted_ids=g.predicted_ids,
                           top5=g.top5, confidence=g.confidence, decoded=pasted, target_decoded=tokens.decoded,
-                          patch_size=c.patch_size)
+                          patch_size=c.patch_size, reference=tokens.reference)

@@ -20,6 +20,7 @@ from ..core.images import DataConfig
 from .beit import BEiTForMIM
 from .mae import MaskedAutoencoderViT
 from .vqvae import VQTokenizer
+from .vqkd import VQKD
 from .spec import ModelSpec
 
 #: Seed of every random-weight model (``load_model(..., random_init=True)``).
@@ -83,6 +84,10 @@ def build_random(spec: ModelSpec) -> tuple[nn.Module, DataConfig, bool]:
             assert spec.vq_config is not None
             module = VQTokenizer(spec.vq_config)
             data_config = DataConfig(input_size=spec.vq_config.img_size)
+        elif spec.family == "vqkd":
+            assert spec.vqkd_config is not None
+            module = VQKD(spec.vqkd_config)
+            data_config = DataConfig(input_size=spec.vqkd_config.img_size)
         elif spec.dinov2_arch is not None:
             from .dinov2 import build_dinov2, data_config as dinov2_data_config
 

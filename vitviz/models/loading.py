@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as dataclass_replace
 from pathlib import Path
 
 import torch
@@ -34,6 +34,7 @@ from .kernels import kernel_mode, optimize_for_inference
 from .linear_head import attach, head_dir, read_head
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
+from .vqkd import VQKD, VQKD_FORMAT, VQKDConfig, attach_teacher
 from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, MODELS, PACKAGE_ONNX, ModelSpec, choice_of, get_spec,
                        local_spec, model_names, parse_choice)
 from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
@@ -183,6 +184,7 @@ def _build_mae(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig,
 TOKEN_FAMILIES: dict[str, tuple[str, type[nn.Module], type]] = {
     "vq": (VQ_FORMAT, VQTokenizer, VQConfig),
     "beit": (BEIT_FORMAT, BEiTForMIM, BEiTConfig),
+    "vqkd": (VQKD_FORMAT, VQKD, VQKDConfig),
 }
 
 
@@ -206,6 +208,26 @@ def _build_hf_beit(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataCon
                                                      std=config.std), False
 
 
+#: Teacher backbones of VQ-KD tokenizers, per (registry name, input side).
+_TEACHERS: dict[tuple[str, int], nn.Module] = {}
+
+
+def load_teacher(name: str, img_size: int) -> nn.Module:
+    """A DINOv2 backbone (a VQ-KD teacher) built for input side ``img_size``, its position table resampled
+    from the native grid as for 224 (eval, no gradients; cached per size).
+
+    Raises:
+        ModelUnavailable: its weights cannot be had here. ValueError: ``name`` is not a DINOv2 backbone.
+    """
+    if (name, img_size) not in _TEACHERS:
+        spec = get_spec(name)
+        if spec.dinov2_arch is None:
+            raise ValueError(f"{name} is not a DINOv2 backbone; a VQ-KD teacher here must be one")
+        module = _build_dinov2(dataclass_replace(spec, input_size=img_size), _weights(spec))[0]
+        _TEACHERS[(name, img_size)] = module.eval().requires_grad_(False)
+    return _TEACHERS[(name, img_size)]
+
+
 def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
     """A vq-tiny / beit-tiny file: architecture from its metadata, weights loaded strictly."""
     if hit.source.kind == HF_BEIT:
@@ -218,6 +240,8 @@ def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, Dat
     config = config_cls.from_dict(json.loads(meta["config"]))
     with isolated_seed(RANDOM_INIT_SEED):
         module = load_strict(cls(config), sd, what)
+    if isinstance(module, VQKD):
+        attach_teacher(module, lambda n, size: load_teacher(n, size))
     return module, DataConfig(input_size=config.img_size), False
 
 
@@ -251,6 +275,8 @@ def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedM
     with torch.no_grad():
         module, data_config, norm_pix = build_random(spec) if spec.local is None else local.build_random(spec.local)
         module = optimize_for_inference(module.eval().requires_grad_(False).to(device), kernels)
+    if isinstance(module, VQKD):  # random codes over the real teacher's features
+        attach_teacher(module, lambda n, size: load_teacher(n, size))
     return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, random_init=True,
                        kernels=kernels)
 

@@ -14,6 +14,7 @@ from .beit import BEiTConfig
 from .dinov2 import DINOV2_SMALL
 from .mae import MAE_BASE_CONFIG, MAE_HUGE_CONFIG, MAE_LARGE_CONFIG, MAEConfig
 from .vqvae import VQConfig
+from .vqkd import VQKDConfig
 from .spec import LocalArch, ModelSpec, WeightSource
 
 #: The embedded default: a ViT encoder of 3.7M parameters (192 wide, 8 blocks),
@@ -35,6 +36,11 @@ VQ_TINY_CONFIG = VQConfig(codebook_size=512, code_dim=64, hidden=128, decoder_bl
 #: The embedded BEiT: ViT-Tiny/16 width (192, 3 heads), 8 blocks, a head over vq-tiny's 512 codes.
 #: Trained by ``python -m vitviz.training.train_beit`` (card: assets/models/beit-tiny.md).
 BEIT_TINY_CONFIG = BEiTConfig(embed_dim=192, depth=8, num_heads=3, vocab_size=512)
+#: BEiT v2's tokenizer (VQ-KD) distilled from dinov2-small's features: 512 codes of 32 numbers (l2-normalised).
+#: Trained by ``python -m vitviz.training.train_vqkd`` (card: assets/models/vq-kd-tiny.md).
+VQ_KD_TINY_CONFIG = VQKDConfig(codebook_size=512, code_dim=32)
+#: beit-tiny's architecture predicting vq-kd-tiny's 512 codes (card: assets/models/beit-tiny-v2.md).
+BEIT_TINY_V2_CONFIG = BEIT_TINY_CONFIG
 #: The published BEiT-Base pretraining checkpoint (microsoft/unilm ``beit_base_patch16_224_pt22k``;
 #: Hugging Face ``microsoft/beit-base-patch16-224-pt22k``, its ``config.json``): ViT-B/16 with one
 #: relative position bias shared by all blocks, no absolute position embedding, LayerScale (0.1 at
@@ -226,6 +232,24 @@ MODELS: dict[str, ModelSpec] = {
             beit_config=BEIT_TINY_CONFIG,
             recipe="python -m vitviz.training.train_beit",
             tokenizer="vq-tiny",
+        ),
+        ModelSpec(
+            name="vq-kd-tiny",
+            family="vqkd",
+            architecture="VQ-KD visual tokenizer (BEiT v2) over dinov2-small's patch features: one trainable "
+                         "block -> 512 l2-normalised 32-d codes (cosine lookup, EMA codebook) -> one block "
+                         "decoding the teacher's features; 16x16 patches (the teacher sees 224 px at 196)",
+            source="embedded: assets/models/vq-kd-tiny.safetensors (trained by this project); the teacher "
+                   "dinov2-small's weights as dinov2-small's entry finds them",
+            licence="Apache-2.0 (weights); training photos listed in assets/models/README.md; teacher: "
+                    "dinov2-small's licence",
+            input_size=224,
+            description=("Semantic visual tokenizer trained by vitviz (BEiT v2's VQ-KD): codes that rebuild "
+                         "DINOv2's features, not pixels; needs dinov2-small's weights."),
+            files=("vq-kd-tiny.safetensors",),
+            sources=(WeightSource(EMBEDDED, ("vq-kd-tiny.safetensors",)),),
+            vqkd_config=VQ_KD_TINY_CONFIG,
+            recipe="python -m vitviz.training.train_vqkd",
         ),
         # Sizes: fp32 parameter bytes (checked against the architectures in tests/models/test_zoo.py).
         _mae_visualize("base", MAE_BASE_CONFIG, 448),

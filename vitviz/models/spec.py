@@ -15,6 +15,7 @@ from .beit import BEiTConfig
 from .dinov2 import Dinov2Arch
 from .infer import Arch
 from .mae import MAEConfig
+from .vqkd import VQKDConfig
 from .swin_hf import SwinArch
 from .vqvae import VQConfig
 
@@ -65,7 +66,7 @@ class ModelSpec:
 
     Attributes:
         name: the registry name users pick (``mae-tiny``).
-        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer), ``beit``
+        family: ``mae``, ``vit``, ``deit``, ``dino``, ``dinov2``, ``swin``, ``vq`` (visual tokenizer), ``vqkd`` (a tokenizer distilled from a teacher's features), ``beit``
             or ``probe`` (a frozen backbone with a linear head trained by vitviz).
         architecture: human-readable architecture.
         source: where the weights come from, in words.
@@ -88,6 +89,7 @@ class ModelSpec:
         head: the file of a linear head vitviz trained on a frozen backbone (family ``probe``, in
             ``assets/labelled/head``; :mod:`vitviz.models.linear_head`); the backbone's weights come
             from ``sources``, as the backbone's own entry's do.
+        vqkd_config: architecture of a VQ-KD tokenizer over a teacher's features (family ``vqkd``).
         local: what was read from the starter's own checkpoint (:mod:`vitviz.models.local`); None
             for the models of the registry's table.
     """
@@ -112,6 +114,7 @@ class ModelSpec:
     dinov2_arch: Dinov2Arch | None = None
     local: LocalArch | None = None
     head: str = ""
+    vqkd_config: VQKDConfig | None = None
 
 
 @dataclass(frozen=True)

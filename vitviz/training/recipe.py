@@ -185,3 +185,10 @@ def positional_head(model: MaskedAutoencoderViT, layer: int, head: int, scale: f
             b[start : start + len(coords)] = -scale * (read @ beta)
             w[start + len(coords) : start + hd] = 0.0
             b[start + len(coords) : start + hd] = 0.0
+
+
+def wallclock_lr(peak: float, step: int, warmup: int, progress: float, min_frac: float) -> float:
+    """The trainers' learning rate: linear warm-up over ``warmup`` steps, then a cosine from ``peak`` to
+    ``min_frac * peak`` over the wall-clock budget (``progress`` = elapsed / budget, in [0, 1])."""
+    lr = peak * min(1.0, (step + 1) / warmup)
+    return lr * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))

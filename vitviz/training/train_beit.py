@@ -23,6 +23,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -36,6 +37,11 @@ from .codebook_head import CodebookHead
 from .testset import split_paths
 from .train_vq import split_images
 
+
+class Tokenizer(Protocol):
+    """Anything that turns ``(B, 3, S, S)`` images in [0, 1] into ``(B, S/16, S/16)`` token ids."""
+
+    def tokenize(self, imgs01: torch.Tensor) -> torch.Tensor: ...
 
 
 def init_encoder_from_mae(model: BEiTForMIM, path: Path) -> list[str]:
@@ -99,9 +105,9 @@ def crop_tokens(vq_path: Path, crops: np.ndarray, out: Path, batch: int = 32) ->
     return ids
 
 
-def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g: torch.Generator
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random 224 windows at 16-pixel offsets, mirrored half the time, with their token grids.
+def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g: torch.Generator,
+                 mirror: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random 224 windows at 16-pixel offsets, mirrored with probability ``mirror``, with their token grids.
 
     Returns:
         ``(imgs (B, 3, size, size) in [0, 1], targets (B, L) int64)``.
@@ -111,7 +117,7 @@ def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g
     gsz = size // cell
     idx = torch.randint(0, crops.shape[0], (batch,), generator=g).tolist()
     off = torch.randint(0, n_off, (batch, 2), generator=g).tolist()
-    flip = (torch.rand(batch, generator=g) < 0.5).tolist()
+    flip = (torch.rand(batch, generator=g) < mirror).tolist()
     imgs = np.empty((batch, size, size, 3), dtype=np.uint8)
     tgt = np.empty((batch, gsz, gsz), dtype=np.int64)
     for b, (j, (oy, ox), f) in enumerate(zip(idx, off, flip)):
@@ -123,17 +129,19 @@ def sample_batch(crops: np.ndarray, tokens: np.ndarray, batch: int, size: int, g
 
 
 @torch.inference_mode()
-def heldout_table(model: BEiTForMIM, vq_path: Path, photos: list[Path], most_frequent: int,
+def heldout_table(model: BEiTForMIM, vq_path: Path | Tokenizer, photos: list[Path], most_frequent: int,
                   seeds: tuple[int, ...], ratio: float, pattern: str = "block") -> dict:
     """Top-1/top-5 token accuracy over hidden patches of the evaluation photos, and both baselines.
 
-    Targets are vq-tiny's ids of each (224, centre-cropped) photo; masks are drawn with
+    Targets are the tokenizer's ids of each (224, centre-cropped) photo: ``vq_path`` is a vq-tiny
+    file, or any tokenizer object with ``tokenize`` (``vq-kd-tiny``'s
+    :class:`~vitviz.models.vqkd.VQKD`); masks are drawn with
     ``numpy.random.default_rng(seed)`` for each seed. Accuracies are pooled over all
     hidden patches of all photos and seeds.
     """
     was = model.training
     model.eval()
-    vq, _ = load_vq_file(vq_path)
+    vq = load_vq_file(vq_path)[0] if isinstance(vq_path, (str, Path)) else vq_path
     c = model.config
     images = split_images(photos, c.img_size)
     hits = {"top1": 0, "top5": 0, "most_frequent": 0, "nearest_visible": 0, "hidden": 0}
@@ -162,6 +170,43 @@ def heldout_table(model: BEiTForMIM, vq_path: Path, photos: list[Path], most_fre
     out = {k: v / total for k, v in hits.items()}
     out.update(hidden_patches=total, per_image=per, seeds=list(seeds), ratio=ratio, pattern=pattern)
     return out
+
+
+def kd_crop_tokens(kd: Path, cache: Path, crops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The crops that have cached teacher features, with ``kd``'s ids of them and of their mirrors.
+
+    Args:
+        kd: a vq-kd-tiny file; ``cache``: its :mod:`~vitviz.training.teacher_cache` folder, where
+            ``train_vqkd --crop-tokens`` wrote ``crop_tokens.npy`` for this very file.
+        crops: all training crops ``(M, S, S, 3)`` uint8.
+
+    Returns:
+        ``(crops (N, S, S, 3) in memory, ids (N, 2, S/16, S/16) int16)``; where the teacher saw one window
+        of each crop (the cache's ``window`` offset), those windows ``(N, 16 G, 16 G, 3)`` and their ids.
+
+    Raises:
+        SystemExit: the ids were made by another file (run ``train_vqkd --crop-tokens`` again).
+    """
+    known = json.loads((cache / "crop_tokens.json").read_text())
+    if known.get("vqkd") != file_digest(kd):
+        raise SystemExit(f"{cache / 'crop_tokens.npy'} was made by another tokenizer than {kd}; "
+                         "run python -m vitviz.training.train_vqkd --crop-tokens")
+    tokens = np.load(cache / "crop_tokens.npy")
+    index = np.load(cache / "teacher_index.npy")[: tokens.shape[0]]
+    out = np.ascontiguousarray(crops[np.sort(index)])[np.argsort(np.argsort(index))]
+    off = json.loads((cache / "teacher_meta.json").read_text()).get("window")
+    if off is not None:  # the teacher saw one window of each crop (teacher_cache --window): train on that window
+        side = tokens.shape[-1] * 16
+        out = np.ascontiguousarray(out[:, off : off + side, off : off + side])
+    return out, tokens
+
+
+def kd_tokenizer(kd: Path) -> Tokenizer:
+    """The image tokenizer of a vq-kd-tiny file (``dinov2-small`` loaded at first use)."""
+    from ..models.loading import load_teacher
+    from ..models.vqkd import attach_teacher, load_vqkd_file
+
+    return attach_teacher(load_vqkd_file(kd)[0], load_teacher)
 
 
 def exportable(model: BEiTForMIM) -> BEiTForMIM:
@@ -223,6 +268,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --eval-only: the training crops' most frequent code, if already measured")
     ap.add_argument("--eval-seeds", type=int, default=10)
     ap.add_argument("--table", type=Path, default=Path("assets/models/beit-tiny.heldout.json"))
+    ap.add_argument("--kd", type=Path, default=None,
+                    help="targets from this vq-kd-tiny file instead of --vq (beit-tiny-v2): the crops are those "
+                         "of --kd-cache, their ids made by `train_vqkd --crop-tokens`")
+    ap.add_argument("--kd-cache", type=Path, default=Path(".train/kd"),
+                    help="with --kd: the folder of vitviz.training.teacher_cache and crop_tokens.npy")
+    ap.add_argument("--mirror", type=float, default=0.5,
+                    help="probability of a mirrored sample (0 for VQ-KD windows: the teacher never saw their mirrors)")
+    ap.add_argument("--new-head", action="store_true",
+                    help="with --init: keep the file's encoder but start a new lm_head (its head is over another "
+                         "tokenizer's codes)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -230,18 +285,24 @@ def main(argv: list[str] | None = None) -> int:
         most_frequent = args.most_frequent_code  # measured on the training crops before (their JSON)
     else:
         crops = np.load(args.data / "train_crops.npy", mmap_mode="r")
-        tokens = crop_tokens(args.vq, crops, args.tokens)
+        if args.kd is not None:
+            crops, tokens = kd_crop_tokens(args.kd, args.kd_cache, crops)
+        else:
+            tokens = crop_tokens(args.vq, crops, args.tokens)
         counts = np.bincount(tokens.reshape(-1).astype(np.int64), minlength=BEIT_TINY_CONFIG.vocab_size)
         most_frequent = int(counts.argmax())
 
+    tok = args.vq if args.kd is None else kd_tokenizer(args.kd)
+    tok_path = args.vq if args.kd is None else args.kd
     if args.eval_only:
         model, meta = load_beit_file(args.out)
         seeds = tuple(range(args.eval_seeds))
         photos = split_paths(args.data, args.split, args.test_dir)
-        table = {"model": "beit-tiny", "step": meta.get("step"), "train_hours": meta.get("train_hours"),
-                 "vq": file_digest(args.vq), "most_frequent_code": most_frequent, "split": args.split,
-                 "block": heldout_table(model, args.vq, photos, most_frequent, seeds, args.ratio, "block"),
-                 "random": heldout_table(model, args.vq, photos, most_frequent, seeds, args.ratio, "random")}
+        table = {"model": "beit-tiny" if args.kd is None else "beit-tiny-v2", "step": meta.get("step"),
+                 "train_hours": meta.get("train_hours"), "tokenizer": tok_path.stem,
+                 "vq": file_digest(tok_path), "most_frequent_code": most_frequent, "split": args.split,
+                 "block": heldout_table(model, tok, photos, most_frequent, seeds, args.ratio, "block"),
+                 "random": heldout_table(model, tok, photos, most_frequent, seeds, args.ratio, "random")}
         args.table.write_text(json.dumps(table, indent=1) + "\n")
         print(json.dumps(table, indent=1))
         return 0
@@ -267,14 +328,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resumed at step {step}, {elapsed / 3600:.2f} h")
     elif args.init is not None:
         start, _ = load_beit_file(args.init)  # a tied head starts fresh: the file's linear head is not its kind
-        model.load_state_dict(with_head(start.state_dict(), model.lm_head) if args.codebook_head
+        model.load_state_dict(with_head(start.state_dict(), model.lm_head) if args.codebook_head or args.new_head
                               else start.state_dict(), strict=True)
         print(f"weights initialised from {args.init}")
     elif args.init_encoder is not None:
         copied = init_encoder_from_mae(model, args.init_encoder)
         print(f"encoder initialised from {args.init_encoder} ({len(copied)} tensors)")
     budget = args.hours * 3600.0
-    vq_digest = file_digest(args.vq)
+    vq_digest = file_digest(tok_path)
     model.train()
     t_last = time.perf_counter()
     while elapsed < budget:
@@ -285,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             group["lr"] = lr
         g = torch.Generator().manual_seed(args.seed * 1_000_003 + step)  # resumable without saved RNG state
         rng = np.random.default_rng([args.seed, step])
-        x, tgt = sample_batch(crops, tokens, args.batch, c.img_size, g)
+        x, tgt = sample_batch(crops, tokens, args.batch, c.img_size, g, args.mirror)
         mask = torch.from_numpy(np.stack([block_mask(c.grid, args.ratio, rng) for _ in range(args.batch)]))
         mask = mask.flatten(1)
         feats = model.features(normalize(x, c), mask)  # (B, L, D)
@@ -316,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                    "stage": "all positions" if step <= args.visible_steps else "hidden only",
                    "elapsed_h": round(elapsed / 3600, 4)}
             if step % args.eval_every == 0 or done:
-                t = heldout_table(model, args.vq, split_paths(args.data, "validation", args.test_dir), most_frequent,
+                t = heldout_table(model, tok, split_paths(args.data, "validation", args.test_dir), most_frequent,
                                   (0, 1, 2), args.ratio)
                 rec.update(heldout_top1=t["top1"], heldout_top5=t["top5"], heldout_most_frequent=t["most_frequent"],
                            heldout_nearest_visible=t["nearest_visible"])
@@ -331,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "codebook_head": str(args.codebook_head),
                                               "visible_weight": str(args.visible_weight),
                                               "latent_weight": str(args.latent_weight),
+                                              "tokenizer": tok_path.stem, "new_head": str(args.new_head),
                                               "train_hours": f"{elapsed / 3600:.3f}"})
             with log_path.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")

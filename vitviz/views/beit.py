@@ -105,14 +105,29 @@ class TokenView:
     tokens: Tokens
 
 
-def token_view(image: ImageInput, highlight: int | None = None) -> TokenView:
+def token_view(image: ImageInput, highlight: int | None = None, tokenizer: str = TOKENIZER) -> TokenView:
     """The image with its patch grid, its token map (image and hover figure), the image decoded from
-    its own tokens, the ids and the round-trip PSNR."""
-    vq = load_model(TOKENIZER)
+    its own tokens, the ids and the round-trip PSNR.
+
+    ``tokenizer``: ``vq-tiny`` or ``vq-kd-tiny`` (whose "decoded" image is its decoded features in the
+    colours of the teacher's principal components, and whose PSNR compares those colours with the
+    teacher's own; the sentence gives the feature cosine).
+
+    Raises:
+        ValueError: an unknown tokenizer (naming the two).
+    """
+    from ..beit.api import TOKENIZERS
+
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    vq = load_model(tokenizer)
     t = tokenize(vq, image)
     distinct = int((t.counts > 0).sum())
     top = int(t.counts.argmax())
-    text = (f"**Round trip:** {t.psnr:.2f} dB PSNR (MSE {t.mse:.4f}) between the image and the image decoded from "
+    rebuilt = ("between the image and the image decoded from" if t.feature_cosine is None else
+               f"(feature cosine {t.feature_cosine:.3f}) between dinov2-small's features, in colours, and those "
+               "decoded from")
+    text = (f"**Round trip:** {t.psnr:.2f} dB PSNR (MSE {t.mse:.4f}) {rebuilt} "
             f"its {t.ids.size} tokens alone. This image uses **{distinct}** of the {t.codebook_size} codes; the "
             f"most frequent here is code {top} ({int(t.counts[top])}×). Click a patch of the token map to "
             "highlight its code everywhere.")
@@ -272,6 +287,10 @@ def compare_view(image: ImageInput, p: BEiTPrediction | TokenGuess
     if isinstance(p, TokenGuess):
         return None, None, ("The comparison needs decoded pixels: pick **beit-tiny**, whose tokens vitviz can "
                             "decode, to set them beside mae-tiny's reconstruction."), {}
+    if p.reference is not None:
+        return None, None, ("The comparison is in pixels: this model's tokenizer (BEiT v2's VQ-KD) rebuilds "
+                            "dinov2-small's features, not pixels, so its guesses have no pixels to set beside "
+                            "mae-tiny's. Pick **beit-tiny** for it."), {}
     mae = load_model(MAE_MODEL)
     view = square_view(image, mae.input_size)
     if view.shape != p.original.shape:
@@ -283,3 +302,4 @@ def compare_view(image: ImageInput, p: BEiTPrediction | TokenGuess
             f"**beit-tiny {p.hidden_mse:.4f}**, **mae-tiny {r.masked_mse:.4f}** ({better} closer here). "
             + WHY)
     return p.decoded, r.pasted, text, nums
+
