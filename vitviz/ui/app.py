@@ -100,7 +100,7 @@ def build_demo() -> gr.Blocks:
         built = {}
         # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
         # shows the photo dropped (or the example picked) in any tab once it is selected.
-        hub = shared_image.SharedImage(demo)
+        hub = shared_image.SharedImage()
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
         openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
@@ -112,8 +112,8 @@ def build_demo() -> gr.Blocks:
                     tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
                                api_visibility="private")
                     ui = built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
-                    if ui.image is not None:  # inside the tab: its relay must not become a tab of its own
-                        hub.subscribe(tab, module.TAB_ID, ui.image, ui.examples, opened)
+                    if ui.image is not None:
+                        hub.subscribe(tab, module.TAB_ID, ui, opened)
                 if ui.image is None:  # a tab sharing the image opens through the hub (one handler, in the page)
                     tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
                                api_visibility="private")

@@ -289,7 +289,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
-            ui.image, ui.examples = image_box("attn", height=240, examples_id="attn-examples")
+            image_box(ui, TAB_ID, "attn", height=240, examples_id="attn-examples")
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="attn-model")
             ui.note = gr.Markdown(model_note(default), elem_id="attn-model-note")
             with gr.Group(visible=True) as ui.mae_box:
@@ -359,7 +359,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.model.change(**ui.bind(model_note, inputs=["model"], outputs="note", quick=False, queue=False, trigger_mode="always_last"))
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.part.input(**ui.bind(on_part)).then(**everything)
-    gr.on([ui.image.change, ui.seed.change, ui.mask_ratio.change], **everything)
+    gr.on([ui.new_image.change, ui.seed.change, ui.mask_ratio.change], **everything)
     gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.goto.change(**ui.bind(on_goto))

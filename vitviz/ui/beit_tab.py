@@ -294,7 +294,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            ui.image, ui.examples = image_box("beit", label="Your image", height=PANEL_HEIGHT)
+            image_box(ui, TAB_ID, "beit", label="Your image", height=PANEL_HEIGHT)
         with gr.Column(scale=3):
             gr.Markdown(HELP_TOKENS, elem_classes=["vitviz-help"])
             with gr.Row(equal_height=True):
@@ -356,7 +356,7 @@ def build(demo: gr.Blocks) -> Binder:
     show = ui.bind(update_predict)
     demo.load(**ui.bind(update_tokens, quick=False)).then(**ui.bind(update_codebook, quick=False)).then(**show)
     # the old image's highlight is cleared first, so a code clicked while the new panels compute is never wiped
-    ui.image.change(**ui.bind(clear_highlight, quick=False, queue=False)).then(**ui.bind(update_tokens)).then(**show)
+    ui.new_image.change(**ui.bind(clear_highlight, quick=False, queue=False)).then(**ui.bind(update_tokens)).then(**show)
     ui.model.change(**ui.bind(bv.model_note, inputs=["model"], outputs="note", quick=False, queue=False))
     controls = [ui.model.change, ui.mask_ratio.change, ui.seed.change, ui.pattern.change]
     gr.on(controls, **show)

@@ -130,7 +130,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            ui.image, ui.examples = image_box("explain", height=220, image_mode=None)
+            image_box(ui, TAB_ID, "explain", height=220, image_mode=None)
             ui.model = gr.Dropdown(choices=choices, value=default, label="Classifier", elem_id="explain-model")
         with gr.Column(scale=3):
             with gr.Row(equal_height=True):
@@ -163,7 +163,7 @@ def build(demo: gr.Blocks) -> Binder:
     maps, curves = ui.bind(update_maps), ui.bind(update_curves)
     demo.load(**ui.bind(update_maps, quick=False)).then(**ui.bind(update_curves, quick=False))
     ui.model.input(**ui.bind(on_model, quick=False, queue=False)).then(**maps).then(**curves)
-    gr.on([ui.image.change, ui.target.input, ui.method.input], **maps).then(**curves)
+    gr.on([ui.new_image.change, ui.target.input, ui.method.input], **maps).then(**curves)
     gr.on([ui.removal.input, ui.steps.release], **curves)
     # what a person types in the class box replaces the label shown, so it searches the classes
     ui.target.focus(None, None, None, js=read_js("select_on_focus", elem_id="explain-class"), queue=False,

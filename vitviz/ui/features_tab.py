@@ -206,7 +206,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            ui.image, ui.examples = image_box("feat", height=220, image_mode=None)
+            image_box(ui, TAB_ID, "feat", height=220, image_mode=None)
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="feat-model")
             ui.note = gr.Markdown(v.model_note(default), elem_id="feat-model-note")
         with gr.Column(scale=3):
@@ -268,7 +268,7 @@ def build(demo: gr.Blocks) -> Binder:
     demo.load(**ui.bind(on_load, quick=False)).then(**ui.bind(update_all, quick=False)).then(
         **ui.bind(llrd_chart, quick=False))
     ui.model.change(**ui.bind(on_model)).then(**everything)
-    ui.image.change(**everything)
+    ui.new_image.change(**everything)
     ui.layer.change(**ui.bind(layer_views))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.foreground.change(**ui.bind(feature_pca))

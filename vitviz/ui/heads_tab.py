@@ -136,7 +136,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            ui.image, ui.examples = image_box("heads", height=220, image_mode=None, examples_id="heads-examples")
+            image_box(ui, TAB_ID, "heads", height=220, image_mode=None, examples_id="heads-examples")
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="heads-model")
             ui.note = gr.Markdown(hv.model_note(default), elem_id="heads-model-note")
             ui.source = gr.Radio(hv.SOURCES, value="image", label="Statistics of", elem_id="heads-source",
@@ -187,10 +187,10 @@ def build(demo: gr.Blocks) -> Binder:
     ui.model.change(**ui.bind(hv.model_note, inputs=["model"], outputs="note", quick=False, queue=False,
                               trigger_mode="always_last"))
     ui.model.change(**ui.bind(on_model)).then(**ui.bind(update_all))
-    ui.image.change(**ui.bind(update_all))
+    ui.new_image.change(**ui.bind(update_all))
     demo.load(**ui.bind(on_model_norms, outputs="norm_layer", quick=False)).then(**norms, api_visibility="private")
     ui.model.change(**ui.bind(on_model_norms, outputs="norm_layer")).then(**norms, **QUICK)
-    gr.on([ui.image.change, ui.norm_layer.input], **norms, **QUICK)
+    gr.on([ui.new_image.change, ui.norm_layer.input], **norms, **QUICK)
     ui.source.change(**ui.bind(head_atlas))
     gr.on([ui.layer.input, ui.head.input], **ui.bind(qk_views))
     ui.clicks.change(**ui.bind(qk_token))

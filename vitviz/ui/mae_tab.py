@@ -286,7 +286,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.painted = gr.State(None)
     with gr.Row(elem_id="mae-layout"):
         with gr.Column(scale=1, min_width=300, elem_id="mae-controls"):
-            ui.image, ui.examples = image_box("mae", height=220, image_mode=None, examples_id="mae-examples",
+            image_box(ui, TAB_ID, "mae", height=220, image_mode=None, examples_id="mae-examples",
                                               examples_class="vitviz-secondary")
             ui.model_name = gr.Dropdown(choices=choices, value=default_model, label="Model", elem_id="mae-model")
             ui.note = gr.Markdown(model_note(default_model), elem_id="mae-model-note",
@@ -368,7 +368,7 @@ def build(demo: gr.Blocks) -> Binder:
     # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
     # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps scrubber.request.
     # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
-    new_picture = [ui.image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
+    new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]
     resync = scrub.wire(scrubber, ui.mask_ratio, [ui.image, ui.model_name, ui.seed, ui.pattern, ui.paint,
                                                   ui.compare_name], panels, ui.metrics, new_picture)

@@ -223,7 +223,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
-            ui.image, ui.examples = image_box("patches", label="Your image", height=240,
+            image_box(ui, TAB_ID, "patches", label="Your image", height=240,
                                               examples_id="patches-examples")
             ui.patch_size = gr.Radio(list(PATCH_SIZES), value=DEFAULT_PATCH, label="Patch size P (px)",
                                      elem_id="patches-size")
@@ -301,7 +301,7 @@ def build(demo: gr.Blocks) -> Binder:
         return event.then(**pos).then(**shuffle).then(**res)
 
     model_chain(demo.load(**ui.bind(update_grid, quick=False)).then(**model))
-    model_chain(ui.image.change(**grid).then(**model))
+    model_chain(ui.new_image.change(**grid).then(**model))
     model_chain(ui.model_key.change(**model))
     gr.on([ui.patch_size.change, ui.resolution.change], **grid).then(**model)
     selection_chain(ui.overlay.select(**ui.bind(click_overlay, quick=False)))

@@ -1,19 +1,19 @@
 """One image for the whole app: a photo dropped (or an example picked) in any tab is the one every tab shows.
 
 Each tab keeps its own upload box, so a photo can be dropped wherever the user is. A tab
-*subscribes* by giving its binder an image box (``ui.image, ui.examples = image_box(...)``,
-:mod:`vitviz.ui.binder`); the app then calls::
+*subscribes* by giving its binder an image box (:func:`image_box`: ``ui.image``, ``ui.examples``
+and ``ui.new_image``, :mod:`vitviz.ui.binder`), and the app then calls::
 
-    hub.subscribe(tab, tab_id, image, examples, opened)
+    hub.subscribe(tab, tab_id, ui, opened)
 
 Everything runs in the browser (no server call), with the page's current image held in
 ``vitviz.image`` of the page module (``vitviz/ui/js/page.js``, per browser tab):
 
 - a user's upload, paste, webcam shot or example click in a tab *publishes* the image
   (its version goes up);
-- the tab's own listeners on ``image.change`` are moved to a hidden *relay* number that
+- the tab's own image listeners listen to ``ui.new_image.change``, a hidden *relay* number that
   goes up when the box shows a new image *and the tab is open*: so an image that arrives
-  in a closed tab computes nothing;
+  in a closed tab computes nothing (no listener of the tab is on the box's own ``change``);
 - selecting the tab runs one handler (:func:`select_js`): the first time, it puts the
   latest image in the box and opens the tab (:mod:`vitviz.ui.lazy`): the tab's first views
   compute once, with that image; later, it puts a newer image in the box and moves the
@@ -21,7 +21,7 @@ Everything runs in the browser (no server call), with the page's current image h
   reaches the server.
 
 A tab's first views (its ``load`` handlers) must therefore draw everything its
-``image.change`` listeners draw.
+``new_image.change`` listeners draw.
 """
 
 from __future__ import annotations
@@ -40,20 +40,32 @@ def default_image() -> str | None:
     return examples[1] if len(examples) > 1 else (examples[0] if examples else None)
 
 
-def image_box(prefix: str, label: str = "Your image (drop, paste or webcam)", examples_id: str | None = None,
-              examples_class: str | None = None, **kwargs: Any) -> tuple[gr.Image, gr.Examples | None]:
-    """A tab's image box (``#PREFIX-input``, starting at :func:`default_image`) and its example photos
-    (in a group of ``examples_class`` when given): what the app's shared image subscribes.
-    ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
+def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop, paste or webcam)",
+              examples_id: str | None = None, examples_class: str | None = None, **kwargs: Any) -> None:
+    """A tab's image box, its example photos and its relay, on the tab's binder: ``ui.image`` (``#PREFIX-input``,
+    starting at :func:`default_image`), ``ui.examples`` (in a group of ``examples_class`` when given) and
+    ``ui.new_image``, the hidden counter whose ``change`` the tab's image listeners listen to (it moves once
+    per new image shown while the tab is open). A user's upload, paste, webcam shot, example click or clear
+    publishes the image (:func:`publish_js`). ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
     kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
     image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
-    examples = example_images()
-    if not examples:
-        return image, None
-    if examples_class is None:
-        return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
-    with gr.Group(elem_classes=[examples_class]):
-        return image, gr.Examples(examples=examples, inputs=image, label="Example photos", elem_id=examples_id)
+    examples, found = None, example_images()
+    if found and examples_class is None:
+        examples = gr.Examples(examples=found, inputs=image, label="Example photos", elem_id=examples_id)
+    elif found:
+        with gr.Group(elem_classes=[examples_class]):
+            examples = gr.Examples(examples=found, inputs=image, label="Example photos", elem_id=examples_id)
+    relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
+                      elem_id=f"image-relay-{tab_id}")
+    kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
+                              queue=False, api_visibility="private")
+    gr.on([image.upload, image.input], **kw)
+    if examples is not None and getattr(examples, "load_input_event", None) is not None:
+        examples.load_input_event.then(**{**kw, "js": publish_js(tab_id, clear="example")})
+    image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
+    # the box's own change: a refused upload empties it silently
+    image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})
+    ui.image, ui.examples, ui.new_image = image, examples, relay
 
 
 def publish_js(tab_id: str, clear: bool | str = False) -> str:
@@ -87,52 +99,22 @@ def select_js(tab_id: str) -> str:
     return js.read("image_select", tab=tab_id)
 
 
-def relay_image_changes(demo: gr.Blocks, image: gr.Image, relay: gr.Number) -> int:
-    """Move every listener of ``image.change`` to ``relay.change``; returns how many were moved."""
-    moved = 0
-    for fn in demo.fns.values():
-        targets = [(relay._id, "change") if (block, event) == (image._id, "change") else (block, event)
-                   for block, event in fn.targets]
-        if targets != list(fn.targets):
-            fn.targets = targets
-            moved += 1
-    return moved
-
-
 class SharedImage:
-    """The app's current image, shared by every tab that subscribes (held in the page).
+    """The app's current image, shared by every tab that subscribes (held in the page)."""
 
-    Args:
-        demo: the app (its events are rewired by :meth:`subscribe`).
-    """
-
-    def __init__(self, demo: gr.Blocks) -> None:
-        self.demo = demo
+    def __init__(self) -> None:
         self.tabs: list[str] = []
 
-    def subscribe(self, tab: gr.Tab, tab_id: str, image: gr.Image, examples: gr.Examples | None,
-                  opened: gr.Number) -> None:
-        """Link a tab's image box to the shared image and open the tab on its first selection (call inside
-        that tab's ``gr.Tab`` context, after its ``build``: the relay created here is part of the tab).
+    def subscribe(self, tab: gr.Tab, tab_id: str, ui: Any, opened: gr.Number) -> None:
+        """Pull the shared image into a tab's box when the tab is selected, and open the tab on its first
+        selection (call after the tab's ``build``, whose binder has :func:`image_box`'s components).
 
         Args:
             tab: the tab whose selection pulls the shared image.
             tab_id: the tab's id.
-            image: the tab's image box (``type="filepath"``); it should start at :func:`default_image`.
-            examples: the tab's example photos, if any: a click publishes like an upload.
+            ui: the tab's binder (``image``, ``new_image``).
             opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
         """
-        relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
-                          elem_id=f"image-relay-{tab_id}")
-        relay_image_changes(self.demo, image, relay)
-        kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
-                                  queue=False, api_visibility="private")
-        gr.on([image.upload, image.input], **kw)
-        if examples is not None and getattr(examples, "load_input_event", None) is not None:
-            examples.load_input_event.then(**{**kw, "js": publish_js(tab_id, clear="example")})
-        image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
-        # after relay_image_changes: this listener stays on the box (a refused upload empties it silently)
-        image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})
-        tab.select(None, [image, relay, opened], [image, relay, opened], js=select_js(tab_id), queue=False,
-                   api_visibility="private")
+        parts = [ui.image, ui.new_image, opened]
+        tab.select(None, parts, parts, js=select_js(tab_id), queue=False, api_visibility="private")
         self.tabs.append(tab_id)

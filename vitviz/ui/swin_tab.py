@@ -182,7 +182,7 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            ui.image, ui.examples = image_box("swin", sources=["upload", "clipboard", "webcam"], height=240,
+            image_box(ui, TAB_ID, "swin", sources=["upload", "clipboard", "webcam"], height=240,
                                               label="Your image (optional: a synthetic picture is used when empty)",
                                               examples_id="swin-examples")
             ui.stage = gr.Radio(stage_choices(geoms), value=1, label="Stage (patch 4, window 7 at 224 px)",
@@ -242,7 +242,7 @@ def build(demo: gr.Blocks) -> Binder:
     bias = ui.bind(swin_bias, quick=False)
     # Named endpoints first: they claim their names before the private events that reuse the same functions.
     show.click(**ui.bind(swin_attention, quick=False, api_name="swin_attention", api_visibility="public"))
-    ui.image.change(**ui.bind(swin_windows, quick=False, api_name="swin_windows", api_visibility="public",
+    ui.new_image.change(**ui.bind(swin_windows, quick=False, api_name="swin_windows", api_visibility="public",
                               trigger_mode="always_last")).then(**attention)
     ui.stage.change(**ui.bind(on_stage, outputs="block", quick=False)).then(**windows).then(**attention)
     for view, handler in ((ui.regular, pick_on_image), (ui.shifted, pick_on_image), (ui.rolled, pick_on_rolled)):
