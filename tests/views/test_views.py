@@ -26,12 +26,12 @@ def test_patches_view_points_are_x_y_fractions(photo_path):
 
     # the default point is patch (row 4, col 9) of a 14x14 grid
     grid = pv.grid_views(str(photo_path), 16, 224, list(pv.DEFAULT_POINT), False)
-    assert "row 4, column 9" in grid[7]
+    assert "row 4, column 9" in grid.token_text
     point = list(patch_center(2, 11, (14, 14)))
-    _, layout = grid[0], grid[3]
+    layout = grid.overlay_layout
     x, y = layout.left + point[0] * layout.side, layout.top + point[1] * layout.side
-    again, on_cls = pv.click_overlay(layout, x, y, None)
-    assert np.allclose(again, point, atol=1e-6) and on_cls is False
+    picked = pv.click_overlay(layout, x, y, None)
+    assert np.allclose(picked.point, point, atol=1e-6) and picked.on_cls is False
     assert pv.readouts(pv.grid_view(str(photo_path), 16, 224)[0])["attention_gflops_c768"] > 0
 
 
@@ -63,10 +63,10 @@ def test_swin_view_says_which_weights(monkeypatch, tmp_path):
 
     monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", str(tmp_path))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    tiles, overlay, _fig, text = sv.attention_view(None, 1, 1, 10, 10)
-    assert len(tiles) == 3 and overlay.shape == (448, 448, 3)
-    assert "random weights" in text
-    assert sv.pick(1, 447, 447, rolled=False) == (222, 222)
+    a = sv.attention_view(None, 1, 1, 10, 10)
+    assert len(a.tiles) == 3 and a.overlay.shape == (448, 448, 3)
+    assert "random weights" in a.attn_text
+    assert sv.pick(1, 447, 447, rolled=False) == sv.Point(222, 222)
 
 
 def test_explain_class_picker_lists_every_class_and_refuses_typed_text():

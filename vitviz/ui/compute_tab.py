@@ -1,6 +1,6 @@
 """The Compute tab: what attention costs, from formulas and measured on this machine.
 
-Its contract: the charts below out, by field name (:mod:`vitviz.ui.binder`); the charts, tables and CSV
+Its contract: the charts of :mod:`vitviz.views.compute` out, by field name (:mod:`vitviz.ui.binder`); the charts, tables and CSV
 files come from :mod:`vitviz.views.compute`.
 """
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import plotly.graph_objects as go
 
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
+from ..views.compute import AttentionChart, MaeChart, Measured, ModelChart, PatchChart
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve import files
@@ -64,43 +64,8 @@ EXPLAIN_MEASURED = (
 
 
 @dataclass(frozen=True)
-class AttentionChart:
-    """FLOPs of one attention layer vs tokens, the classic table, the CSV."""
-
-    plot1: go.Figure
-    table: str
-    dl1: Any
-
-
-@dataclass(frozen=True)
-class ModelChart:
-    plot2: go.Figure
-    dl2: Any
-
-
-@dataclass(frozen=True)
-class PatchChart:
-    plot3: go.Figure
-    dl3: Any
-
-
-@dataclass(frozen=True)
-class MaeChart:
-    plot4: go.Figure
-    summary: str
-    dl4: Any
-
-
-@dataclass(frozen=True)
 class Charts(AttentionChart, ModelChart, PatchChart, MaeChart):
     """Every chart of sections 1-4."""
-
-
-@dataclass(frozen=True)
-class Measured:
-    plot5: go.Figure
-    measured_text: str
-    dl5: Any
 
 
 def _served(out: Any) -> Any:
@@ -113,28 +78,28 @@ def _served(out: Any) -> Any:
 @user_errors
 def attention_flops(dim: float, window: float) -> AttentionChart:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
-    return _served(AttentionChart(*cv.attention_flops(dim, window)))
+    return _served(cv.attention_flops(dim, window))
 
 
 @cost(Cost.VIEW)
 @user_errors
 def model_flops(max_resolution: float) -> ModelChart:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
-    return _served(ModelChart(*cv.model_flops(max_resolution)))
+    return _served(cv.model_flops(max_resolution))
 
 
 @cost(Cost.VIEW)
 @user_errors
 def patch_size_flops(resolution: float, base: str) -> PatchChart:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
-    return _served(PatchChart(*cv.patch_size_flops(resolution, base)))
+    return _served(cv.patch_size_flops(resolution, base))
 
 
 @cost(Cost.VIEW)
 @user_errors
 def mae_flops_chart(name: str) -> MaeChart:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
-    return _served(MaeChart(*cv.mae_flops(name)))
+    return _served(cv.mae_flops(name))
 
 
 @cost(Cost.HEAVY)
@@ -142,16 +107,15 @@ def mae_flops_chart(name: str) -> MaeChart:
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
                       progress: gr.Progress = gr.Progress()) -> Measured:
     """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
-    return _served(Measured(*cv.measure(max_tokens, time_budget_s, memory_budget_mb,
-                                        progress=lambda f, msg: progress(f, desc=msg))))
+    return _served(cv.measure(max_tokens, time_budget_s, memory_budget_mb,
+                              progress=lambda f, msg: progress(f, desc=msg)))
 
 
 @memo_view(1)
 def _default_charts() -> Charts:
     """The four charts' views at their default controls (the same for every visitor: computed once)."""
-    return Charts(**vars(AttentionChart(*cv.attention_flops(96, 7))), **vars(ModelChart(*cv.model_flops(1344))),
-                  **vars(PatchChart(*cv.patch_size_flops(224, "ViT-B/16"))),
-                  **vars(MaeChart(*cv.mae_flops(next(iter(mae_configs()))))))
+    return Charts(**vars(cv.attention_flops(96, 7)), **vars(cv.model_flops(1344)),
+                  **vars(cv.patch_size_flops(224, "ViT-B/16")), **vars(cv.mae_flops(next(iter(mae_configs())))))
 
 
 @cost(Cost.VIEW)

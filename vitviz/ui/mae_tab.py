@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import numpy as np
 import plotly.graph_objects as go
 
 from ..cache import LRU

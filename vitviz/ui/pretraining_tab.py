@@ -9,7 +9,6 @@ No encoder runs here: the probes read features computed once and shipped
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import gradio as gr
 import plotly.graph_objects as go

@@ -1,22 +1,19 @@
 """The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention.
 
-Its contract: :class:`Windows`, :class:`WindowAttention` and :class:`Bias` out, by field name
-(:mod:`vitviz.ui.binder`); the views come from :mod:`vitviz.views.swin`.
+Its contract: the views of :mod:`vitviz.views.swin` (``Windows``, ``WindowAttention``, ``Point``, ``Bias``:
+dataclasses whose fields name this tab's components, :mod:`vitviz.ui.binder`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import numpy as np
-import plotly.graph_objects as go
 
 from ..core.windows import stage_geometry
 from ..explain.windows import has_pretrained
 from ..views import swin as sv
-from ..views.swin import INPUT, block_choices, stage_choices
+from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve.costs import Cost, cost
@@ -61,43 +58,6 @@ EXPLAIN_BIAS = (
 )
 
 
-@dataclass(frozen=True)
-class Windows:
-    """The regular partition, the shifted partition, the rolled map (uint8 RGB), the mask figure, the per-stage
-    gallery and a description."""
-
-    regular: np.ndarray
-    shifted: np.ndarray
-    rolled: np.ndarray
-    mask_plot: go.Figure
-    stages: list
-    info: str
-
-
-@dataclass(frozen=True)
-class WindowAttention:
-    """The query's window per head (gallery), the keys on the image, the weights per head, and words."""
-
-    tiles: list
-    overlay: np.ndarray
-    heads_plot: go.Figure
-    attn_text: str
-
-
-@dataclass(frozen=True)
-class Point:
-    """A clicked token, in pixels of the 224-px input."""
-
-    x: int
-    y: int
-
-
-@dataclass(frozen=True)
-class Bias:
-    bias_plot: go.Figure
-    bias_text: str
-
-
 @cost(Cost.VIEW)
 @user_errors
 def swin_windows(image: str | None, stage: float, x: float, y: float
@@ -107,7 +67,7 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
     Returns the regular partition, the shifted partition, the rolled map, the mask figure,
     the per-stage gallery and a description.
     """
-    return Windows(*sv.windows_view(image, stage, x, y))
+    return sv.windows_view(image, stage, x, y)
 
 
 @cost(Cost.VIEW)
@@ -115,7 +75,7 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
 def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
                    ) -> WindowAttention:
     """Endpoint ``swin_attention``: (image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
-    return WindowAttention(*sv.attention_view(image, stage, block, x, y))
+    return sv.attention_view(image, stage, block, x, y)
 
 
 @cost(Cost.VIEW)
@@ -124,7 +84,7 @@ def swin_attention(image: str | None, stage: float, block: float, x: float, y: f
 def first_windows(image: str | None, stage: float, x: float, y: float
                   ) -> Windows:
     """The views of the default token when the tab is first shown (kept for the next visitor)."""
-    return Windows(*sv.windows_view(image, stage, x, y))
+    return sv.windows_view(image, stage, x, y)
 
 
 @cost(Cost.VIEW)
@@ -133,21 +93,21 @@ def first_windows(image: str | None, stage: float, x: float, y: float
 def first_attention(image: str | None, stage: float, block: float, x: float, y: float
                     ) -> WindowAttention:
     """The attention of the default token when the tab is first shown (kept for the next visitor)."""
-    return WindowAttention(*sv.attention_view(image, stage, block, x, y))
+    return sv.attention_view(image, stage, block, x, y)
 
 
 @cost(Cost.VIEW)
 @user_errors
 def pick_on_image(stage: float, evt: gr.SelectData) -> Point:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
-    return Point(*sv.pick(stage, evt.index[0], evt.index[1], rolled=False))
+    return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
 
 
 @cost(Cost.VIEW)
 @user_errors
 def pick_on_rolled(stage: float, evt: gr.SelectData) -> Point:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
-    return Point(*sv.pick(stage, evt.index[0], evt.index[1], rolled=True))
+    return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
 
 
 @cost(Cost.VIEW)
@@ -155,7 +115,7 @@ def pick_on_rolled(stage: float, evt: gr.SelectData) -> Point:
 @memo_view(32)
 def swin_bias(stage: float, block: float, head: float) -> Bias:
     """(stage, block, head from 1) -> that head's relative position bias table and a text (private event)."""
-    return Bias(*sv.bias_view(stage, block, head))
+    return sv.bias_view(stage, block, head)
 
 
 @cost(Cost.VIEW)

@@ -10,6 +10,7 @@ import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -109,23 +110,66 @@ def _fraction_text(f: Fraction) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{float(f):.3g}"
 
 
-def attention_flops(dim: object, window: object) -> tuple[go.Figure, str, CsvDownload]:
+@dataclass(frozen=True)
+class AttentionChart:
+    """FLOPs of one attention layer vs tokens, the classic table, its CSV (fields: the Compute tab's components)."""
+
+    plot1: go.Figure
+    table: str
+    dl1: Any
+
+
+@dataclass(frozen=True)
+class ModelChart:
+    """Whole-model FLOPs vs resolution, and its CSV."""
+
+    plot2: go.Figure
+    dl2: Any
+
+
+@dataclass(frozen=True)
+class PatchChart:
+    """Patch size vs FLOPs, and its CSV."""
+
+    plot3: go.Figure
+    dl3: Any
+
+
+@dataclass(frozen=True)
+class MaeChart:
+    """MAE encoder + decoder FLOPs vs masking ratio, a summary, the CSV."""
+
+    plot4: go.Figure
+    summary: str
+    dl4: Any
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Measured time and memory (log-log), words, the CSV."""
+
+    plot5: go.Figure
+    measured_text: str
+    dl5: Any
+
+
+def attention_flops(dim: object, window: object) -> AttentionChart:
     """(width C, window M) -> figure, classic table (Markdown), CSV."""
     c = as_int(dim, "the width C", 1, 8192)
     m = as_int(window, "the window M", 1, 64)
     rows = attention_scaling_rows(c, m)
     fig = attention_flops_figure(rows, classic_table(c, m), m)
-    return fig, classic_markdown(c, m), csv_download(rows, "attention_flops")
+    return AttentionChart(fig, classic_markdown(c, m), csv_download(rows, "attention_flops"))
 
 
-def model_flops(max_resolution: object) -> tuple[go.Figure, CsvDownload]:
+def model_flops(max_resolution: object) -> ModelChart:
     """Largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV."""
     top = as_int(max_resolution, "the largest resolution", 224, 2240)
     res = [r for r in (224, 320, 448, 640, 896, 1120, 1344, 1792, 2240) if r <= top]
     if res[-1] != top:
         res.append(top)
     rows = model_scaling_rows(res)
-    return model_flops_figure(rows), csv_download(rows, "model_flops")
+    return ModelChart(model_flops_figure(rows), csv_download(rows, "model_flops"))
 
 
 def models_markdown() -> str:
@@ -147,14 +191,14 @@ def models_markdown() -> str:
     )
 
 
-def patch_size_flops(resolution: object, base: str) -> tuple[go.Figure, CsvDownload]:
+def patch_size_flops(resolution: object, base: str) -> PatchChart:
     """(resolution px, ViT name) -> figure, CSV."""
     r = as_int(resolution, "the resolution", 32, 2048)
     rows = patch_size_rows(r, base)
-    return patch_size_figure(rows, r, base), csv_download(rows, "patch_size_flops")
+    return PatchChart(patch_size_figure(rows, r, base), csv_download(rows, "patch_size_flops"))
 
 
-def mae_flops(name: str) -> tuple[go.Figure, str, CsvDownload]:
+def mae_flops(name: str) -> MaeChart:
     """MAE name -> figure, a one-line summary at 75%, CSV."""
     configs = mae_configs()
     if name not in configs:
@@ -172,11 +216,11 @@ def mae_flops(name: str) -> tuple[go.Figure, str, CsvDownload]:
         f"{full / f['total']:.2f}x fewer FLOPs than with nothing masked. (The paper, for ViT-L: 3.3x fewer "
         "training FLOPs, 2.8x less wall-clock time.) *(MAE §3, tables 1c and 2)*"
     )
-    return mae_flops_figure(rows, name), summary, csv_download(rows, "mae_flops")
+    return MaeChart(mae_flops_figure(rows, name), summary, csv_download(rows, "mae_flops"))
 
 
 def measure(max_tokens: object, time_budget_s: object, memory_budget_mb: object,
-            progress: Callable[[float, str], None] | None = None) -> tuple[go.Figure, str, CsvDownload]:
+            progress: Callable[[float, str], None] | None = None) -> Measured:
     """Budgets -> measured figure, summary, CSV.
 
     The budgets are capped by ``settings.measure_limits()`` (tokens, seconds, MiB: 3136,
@@ -204,7 +248,7 @@ def measure(max_tokens: object, time_budget_s: object, memory_budget_mb: object,
     if capped:
         text += (f"\n\nThis server caps one measurement at {', '.join(capped)} (it is shared; "
                  "`VITVIZ_MEASURE_*` settings).")
-    return timing_figure(sweep, mem), text, csv_download(timing_rows(sweep), "attention_timing")
+    return Measured(timing_figure(sweep, mem), text, csv_download(timing_rows(sweep), "attention_timing"))
 
 
 def measured_markdown(sweep: TimingSweep) -> str:

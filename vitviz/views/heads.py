@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 
 from ..explain.attention import num_layers
 from ..explain.heads import HEAD_TYPES, LOCAL_RATIO, RULE, HeadAtlas, head_atlas
-from ..explain.maps import AttentionMaps
 from ..explain.qk import QueryKeySpace, query_key_space
 from ..models.loading import LoadedModel, load_choice
 from ..plots.heads import head_grid_figure, head_scatter_figure, position_colors, qk_figure

@@ -157,8 +157,46 @@ def views_markdown(v: SwinViews) -> str:
            f"{v.window_regular}. {shifted}"
 
 
-def windows_view(image: Any, stage: Any, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, go.Figure,
-                                                                   list, str]:
+@dataclass(frozen=True)
+class Windows:
+    """The regular partition, the shifted partition, the rolled map (uint8 RGB), the clicked window's mask
+    figure, the per-stage gallery and a description (each field named as the Swin tab's component)."""
+
+    regular: np.ndarray
+    shifted: np.ndarray
+    rolled: np.ndarray
+    mask_plot: go.Figure
+    stages: list
+    info: str
+
+
+@dataclass(frozen=True)
+class WindowAttention:
+    """The query's window per head (gallery), the keys on the image, the weights per head, and words."""
+
+    tiles: list
+    overlay: np.ndarray
+    heads_plot: go.Figure
+    attn_text: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """A token's centre, in pixels of the 224-px input."""
+
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class Bias:
+    """One head's relative position bias table (heatmap), and words."""
+
+    bias_plot: go.Figure
+    bias_text: str
+
+
+def windows_view(image: Any, stage: Any, x: Any, y: Any) -> Windows:
     """(image or None for the synthetic picture, stage 1-4, x, y px in the 224 image) -> the views.
 
     Returns:
@@ -172,7 +210,7 @@ def windows_view(image: Any, stage: Any, x: Any, y: Any) -> tuple[np.ndarray, np
     fig = attention_mask_figure(v.blocked, v.regions, v.positions, g.window, v.query_index,
                                 title=f"window {v.window_shifted}, shifted block")
     gallery = [(img, f"stage {s.stage}: {s.grid[0]}x{s.grid[1]} tokens") for img, s in zip(v.stages, geoms)]
-    return v.regular, v.shifted, v.rolled, fig, gallery, views_markdown(v)
+    return Windows(v.regular, v.shifted, v.rolled, fig, gallery, views_markdown(v))
 
 
 def weights_note(random_init: bool) -> str:
@@ -183,7 +221,7 @@ def weights_note(random_init: bool) -> str:
     return "`swin-tiny` with its **pretrained** ImageNet-1k weights"
 
 
-def attention_view(image: Any, stage: Any, block: Any, x: Any, y: Any) -> tuple[list, np.ndarray, go.Figure, str]:
+def attention_view(image: Any, stage: Any, block: Any, x: Any, y: Any) -> WindowAttention:
     """(image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
     _, g = geometry(stage)
     try:
@@ -203,17 +241,17 @@ def attention_view(image: Any, stage: Any, block: Any, x: Any, y: Any) -> tuple[
         f"token {cap.token} is query {cap.query_index} of window {cap.window_index}; {int(cap.blocked.sum())} of "
         f"{cap.blocked.size} keys are masked (weight effectively 0)."
     )
-    return tiles, attention_overlay(arr, cap, VIEW_PX), fig, text
+    return WindowAttention(tiles, attention_overlay(arr, cap, VIEW_PX), fig, text)
 
 
-def pick(stage: Any, px: float, py: float, rolled: bool) -> tuple[int, int]:
+def pick(stage: Any, px: float, py: float, rolled: bool) -> Point:
     """A click at ``(px, py)`` on a ``VIEW_PX``-px view -> the token's centre ``(x, y)`` in the 224 image.
 
     On the rolled map (``rolled=True``) the position is un-rolled first.
     """
     _, g = geometry(stage)
     token = token_at_pixel(g, px, py, VIEW_PX, rolled_block=1 if rolled and g.depth > 1 else None)
-    return token_center_pixel(g, token, INPUT)
+    return Point(*token_center_pixel(g, token, INPUT))
 
 
 def block_value(stage: Any, block: Any) -> int:
@@ -223,7 +261,7 @@ def block_value(stage: Any, block: Any) -> int:
     return min(prev % 2, g.depth - 1)
 
 
-def bias_view(stage: Any, block: Any, head: Any) -> tuple[go.Figure, str]:
+def bias_view(stage: Any, block: Any, head: Any) -> Bias:
     """(stage, block, head counted from 1) -> heatmap of that head's relative position bias table, and a text."""
     _, g = geometry(stage)
     try:
@@ -246,7 +284,7 @@ def bias_view(stage: Any, block: Any, head: Any) -> tuple[go.Figure, str]:
         f"table serves all {mh * mw}×{mh * mw} pairs of every window; it ranges from {float(table.min()):.2f} "
         f"to {float(table.max()):.2f} here."
     )
-    return fig, text
+    return Bias(fig, text)
 
 
 def merging_markdown(size: int = INPUT) -> str:
