@@ -274,6 +274,29 @@ def test_a_flood_from_one_client_cannot_make_another_clients_call_wait_behind_it
     assert _at(waiting, mine) <= 4
 
 
+def test_a_client_with_calls_running_waits_behind_one_with_none():
+    """Row 2: five addresses kept the view slots busy and calls waiting; the visitor's first call went behind
+    every address's first waiting one, those of the addresses whose calls were running too. What a client
+    has running now counts: the visitor goes before the waiting calls of clients with calls running."""
+    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
+    running = [_event(flooders[0]), _event(flooders[1])]  # the two view slots
+    waiting: list = []
+    for _ in range(3):
+        for address in flooders:
+            e = _event(address)
+            waiting.append(e)
+            limits.fair_insert(waiting, e, running)
+    visitor = _event("10.1.0.1")
+    waiting.append(visitor)
+    limits.fair_insert(waiting, visitor, running)
+    # behind the first calls of the three addresses running nothing (their turn as much as the visitor's)
+    assert [e.vitviz_address for e in waiting[:_at(waiting, visitor)]] == flooders[2:]
+    # without running calls counted, it also waited behind those of the two running addresses
+    plain = [e for e in waiting if e is not visitor] + [visitor]
+    limits.fair_insert(plain, visitor)
+    assert sorted(e.vitviz_address for e in plain[:_at(plain, visitor)]) == flooders
+
+
 def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
     queue = SimpleNamespace(event_queue_per_concurrency_id={
         "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(64)])})

@@ -28,6 +28,8 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
 * :mod:`.files` -- ``Blocks.temp_file_sets`` (every file vitviz writes is cleaned by Gradio);
 * :mod:`.zerogpu` -- ``spaces.GPU`` (Hugging Face ZeroGPU), when the ``spaces`` package imports: every
   model call (:func:`vitviz.models.runner.runs_model`) runs inside it;
+* :mod:`.threads` -- ``gradio.context.LocalContext`` (the event a model call runs for): each model call's
+  intra-op threads by its cost class, through the runner seam on the CPU;
 * :mod:`.mcp` -- ``BlockFunction.fn``'s ``__name__``, which names each MCP tool
   (``gradio/mcp.py``, ``python app.py --mcp``).
 """
@@ -71,9 +73,10 @@ def check_gradio(version: str | None = None) -> None:
 
 def install_process() -> None:
     """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
-    page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU."""
+    page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU, else
+    each on its share of the CPU's cores."""
     check_gradio()
-    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, zerogpu
+    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, zerogpu
 
     errors.install()
     image_cache.install()
@@ -82,7 +85,8 @@ def install_process() -> None:
     limits.install()
     pageconfig.install()
     http.install()
-    zerogpu.install()
+    if not zerogpu.install():
+        threads.install()  # on the CPU: each model call on its share of the cores
 
 
 def install(demo: Any) -> Any:

@@ -40,6 +40,7 @@ import ipaddress
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,17 +185,27 @@ def _fair_key(event: Any) -> str:
     return f"session:{event.session_hash}" if not address or exempt(address) else address
 
 
-def fair_insert(waiting: list, event: Any) -> None:
+def fair_insert(waiting: list, event: Any, running: Sequence[Any] = ()) -> None:
     """Move ``event`` (just appended to its group's ``waiting`` list) to its fair place: round-robin by
-    client (:func:`_fair_key`). A client's k-th waiting event goes before every other client's (k+1)-th,
-    so a flood from one client never puts another client's first request behind it."""
+    client (:func:`_fair_key`), counting what each client has running. A client's k-th event (running or
+    waiting) goes before every other client's (k+1)-th, so a flood from one client never puts another
+    client's first request behind it, nor behind the flood's next one while the flood's first ones run.
+
+    Args:
+        waiting: the group's waiting events, ``event`` last.
+        event: the event just queued.
+        running: every running event of the queue (any group).
+    """
     at = next((i for i, e in enumerate(waiting) if e is event), None)
     if at is None:
         return
     del waiting[at]
-    key = _fair_key(event)
-    rank = sum(1 for e in waiting if _fair_key(e) == key)
     seen: dict[str, int] = {}
+    for other in running:
+        k = _fair_key(other)
+        seen[k] = seen.get(k, 0) + 1
+    key = _fair_key(event)
+    rank = seen.get(key, 0) + sum(1 for e in waiting if _fair_key(e) == key)
     for i, other in enumerate(waiting):
         k = _fair_key(other)
         seen[k] = seen.get(k, 0) + 1
@@ -228,10 +239,15 @@ def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int
     return same_session, same_address, heavy
 
 
+def _running(queue: Any) -> list:
+    """Every running event of Gradio's queue."""
+    return [e for job in list(queue.active_jobs) if job for e in job]
+
+
 def _events(queue: Any) -> list:
     """Every queued and running event of Gradio's queue."""
     waiting = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)]
-    return waiting + [e for job in list(queue.active_jobs) if job for e in job]
+    return waiting + _running(queue)
 
 
 def live_taken(queue: Any, session: str | None, address: str, per_address: bool) -> bool:
@@ -349,7 +365,7 @@ def install() -> None:
                         _move(self, event, group)  # no await since the push: not yet picked up
                     target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
                     if target is not None:
-                        fair_insert(target.queue, event)
+                        fair_insert(target.queue, event, _running(self))
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
         return False, BUSY_MESSAGE, "queue_full"

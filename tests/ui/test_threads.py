@@ -1,0 +1,97 @@
+"""Issue 32 rows 1-2: a model call's intra-op threads follow its cost class (vitviz.ui.serve.threads), so
+expensive work leaves a core to the views. No timing: the threads each call ran on are checked."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import torch
+
+from vitviz.models import runner
+from vitviz.ui.serve import limits, threads
+
+
+def test_heavy_and_live_calls_leave_a_core_and_a_view_takes_its_share():
+    assert threads.share(limits.HEAVY, [], 2) == 1 and threads.share(limits.LIVE, [], 2) == 1
+    assert threads.share(limits.HEAVY, [], 8) == 7 and threads.share(limits.HEAVY, [], 1) == 1
+    assert threads.share(limits.VIEW, [], 2) == 2  # alone: every core
+    assert threads.share(limits.VIEW, [limits.HEAVY], 2) == 1  # beside a heavy call: the core it leaves
+    assert threads.share(limits.VIEW, [limits.VIEW, limits.HEAVY, limits.LIVE], 8) == 2
+
+
+def test_each_model_call_runs_on_its_groups_threads_and_restores_them(monkeypatch):  # noqa: ANN001
+    """Two calls at once, a heavy one and a view: each ran on the threads of its group, set in its own thread
+    (torch keeps the count per thread), and each thread's count is back afterwards."""
+    from vitviz import settings
+
+    monkeypatch.setattr(settings, "threads", lambda: 2)
+    groups = {}  # thread -> group of its event (what gradio.context.LocalContext says in a handler)
+    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
+    heavy_in, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    @runner.runs_model
+    def heavy_forward() -> None:
+        seen["heavy"] = torch.get_num_threads()
+        heavy_in.set()
+        assert release.wait(30)
+        seen["heavy after the view"] = torch.get_num_threads()
+
+    @runner.runs_model
+    def view_forward() -> None:
+        seen["view"] = torch.get_num_threads()
+
+    after: dict[str, int] = {}
+
+    def heavy_handler() -> None:
+        groups[threading.get_ident()] = limits.HEAVY
+        torch.set_num_threads(2)
+        heavy_forward()
+        after["heavy"] = torch.get_num_threads()
+
+    threads.install()
+    try:
+        view_forward()
+        alone = seen.pop("view")
+        worker = threading.Thread(target=heavy_handler)
+        worker.start()
+        assert heavy_in.wait(30)
+        view_forward()  # while the heavy call runs
+        release.set()
+        worker.join(30)
+    finally:
+        runner.install(None)
+    assert alone == 2 and seen == {"heavy": 1, "view": 1, "heavy after the view": 1}
+    assert after == {"heavy": 2}
+
+
+def test_the_group_is_read_from_the_event_the_handler_runs_for():
+    from gradio.context import LocalContext
+
+    event = SimpleNamespace(concurrency_id=limits.HEAVY)
+    blocks = SimpleNamespace(_queue=SimpleNamespace(event_ids_to_events={"e1": event}))
+    result: list[str] = []
+
+    def handler() -> None:  # what gradio.utils.get_function_with_locals sets in the handler's thread
+        LocalContext.blocks.set(blocks)
+        LocalContext.event_id.set("e1")
+        result.append(threads.current_group())
+        LocalContext.event_id.set("other")
+        result.append(threads.current_group())
+
+    worker = threading.Thread(target=handler)
+    worker.start()
+    worker.join(10)
+    assert result == [limits.HEAVY, limits.VIEW] and threads.current_group() == limits.VIEW
+
+
+def test_the_served_app_installs_it_on_the_cpu_and_zerogpu_keeps_its_own():
+    from vitviz.ui import serve
+
+    runner.install(None)
+    try:
+        serve.install_process()
+        assert runner.installed()  # no `spaces` here: the thread share
+    finally:
+        runner.install(None)

@@ -1,0 +1,91 @@
+"""Intra-op threads of each model call, by its cost class: expensive work leaves a core to the views.
+
+Every model call (:func:`vitviz.models.runner.runs_model`) used ``VITVIZ_THREADS`` intra-op threads
+(the CPU count), whoever made it. On a 2-core host a visitor's view computed beside another visitor's
+layer probes or sweep then ran four threads on two cores, and torch's threads waiting for a busy core
+cost more than they gave: on this VM under load a ViT-S forward took 1.2 s on 2 threads and 0.25-0.4 s
+on 1 (bench/README.md, issue 32). Installed by :func:`vitviz.ui.serve.install_process` through the
+runner seam (not when ZeroGPU's runner is installed: the model then runs on a GPU), each marked call
+runs on :func:`share` threads:
+
+* a call of the :data:`.limits.HEAVY` or :data:`.limits.LIVE` group (probes, sweeps, explanations, a
+  live stream's frames): ``cores - 1`` (at least 1), so one core always stays for the views;
+* a view (any other group): every core when no other model call is running, else its share of them
+  (``cores // calls``, at least 1).
+
+The group is that of the Gradio event the call runs for (``gradio.context.LocalContext``, read in the
+handler's thread); a call outside an event (start-up, tests) is a view. torch keeps the intra-op thread
+count per thread (OpenMP's per-thread setting and MKL's local one), so one call's setting never changes
+another's; it is restored after the call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection
+from typing import Any
+
+from ...models import runner
+
+_RUNNING: dict[int, str] = {}  # thread id -> concurrency group of the model call it runs
+_LOCK = threading.Lock()
+
+
+def share(group: str, others: Collection[str], cores: int) -> int:
+    """Intra-op threads of a model call of concurrency group ``group`` while calls of ``others`` run.
+
+    Args:
+        group: the call's concurrency group (:data:`.limits.VIEW`, ``HEAVY``, ``LIVE``, ...).
+        others: the groups of the model calls running in other threads.
+        cores: the threads one call may use at most (``VITVIZ_THREADS``).
+    """
+    from .limits import HEAVY, LIVE
+
+    cores = max(1, int(cores))
+    if group in (HEAVY, LIVE):
+        return max(1, cores - 1)
+    return max(1, cores // (1 + len(others)))
+
+
+def current_group() -> str:
+    """The concurrency group of the queued event whose handler runs in this thread, or :data:`.limits.VIEW`."""
+    from .limits import VIEW
+
+    try:
+        from gradio.context import LocalContext
+
+        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+        event = blocks._queue.event_ids_to_events.get(event_id) if blocks is not None and event_id else None
+    except Exception:  # noqa: BLE001 - no event context (a direct call): a view
+        return VIEW
+    return str(getattr(event, "concurrency_id", None) or VIEW)
+
+
+def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callable[[Callable[..., Any], tuple, dict], Any]:
+    """The runner decorator (:func:`vitviz.models.runner.install`): ``execute`` on :func:`share` threads."""
+
+    def run(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        import torch
+
+        from ... import settings
+
+        me, group = threading.get_ident(), current_group()
+        with _LOCK:
+            others = [g for t, g in _RUNNING.items() if t != me]
+            _RUNNING[me] = group
+        previous = torch.get_num_threads()
+        torch.set_num_threads(share(group, others, settings.threads()))
+        try:
+            return execute(fn, args, kwargs)
+        finally:
+            torch.set_num_threads(previous)
+            with _LOCK:
+                _RUNNING.pop(me, None)
+
+    return run
+
+
+def install() -> None:
+    """Run every model call on its share of the cores (replaces any runner: call it where ZeroGPU's is not
+    installed, as :func:`vitviz.ui.serve.install_process` does)."""
+    runner.install(shared)
