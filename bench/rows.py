@@ -188,13 +188,20 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
     asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
 
     def row8(stop: threading.Event, k: int) -> None:
+        # the answer is read as it comes, not decompressed: a hostile client does not decode what it asked
+        # for, and decoding 4.6 MB of Brotli per request here took this machine's CPU, not the server's
         with httpx.Client(timeout=10) as http:
             while not stop.is_set() and asset:
                 try:
-                    http.get(app.url + asset.lstrip("/") + f"?v={uuid.uuid4().hex}",
-                             headers={"Accept-Encoding": "br", "X-Forwarded-For": "10.8.0.1"})
+                    with http.stream("GET", app.url + asset.lstrip("/") + f"?v={uuid.uuid4().hex}",
+                                     headers={"Accept-Encoding": "br", "X-Forwarded-For": "10.8.0.1"}) as r:
+                        for _ in r.iter_raw():
+                            pass
+                    statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
                 except httpx.HTTPError:
                     pass
+
+    statuses: dict[int, int] = {}
 
     out = {}
     for name, target, threads in (("1 features update_all x2", row1, 2), ("2 five addresses x16", row2, 40),
@@ -206,6 +213,8 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
         for w in workers:
             w.join(35)
         out[name]["attack_threads_left"] = sum(w.is_alive() for w in workers)
+        if target is row8:
+            out[name]["attack_answers"] = {str(k): v for k, v in sorted(statuses.items())}
         time.sleep(3.0)
     return out
 

@@ -240,6 +240,41 @@ def test_the_page_module_is_a_file_and_the_page_names_it_before_gradios_code():
     assert "head" not in js.page(inline=False) and js.page(inline=False)["js"] == js.page()["js"]
 
 
+def test_one_address_fetches_the_front_ends_files_at_a_bounded_rate(monkeypatch):  # noqa: ANN001
+    """Row 8: a script asking for Plotly's bundle with a new query string each time was answered as fast as it
+    asked (1.1 MB each, sent by the event loop every visitor shares). Two first visits' worth pass at once;
+    then that address waits and gets 429; other addresses, other paths and the machine's own user do not."""
+    monkeypatch.setattr(http, "ASSETS", http.RateLimiter())
+    monkeypatch.setattr(http, "ASSETS_PER_MINUTE", 12)
+    slept: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(http.asyncio, "sleep", no_sleep)
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"js"})
+
+    def get(path: str, address: str) -> int:
+        sent: list[dict] = []
+
+        async def send(message):  # noqa: ANN001, ANN202
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": path, "query_string": b"v=1", "client": (address, 1),
+                 "headers": []}
+        asyncio.run(http.Hardening(app)(scope, None, send))
+        return sent[0]["status"]
+
+    assert [get("/assets/PlotlyPlot-x.js", "10.8.0.1") for _ in range(12)] == [200] * 12
+    assert get("/assets/PlotlyPlot-x.js", "10.8.0.1") == 429 and slept == [http.REFUSAL_PAUSE_S]
+    assert get("/assets/PlotlyPlot-x.js", "10.8.0.2") == 200  # another visitor
+    assert get("/gradio_api/queue/data", "10.8.0.1") == 200  # not a front-end file
+    assert all(get("/assets/PlotlyPlot-x.js", "127.0.0.1") == 200 for _ in range(20))  # the machine's own user
+
+
 def _at(waiting: list, event: object) -> int:
     return next(i for i, e in enumerate(waiting) if e is event)
 

@@ -13,7 +13,8 @@
   written to disk) and the page configuration (``/config``, about 1 MB, and the API
   description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS`` per
   minute, bursts of an eighth of that): a script whose every attempt uploads a photo and
-  opens a new client spent a core on this alone while its queued calls were refused.
+  opens a new client spent a core on this alone while its queued calls were refused; and
+  so are the front end's files (:data:`ASSETS_PER_MINUTE`, two first visits' worth at once).
   Over the limit, the answer is HTTP 429 after a one-second pause;
 * text responses (the page and its configuration) are gzip-compressed at level 1
   (9 ms and 110 KB for the 1.3 MB configuration of the time; level 9 took 105 ms of the event
@@ -40,6 +41,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 from ... import settings
 from ...cache import LRU
 from . import uploads
+from .limits import REFUSAL_PAUSE_S
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -59,10 +61,11 @@ class RateLimiter:
         self._buckets: LRU[str, tuple[float, float]] = LRU(capacity)  # address -> (tokens, time)
         self._lock = threading.Lock()
 
-    def allow(self, address: str, per_minute: int, now: float | None = None) -> bool:
-        """Take one token from ``address``'s bucket; False when it is empty."""
+    def allow(self, address: str, per_minute: int, now: float | None = None, burst: float | None = None) -> bool:
+        """Take one token from ``address``'s bucket (``burst`` tokens at most: default an eighth of a minute's,
+        at least 10); False when it is empty."""
         now = time.monotonic() if now is None else now
-        burst = max(10.0, per_minute / 8)
+        burst = max(10.0, per_minute / 8) if burst is None else float(burst)
         with self._lock:
             tokens, last = self._buckets.get(address) or (burst, now)
             tokens = min(burst, tokens + (now - last) * per_minute / 60.0)
@@ -72,6 +75,12 @@ class RateLimiter:
 
 
 LIMITER = RateLimiter()
+#: The front end's files (:data:`STATIC_PREFIXES`) one client address may fetch: a first visit fetches about
+#: 120 at once (then its browser keeps them), so two visits' worth at once and as many a minute. A script
+#: asking for Plotly's bundle (1.1 MB compressed) with a new query string each time was answered as fast as
+#: it asked, and the sending took the event loop from every other visitor (issue 32, row 8).
+ASSETS_PER_MINUTE = 240
+ASSETS = RateLimiter()
 
 
 def _costly(scope: Scope) -> bool:
@@ -83,6 +92,15 @@ def _allowed(address: str) -> bool:
     from .limits import exempt
 
     return exempt(address) or LIMITER.allow(address, settings.get("VITVIZ_CLIENT_REQUESTS"))
+
+
+def _asset_allowed(scope: Scope, address: str) -> bool:
+    """False for a front-end file asked beyond this address's :data:`ASSETS_PER_MINUTE`."""
+    from .limits import exempt
+
+    if scope.get("method") != "GET" or not scope.get("path", "").startswith(STATIC_PREFIXES) or exempt(address):
+        return True
+    return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
 
 
 def _address(scope: Scope) -> str:
@@ -213,8 +231,8 @@ class Hardening:
             await send(message)
 
         address = _address(scope)
-        if _costly(scope) and not _allowed(address):
-            await asyncio.sleep(1.0)  # a flooding script waits instead of spinning
+        if (_costly(scope) and not _allowed(address)) or not _asset_allowed(scope, address):
+            await asyncio.sleep(REFUSAL_PAUSE_S)  # a flooding script waits instead of spinning
             await send_with_headers({"type": "http.response.start", "status": 429,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
             await send({"type": "http.response.body",
