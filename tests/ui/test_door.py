@@ -332,6 +332,28 @@ def test_a_client_with_calls_running_waits_behind_one_with_none():
     assert sorted(e.vitviz_address for e in plain[:_at(plain, visitor)]) == flooders
 
 
+def test_between_two_clients_turns_the_one_that_asked_less_lately_goes_first(monkeypatch):  # noqa: ANN001
+    """Row 2: flooding addresses that had nothing running at that moment tied with the visitor and went first;
+    a client's recent requests now break the tie (they count less and less: halved every 10 s)."""
+    monkeypatch.setattr(limits, "_USAGE", limits.LRU(100, budgeted=False))
+    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
+    for address in flooders:
+        for _ in range(40):
+            limits.note_use(address)
+    limits.note_use("10.1.0.1")  # the visitor's own earlier call
+    waiting: list = []
+    for _ in range(2):
+        for address in flooders:
+            e = _event(address)
+            waiting.append(e)
+            limits.fair_insert(waiting, e)
+    visitor = _event("10.1.0.1")
+    waiting.append(visitor)
+    limits.fair_insert(waiting, visitor)
+    assert _at(waiting, visitor) == 0
+    assert limits.usage("10.1.0.1", now=limits.time.monotonic() + 20) < 0.3  # forgotten after a while
+
+
 def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
     queue = SimpleNamespace(event_queue_per_concurrency_id={
         "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(64)])})

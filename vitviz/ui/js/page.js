@@ -501,8 +501,17 @@
   // frame it computed and the server's clock on entering and leaving its handler ("sent:entered:left", or
   // "video" for a video's frame, which has no send time here); the latency runs until the reconstruction
   // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
+  //
+  // Flow control: Gradio's webcam sends a frame every stream_every whether or not the server has answered, and
+  // the server keeps only the newest (the others were uploaded, parsed and dropped: half of them on 2 cores).
+  // The fetch wrapper holds a frame back (answers it here, as the server would, without sending it) while
+  // IN_FLIGHT frames are unanswered: one computing, one waiting. A frame unanswered after HOLD_MS no longer
+  // counts (a paused stream answers without a picture: the page then sends about IN_FLIGHT frames a second).
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
+    const IN_FLIGHT = 2, HOLD_MS = 1000;
+    let pending = [];  // send times of the frames sent and not yet answered
+    let held = 0;  // frames held back in the page
     const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
     // every [time, latency ms, ms until the answer arrived, sent, server entered, server left] (at most 20,000;
     // the last two on the server's clock, the same as the page's when both run on one machine: bench/live.py)
@@ -517,8 +526,8 @@
       while (shown.length && shown[0][0] < now - WINDOW) shown.shift();
       const lat = shown.map((x) => x[1]).filter((x) => x !== null);
       const span = shown.length > 1 ? (shown[shown.length - 1][0] - shown[0][0]) / 1000 : 0;
-      return {total, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5), p90: median(lat, 0.9),
-              latencies: lat};
+      return {total, held, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5),
+              p90: median(lat, 0.9), latencies: lat};
     };
     const render = () => {
       const el = document.getElementById('mae-live-rate-text');
@@ -533,6 +542,7 @@
     const record = (at, stamp, arrived) => {
       const [sent, entered, left] = stamp.split(':').map(Number);
       const video = stamp === 'video';
+      if (sent > 0) pending = pending.filter((t) => t > sent);  // this frame and the older ones are answered
       if (!video && !(sent > 0)) return;  // the empty panels, or an answer without a stamp
       total += 1;
       shown.push([at, video ? null : at - sent]);
@@ -557,7 +567,16 @@
         const send = window.fetch;
         window.fetch = function (input, init) {
           if (init && typeof init.body === 'string' && init.body.includes(MARK)) {
-            init = Object.assign({}, init, {body: init.body.split(MARK).join(`"${Date.now()}"`)});
+            const now = Date.now();
+            pending = pending.filter((t) => t > now - HOLD_MS);
+            // a stream's next frame (not its start, the queue join) while IN_FLIGHT are unanswered: held back
+            if (String(input.url || input).includes('/stream/') && pending.length >= IN_FLIGHT) {
+              held += 1;
+              return Promise.resolve(new Response('{"msg": "success"}',
+                                                  {status: 200, headers: {'content-type': 'application/json'}}));
+            }
+            pending.push(now);
+            init = Object.assign({}, init, {body: init.body.split(MARK).join(`"${now}"`)});
           }
           return send.call(this, input, init);
         };
@@ -568,7 +587,7 @@
           new MutationObserver(check).observe(box, {childList: true, subtree: true, attributes: true});
         });
       },
-      stats,  // {total, fps, p50, p90, latencies}: what the line shows
+      stats,  // {total, held, fps, p50, p90, latencies}: what the line shows (held: frames kept in the page)
       history: () => history.slice(),  // bench/live.py reads it
     };
   })();

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import settings
+from ...cache import LRU
 from .costs import Cost, checked_inputs, fixed, model_positions, resolve
 
 #: Concurrency group of fast views (:attr:`Cost.VIEW`).
@@ -185,11 +186,32 @@ def _fair_key(event: Any) -> str:
     return f"session:{event.session_hash}" if not address or exempt(address) else address
 
 
+#: Half-life, in seconds, of what a client's past requests count for in :func:`usage`.
+USAGE_HALF_LIFE_S = 10.0
+#: Fair key -> (decayed count of its queued requests, when it was last updated); bounded.
+_USAGE: LRU[str, tuple[float, float]] = LRU(10_000, budgeted=False, name="client usage")
+
+
+def note_use(key: str, now: float | None = None) -> None:
+    """Count one queued request of the client ``key`` (:func:`_fair_key`) in its :func:`usage`."""
+    now = time.monotonic() if now is None else now
+    _USAGE.put(key, (usage(key, now) + 1.0, now))
+
+
+def usage(key: str, now: float | None = None) -> float:
+    """How many requests the client ``key`` queued lately: each counts 1, halved every :data:`USAGE_HALF_LIFE_S`."""
+    now = time.monotonic() if now is None else now
+    value, then = _USAGE.get(key) or (0.0, now)
+    return value * 0.5 ** (max(0.0, now - then) / USAGE_HALF_LIFE_S)
+
+
 def fair_insert(waiting: list, event: Any, running: Sequence[Any] = ()) -> None:
     """Move ``event`` (just appended to its group's ``waiting`` list) to its fair place: round-robin by
     client (:func:`_fair_key`), counting what each client has running. A client's k-th event (running or
     waiting) goes before every other client's (k+1)-th, so a flood from one client never puts another
     client's first request behind it, nor behind the flood's next one while the flood's first ones run.
+    Between two clients' k-th events, the one that queued fewer requests lately (:func:`usage`) goes first:
+    a visitor's occasional call before a script's resubmitted one.
 
     Args:
         waiting: the group's waiting events, ``event`` last.
@@ -204,12 +226,12 @@ def fair_insert(waiting: list, event: Any, running: Sequence[Any] = ()) -> None:
     for other in running:
         k = _fair_key(other)
         seen[k] = seen.get(k, 0) + 1
-    key = _fair_key(event)
-    rank = seen.get(key, 0) + sum(1 for e in waiting if _fair_key(e) == key)
+    key, now = _fair_key(event), time.monotonic()
+    mine = (seen.get(key, 0) + sum(1 for e in waiting if _fair_key(e) == key), usage(key, now))
     for i, other in enumerate(waiting):
         k = _fair_key(other)
         seen[k] = seen.get(k, 0) + 1
-        if seen[k] - 1 > rank:
+        if (seen[k] - 1, usage(k, now)) > mine:
             waiting.insert(i, event)
             return
     waiting.append(event)
@@ -263,8 +285,11 @@ def live_taken(queue: Any, session: str | None, address: str, per_address: bool)
 
 
 #: Seconds a live stream keeps giving way after another session's request was last seen: a visitor's
-#: calls come one after another (an upload, a join, the next upload), and the gaps are theirs too.
-GIVE_WAY_S = 1.0
+#: calls come one after another (an upload, a join, downloading the answer's panels, the next upload), and
+#: the gaps are theirs too. One second was shorter than a ``gradio_client`` caller's gaps on busy cores
+#: (bench/live.py, session 9: the stream computed in them, and that visitor's calls took 3.9-4.2x their
+#: time alone); three cover them at the load measured there.
+GIVE_WAY_S = 3.0
 #: Session (or address) -> when its last request other than a stream was seen (only the last GIVE_WAY_S).
 _SEEN: dict[str, float] = {}
 _SEEN_LOCK = threading.Lock()
@@ -366,6 +391,7 @@ def install() -> None:
                     target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
                     if target is not None:
                         fair_insert(target.queue, event, _running(self))
+                    note_use(_fair_key(event))
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
         return False, BUSY_MESSAGE, "queue_full"

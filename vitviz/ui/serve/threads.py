@@ -8,10 +8,12 @@ on 1 (bench/README.md, issue 32). Installed by :func:`vitviz.ui.serve.install_pr
 runner seam (not when ZeroGPU's runner is installed: the model then runs on a GPU), each marked call
 runs on :func:`share` threads:
 
-* a call of the :data:`.limits.HEAVY` or :data:`.limits.LIVE` group (probes, sweeps, explanations, a
-  live stream's frames): ``cores - 1`` (at least 1), so one core always stays for the views;
-* a view (any other group): every core when no other model call is running, else its share of them
-  (``cores // calls``, at least 1).
+* a call of the :data:`.limits.HEAVY` group (probes, sweeps, explanations, curves: seconds to minutes,
+  so its threads cannot wait for the next visitor to come): ``cores - 1`` (at least 1), so one core
+  always stays for the views;
+* a view or a live frame (any other group; tens of milliseconds each, and a stream's frames give way to
+  any other request anyway, :func:`.limits.others_busy`): every core when no other model call is
+  running, else its share of them (``cores // calls``, at least 1).
 
 The group is that of the Gradio event the call runs for (``gradio.context.LocalContext``, read in the
 handler's thread); a call outside an event (start-up, tests) is a view. torch keeps the intra-op thread
@@ -39,10 +41,10 @@ def share(group: str, others: Collection[str], cores: int) -> int:
         others: the groups of the model calls running in other threads.
         cores: the threads one call may use at most (``VITVIZ_THREADS``).
     """
-    from .limits import HEAVY, LIVE
+    from .limits import HEAVY
 
     cores = max(1, int(cores))
-    if group in (HEAVY, LIVE):
+    if group == HEAVY:
         return max(1, cores - 1)
     return max(1, cores // (1 + len(others)))
 
