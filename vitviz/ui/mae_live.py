@@ -80,6 +80,7 @@ HELP_LIVE = (
 )
 #: Seconds a frame that gives way waits before its answer (the stream's own slot; nothing else waits).
 PAUSE_S = 0.25
+#: The line of a frame that gave way; the page sends fewer frames while it starts with "Paused" (page.js, live).
 PAUSED = ("Paused: other requests (yours or other visitors') are computed first: frames are dropped until they "
           "finish.")
 

@@ -503,15 +503,17 @@
   // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
   //
   // Flow control: Gradio's webcam sends a frame every stream_every whether or not the server has answered, and
-  // the server keeps only the newest (the others were uploaded, parsed and dropped: half of them on 2 cores).
-  // The fetch wrapper holds a frame back (answers it here, as the server would, without sending it) while
-  // IN_FLIGHT frames are unanswered: one computing, one waiting. A frame unanswered after HOLD_MS no longer
-  // counts (a paused stream answers without a picture: the page then sends about IN_FLIGHT frames a second).
+  // the server keeps only the newest (the others were uploaded, parsed and dropped). The fetch wrapper holds a
+  // frame back (answers it here, as the server would, without sending it) while IN_FLIGHT frames are
+  // unanswered; while the stream gives way to other visitors (its line says so: PAUSED_TEXT), while one is.
+  // A frame unanswered after HOLD_MS no longer counts (a paused stream answers without a picture), so a
+  // paused stream's page sends about one frame a second instead of 20. (Two in flight cost a third of the
+  // frames a second on 2 cores: the page learns of an answer about 80 ms after the server has it.)
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
-    const IN_FLIGHT = 2, HOLD_MS = 1000;
+    const IN_FLIGHT = 3, HOLD_MS = 1000, PAUSED_TEXT = 'Paused';  // vitviz.ui.mae_live.PAUSED
     let pending = [];  // send times of the frames sent and not yet answered
-    let held = 0;  // frames held back in the page
+    let held = 0, pausedAt = 0;  // frames held back in the page; when the line last said the stream paused
     const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
     // every [time, latency ms, ms until the answer arrived, sent, server entered, server left] (at most 20,000;
     // the last two on the server's clock, the same as the page's when both run on one machine: bench/live.py)
@@ -570,7 +572,8 @@
             const now = Date.now();
             pending = pending.filter((t) => t > now - HOLD_MS);
             // a stream's next frame (not its start, the queue join) while IN_FLIGHT are unanswered: held back
-            if (String(input.url || input).includes('/stream/') && pending.length >= IN_FLIGHT) {
+            const cap = now - pausedAt < HOLD_MS ? 1 : IN_FLIGHT;
+            if (String(input.url || input).includes('/stream/') && pending.length >= cap) {
               held += 1;
               return Promise.resolve(new Response('{"msg": "success"}',
                                                   {status: 200, headers: {'content-type': 'application/json'}}));
@@ -585,6 +588,10 @@
       rate() {
         whenElement('mae-live-panels', (box) => {
           new MutationObserver(check).observe(box, {childList: true, subtree: true, attributes: true});
+        });
+        whenElement('mae-live-line', (line) => {
+          const paused = () => { if (line.innerText.trim().startsWith(PAUSED_TEXT)) pausedAt = Date.now(); };
+          new MutationObserver(paused).observe(line, {childList: true, subtree: true, characterData: true});
         });
       },
       stats,  // {total, held, fps, p50, p90, latencies}: what the line shows (held: frames kept in the page)
