@@ -241,7 +241,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_FAILURE_TTL", "300", _int(0, 10**7),
             "Seconds a model that failed to load is answered from memory (0: retry every time)."),
     Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
-            "Intra-op threads of every computation, set once at start (auto: the CPU count)."),
+            "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
+            "request's model calls use one fewer, and a view beside other calls its share."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
     Setting("VITVIZ_SESSION_QUEUE", "8", _int(1, 10_000),
@@ -421,7 +422,8 @@ def max_large_models() -> int | None:
 
 
 def threads() -> int:
-    """``VITVIZ_THREADS``: intra-op threads of every computation (auto: the CPU count)."""
+    """``VITVIZ_THREADS``: the most intra-op threads of one computation (auto: the CPU count; the served app
+    gives each model call its share, vitviz.ui.serve.threads)."""
     value = get("VITVIZ_THREADS")
     return value if value is not None else max(1, os.cpu_count() or 1)
 
