@@ -88,9 +88,9 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_the_page_holds_frames_back_while_the_server_is_busy_or_paused(tmp_path, monkeypatch):
-    """Issue 30: the camera offers a frame every 0.05 s; the page sends one only while fewer than four are
-    unanswered (page.js, part live), not 20 a second that the server uploads, parses and drops; and while the
-    stream gives way to other visitors (paused), about one a second. (Before: 194 sent for 7 computed.)"""
+    """Issue 30: the camera offers a frame every 0.05 s; the page sends one only while fewer than eight are
+    unanswered (page.js, part live), not 20 a second that a slow server uploads, parses and drops; and while
+    the stream gives way to other visitors (paused), about one a second."""
     from playwright.sync_api import sync_playwright
 
     from vitviz.ui import mae_live, mae_tab
@@ -122,8 +122,8 @@ def test_the_page_holds_frames_back_while_the_server_is_busy_or_paused(tmp_path,
                                timeout=120_000)
         sent, done = len(posts) - start_posts, mae_live.frames_computed() - start_done
         held = page.evaluate("vitviz.live.stats().held") - start_held
-        assert done >= 6 and held > sent  # most offered frames stayed in the page
-        assert sent <= 4 * done + 3, (sent, done)
+        assert done >= 6 and held > 0  # frames stayed in the page
+        assert sent <= 10 * done + 4, (sent, done)  # (194 sent for 7 computed without the cap)
         # Another visitor's request: the stream pauses; its page sends about one frame a second (20 offered).
         monkeypatch.setattr(mae_live, "others_busy", lambda request: True)
         page.wait_for_function("() => (document.querySelector('#mae-live-line') || {}).innerText"

@@ -507,11 +507,12 @@
   // frame back (answers it here, as the server would, without sending it) while IN_FLIGHT frames are
   // unanswered; while the stream gives way to other visitors (its line says so: PAUSED_TEXT), while one is.
   // A frame unanswered after HOLD_MS no longer counts (a paused stream answers without a picture), so a
-  // paused stream's page sends about one frame a second instead of 20. (Two or three in flight cost frames a
-  // second on 2 cores, bench/live.py: the page learns of an answer about 80 ms after the server has it.)
+  // paused stream's page sends about one frame a second instead of 20. IN_FLIGHT binds only when the server
+  // is slow (over about 0.3 s a frame): two to four in flight cost frames a second on 2 cores (bench/live.py:
+  // the page learns of an answer about 80 ms after the server has it, and the server waited for the next).
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
-    const IN_FLIGHT = 4, HOLD_MS = 1000, PAUSED_TEXT = 'Paused';  // vitviz.ui.mae_live.PAUSED
+    const IN_FLIGHT = 8, HOLD_MS = 1000, PAUSED_TEXT = 'Paused';  // vitviz.ui.mae_live.PAUSED
     let pending = [];  // send times of the frames sent and not yet answered
     let held = 0, pausedAt = 0;  // frames held back in the page; when the line last said the stream paused
     const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
