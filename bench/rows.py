@@ -89,6 +89,7 @@ class App:
         deadline = deadline if deadline is not None else time.monotonic() + 120
         session = session or uuid.uuid4().hex
         headers = {"X-Forwarded-For": address}
+        self.phases = phases = {"join": time.perf_counter()}  # when the join left, the run started, it ended
         try:
             r = http.post(self.url + "gradio_api/queue/join", headers=headers, json={
                 "data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None})
@@ -101,6 +102,7 @@ class App:
                         return False, "timeout"
                     if line.startswith("data:"):
                         msg = json.loads(line[5:])
+                        phases.setdefault(msg.get("msg"), time.perf_counter())
                         if msg.get("msg") == "process_completed":
                             out = msg.get("output") or {}
                             return bool(msg.get("success")), str(out.get("error"))
@@ -116,7 +118,7 @@ def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | No
     import httpx
 
     idx, _ = app.fn(lambda name, dep: name == "reconstruct")
-    times, errors = [], []
+    times, errors, waits, runs, uploads = [], [], [], [], []
     photos = [new_photo(rng) for _ in range(calls)]
     end = time.monotonic() + seconds
     with httpx.Client(timeout=60) as http:
@@ -128,13 +130,21 @@ def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | No
             if not hasattr(up, "status_code") or up.status_code != 200:
                 errors.append(f"upload {getattr(up, 'status_code', up)}")
                 continue
+            uploads.append(time.perf_counter() - t0)
             ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http,
                                deadline=end)
             times.append(time.perf_counter() - t0)
+            phases = app.phases
+            if "process_starts" in phases and "process_completed" in phases:
+                waits.append(phases["process_starts"] - phases["join"])
+                runs.append(phases["process_completed"] - phases["process_starts"])
             if not ok:
                 errors.append(err)
     times.sort()
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
     return {"calls": len(times), "errors": len(errors), "first_errors": errors[:3],
+            # medians of the parts: the upload, the join to the run's start (queue), the run to its answer
+            "upload_p50_s": med(uploads), "queued_p50_s": med(waits), "run_p50_s": med(runs),
             "p50_s": round(statistics.median(times), 3) if times else None,
             "p95_s": round(times[min(len(times) - 1, int(0.95 * len(times)))], 3) if times else None}
 
