@@ -29,7 +29,8 @@ def test_probe_view_reads_cached_features_and_never_runs_an_encoder(monkeypatch)
     monkeypatch.setattr("vitviz.models.loading.load_model", no_encoder)
     monkeypatch.setattr("vitviz.probing.features.extract", no_encoder)
     seen = []
-    fig, table, caption = v.probe_view(["mae-tiny", "dinov2-small"], "last", "avg", progress=lambda d, t: seen.append(d))
+    probe = v.probe_view(["mae-tiny", "dinov2-small"], "last", "avg", progress=lambda d, t: seen.append(d))
+    fig, table, caption = probe.probe_plot, probe.probe_table, probe.probe_text
     assert seen == [1, 2]
     assert isinstance(fig, go.Figure)
     lines = [t for t in fig.data if t.mode == "lines+markers"]
@@ -44,9 +45,11 @@ def test_probe_view_reads_cached_features_and_never_runs_an_encoder(monkeypatch)
 
 
 def test_depth_is_a_share_of_each_encoders_depth():
-    fig, table, _ = v.probe_view("dinov2-small,mae-tiny", "1/2", "cls")
+    probe = v.probe_view("dinov2-small,mae-tiny", "1/2", "cls")
+    fig, table = probe.probe_plot, probe.probe_table
     assert "| dinov2-small | 6 of 12 |" in table and "| mae-tiny | 4 of 8 |" in table
-    fig, table, _ = v.probe_view(["mae-tiny"], "0", "cls")
+    probe = v.probe_view(["mae-tiny"], "0", "cls")
+    fig, table = probe.probe_plot, probe.probe_table
     assert "| mae-tiny | 0 of 8 |" in table
 
 
@@ -62,7 +65,8 @@ def test_bad_choices_are_sentences():
 
 
 def test_protocols_show_every_run_of_the_logs_and_the_probes():
-    bars, epochs, recipes, verdict = v.protocols_view("cls")
+    p = v.protocols_view("cls")
+    bars, epochs, recipes, verdict = p.bars, p.epochs, p.recipes, p.verdict
     summary = shipped_summary(v.SCHEDULE)
     names = [t.y[0] for t in bars.data if t.type == "bar"]
     for run in summary.values():

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import gradio as gr
-import plotly.graph_objects as go
 
 from ..views import pretraining as v
+from ..views.pretraining import Probe, Protocols
 from . import urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
@@ -39,25 +39,6 @@ def default_encoders(choices: list[tuple[str, str]]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Probe:
-    """Endpoint ``linear_probe``'s answer: the curves (Plotly), a table and a caption."""
-
-    probe_plot: go.Figure
-    probe_table: str
-    probe_text: str
-
-
-@dataclass(frozen=True)
-class Protocols:
-    """Every protocol with all labels, the training curves, their recipes and the verdict."""
-
-    bars: go.Figure
-    epochs: go.Figure
-    recipes: str
-    verdict: str
-
-
-@dataclass(frozen=True)
 class Controls:
     encoders: list[str]
     depth: str
@@ -65,7 +46,7 @@ class Controls:
 
 
 @memo_view(32)
-def _probe(encoders: list[str], depth: str, pooling: str) -> tuple:
+def _probe(encoders: list[str], depth: str, pooling: str) -> Probe:
     return v.probe_view(encoders, depth, pooling)
 
 
@@ -81,11 +62,11 @@ def linear_probe(encoders: list[str], depth: str, pooling: str,
     ``3/4``, ``1/2``, ``1/4`` or ``0`` (the embedding); ``pooling``: ``cls`` or ``avg``.
     """
     progress(0, desc="fitting the probes")
-    return Probe(*_probe(list(v.check_encoders(encoders)), v.check_depth(depth), v.check_pooling(pooling)))
+    return _probe(list(v.check_encoders(encoders)), v.check_depth(depth), v.check_pooling(pooling))
 
 
 @memo_view(2)
-def _protocols(pooling: str) -> tuple:
+def _protocols(pooling: str) -> Protocols:
     return v.protocols_view(pooling)
 
 
@@ -93,7 +74,7 @@ def _protocols(pooling: str) -> tuple:
 @user_errors
 def protocols(pooling: str) -> Protocols:
     """Every protocol with all labels, the training curves, their recipes and the verdict (private)."""
-    return Protocols(*_protocols(v.check_pooling(pooling)))
+    return _protocols(v.check_pooling(pooling))
 
 
 @cost(Cost.VIEW)

@@ -9,6 +9,7 @@ and Markdown; no gradio here.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -180,9 +181,28 @@ def _cell(c: ProbeCurve, k: int | str) -> str:
     return f"{100 * mean:.1f}%" if k == "all" else f"{100 * mean:.1f}% ± {100 * spread:.1f}"
 
 
+@dataclass(frozen=True)
+class Probe:
+    """Probe curves (Plotly), a Markdown table and a caption (fields: the Pretraining tab's components)."""
+
+    probe_plot: go.Figure
+    probe_table: str
+    probe_text: str
+
+
+@dataclass(frozen=True)
+class Protocols:
+    """Every protocol with all labels (bars), the training curves, their recipes and the verdict."""
+
+    bars: go.Figure
+    epochs: go.Figure
+    recipes: str
+    verdict: str
+
+
 def probe_view(encoders: Any, depth: Any = "last", pooling: Any = "cls",
-               progress: Callable[[int, int], None] | None = None) -> tuple[go.Figure, str, str]:
-    """The probe curves of the chosen encoders at one depth and pooling: (figure, table, caption).
+               progress: Callable[[int, int], None] | None = None) -> Probe:
+    """The probe curves of the chosen encoders at one depth and pooling: figure, table, caption.
 
     Args:
         encoders: feature keys (``dinov2-small``, ``mae-tiny-random``...), a list or comma-separated.
@@ -208,7 +228,7 @@ def probe_view(encoders: Any, depth: Any = "last", pooling: Any = "cls",
     caption = (f"Test accuracy on {n_test} photos, mean ± standard deviation over {len(curves[0][1].seeds)} seeds; "
                f"chance is {100 * curves[0][1].chance:.1f}%. Highest here at 5 labels per class: **{label(best[0])}**. "
                "`python -m vitviz probe --model NAME [--pooling avg] [--random-weights]` prints the same numbers.")
-    return fig, "\n".join(rows), caption
+    return Probe(fig, "\n".join(rows), caption)
 
 
 def _trained_bars(summary: dict) -> list[Bar]:
@@ -287,7 +307,7 @@ def recipe_table(schedule: str = SCHEDULE) -> str:
     return "\n".join(rows)
 
 
-def protocols_view(pooling: Any = "cls", schedule: str = SCHEDULE) -> tuple[go.Figure, go.Figure, str, str]:
+def protocols_view(pooling: Any = "cls", schedule: str = SCHEDULE) -> Protocols:
     """Every protocol with all labels side by side, the training curves, the recipes and the verdict.
 
     Returns:
@@ -305,4 +325,4 @@ def protocols_view(pooling: Any = "cls", schedule: str = SCHEDULE) -> tuple[go.F
         val = np.array([[e["val_acc"] for e in log.epochs] for log in logs if log.run == run])
         runs.append((v["name"], RUN_FAMILY.get(run, "other"), val))
     epochs = epochs_figure(runs, chance, "Training on 172 photos: validation accuracy per epoch")
-    return fig, epochs, recipe_table(schedule), verdict(summary, probes)
+    return Protocols(fig, epochs, recipe_table(schedule), verdict(summary, probes))
