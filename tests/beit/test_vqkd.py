@@ -16,9 +16,11 @@ import torch.nn.functional as F
 import vitviz
 from vitviz.assets import model_file
 from vitviz.models import loading
+from vitviz.models.beit import load_beit_file
 from vitviz.models.dinov2 import Dinov2Arch, build_dinov2
 from vitviz.models.vqkd import (VQKD, VQKDConfig, attach_teacher, code_usage, cosine_loss, export_vqkd, load_vqkd_file, lookup_codes,
                                 straight_through, teacher_size)
+from vitviz.training.train_beit import file_digest
 
 SMALL = VQKDConfig(dim=32, heads=2, codebook_size=8, code_dim=4)
 
@@ -128,10 +130,14 @@ def test_file_round_trip_is_strict_and_holds_no_training_state(tmp_path):
     assert float((back.tokenize_features(feats) == m.tokenize_features(feats)).float().mean()) >= 0.9  # fp16
 
 
-def test_committed_file_loads():
-    kd, meta = load_vqkd_file(model_file("vq-kd-tiny.safetensors"))
+def test_committed_files_load_and_match():
+    kd, kd_meta = load_vqkd_file(model_file("vq-kd-tiny.safetensors"))
     assert kd.config.codebook_size == 512 and kd.config.code_dim == 32 and kd.config.teacher == "dinov2-small"
-    assert meta["step"] and model_file("vq-kd-tiny.safetensors").stat().st_size < 25 * 1024 * 1024
+    beit, meta = load_beit_file(model_file("beit-tiny-v2.safetensors"))
+    assert beit.config.vocab_size == kd.config.codebook_size
+    assert meta["tokenizer"] == "vq-kd-tiny" and meta["vq"] == file_digest(model_file("vq-kd-tiny.safetensors"))
+    for name in ("vq-kd-tiny.safetensors", "beit-tiny-v2.safetensors"):
+        assert model_file(name).stat().st_size < 25 * 1024 * 1024
 
 
 def test_api_tokenizer_option(teacher, photo_path):
@@ -146,3 +152,14 @@ def test_api_tokenizer_option(teacher, photo_path):
     assert pixels.kind == "pixels" and pixels.feature_cosine is None
     with pytest.raises(ValueError, match="vq-kd-tiny"):
         vitviz.tokenize(kd, photo_path, tokenizer="dall-e")
+
+
+def test_beit_tiny_v2_predicts_vq_kd_tokens(teacher, photo_path):
+    v2 = vitviz.load_model("beit-tiny-v2", device="cpu")
+    p = vitviz.beit_predict(v2, photo_path, mask_ratio=0.4, seed=0, pattern="block")
+    assert int(p.mask.sum()) == round(0.4 * 196)
+    assert np.array_equal(p.target_ids, vitviz.tokenize(v2, photo_path, tokenizer="vq-kd-tiny").ids)
+    assert p.reference is not None and p.decoded.shape == (224, 224, 3)
+    hid = np.repeat(np.repeat(p.mask, 16, 0), 16, 1)
+    assert np.array_equal(p.decoded[~hid], p.reference[~hid])  # the teacher's colours on visible patches
+    assert 0.0 <= p.accuracy <= p.top5_accuracy <= 1.0

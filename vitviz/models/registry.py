@@ -251,6 +251,22 @@ MODELS: dict[str, ModelSpec] = {
             vqkd_config=VQ_KD_TINY_CONFIG,
             recipe="python -m vitviz.training.train_vqkd",
         ),
+        ModelSpec(
+            name="beit-tiny-v2",
+            family="beit",
+            architecture="beit-tiny's architecture (192 wide, 3 heads, 8 blocks, patch 16, mask token) with a "
+                         "linear head over vq-kd-tiny's 512 codes",
+            source="embedded: assets/models/beit-tiny-v2.safetensors (trained by this project)",
+            licence="Apache-2.0 (weights); training photos listed in assets/models/README.md",
+            input_size=224,
+            description="Small BEiT trained by vitviz to predict vq-kd-tiny's (DINOv2-distilled) tokens of "
+                        "hidden blocks; works offline once dinov2-small's weights are here.",
+            files=("beit-tiny-v2.safetensors",),
+            sources=(WeightSource(EMBEDDED, ("beit-tiny-v2.safetensors",)),),
+            beit_config=BEIT_TINY_V2_CONFIG,
+            recipe="python -m vitviz.training.train_beit --kd assets/models/vq-kd-tiny.safetensors",
+            tokenizer="vq-kd-tiny",
+        ),
         # Sizes: fp32 parameter bytes (checked against the architectures in tests/models/test_zoo.py).
         _mae_visualize("base", MAE_BASE_CONFIG, 448),
         _mae_visualize("large", MAE_LARGE_CONFIG, 1318),

@@ -3,7 +3,7 @@
 Its contract: controls in, the views below (:class:`Tokens`, :class:`Prediction`...) out, by field name
 (:mod:`vitviz.ui.binder`); every number and image comes from :mod:`vitviz.views.beit`.
 
-Named endpoints: ``tokenize`` (image -> token map image, ids JSON, decoded image, PSNR) and
+Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, decoded image, PSNR) and
 ``beit_predict`` (image, model, ratio, seed, pattern -> masked, decoded prediction,
 correctness overlay, confidence map, numbers).
 """
@@ -17,9 +17,11 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from ..errors import ModelUnavailable
 from ..models.registry import VQ_TINY_CONFIG
 from ..render.beit import CodebookLayout
 from ..views import beit as bv
+from ..views import beit_pair as bp
 from . import urlstate
 from .binder import Binder
 from .common import memo_view, require_image, user_errors
@@ -70,6 +72,15 @@ HELP_COMPARE = (
     " *(BEiT §2.3; MAE §3)*"
 )
 
+HELP_KINDS = (
+    "**5. Two kinds of visual words.** BEiT v2 (Peng et al., 2022) replaced BEiT's pixel tokenizer by "
+    "**VQ-KD**: codes trained to rebuild a teacher's *features*, not pixels, so a code names what the teacher "
+    "sees (fur, sky, a wheel) rather than a colour. Here *vq-kd-tiny* (512 codes, distilled from dinov2-small) "
+    "beside *vq-tiny* (512 pixel codes); *beit-tiny-v2* is beit-tiny trained to predict vq-kd-tiny's codes. "
+    "Pick a tokenizer and a code to see where it occurs in the example photos; the same mask (part 3's ratio, "
+    "seed and pattern) is given to both models, each scored against copying the nearest visible patch's code "
+    "and against always guessing its most frequent code. *(BEiT v2 §2.2, §2.3)*"
+)
 
 # ----------------------------------------------------------------------------- the contract
 
@@ -166,6 +177,31 @@ class Cleared:
     highlight_text: str
 
 
+@dataclass(frozen=True)
+class Kinds:
+    """Part 5: both tokenizers on the photo, where one code occurs, and both BEiT models under one mask."""
+
+    kinds_panels: np.ndarray | None
+    kinds_text: str
+    occurrence: np.ndarray | None
+    occurrence_text: str
+    kinds_predict: np.ndarray | None
+    kinds_predict_text: str
+    kinds_numbers: dict
+
+
+@dataclass(frozen=True)
+class KindsControls:
+    """What part 5 depends on: the image, the tokenizer and code to follow, and part 3's mask settings."""
+
+    image: str | None
+    tokenizer: str
+    code: float | None
+    mask_ratio: float
+    seed: float
+    pattern: str
+
+
 HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
 
 
@@ -174,18 +210,22 @@ HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
 
 @cost(Cost.VIEW)
 @user_errors
-def tokenize_endpoint(image: str | None) -> TokenMap:
-    """Endpoint ``tokenize``: an image as BEiT-style visual tokens of the embedded tokenizer (vq-tiny).
+def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> TokenMap:
+    """Endpoint ``tokenize``: an image as BEiT-style visual tokens.
 
     Args:
         image: the photo (a file path or URL).
+        tokenizer: ``vq-tiny`` (pixel codes, the default) or ``vq-kd-tiny`` (BEiT v2's VQ-KD codes, distilled
+            from dinov2-small).
 
     Returns:
-        The token map (ids written in, uint8 RGB), the ids as a 14 x 14 list, the image decoded from the
-        ids (uint8 RGB), and the round trip's PSNR in dB.
+        The token map (ids written in, uint8 RGB), the ids as a 14 x 14 list, what the tokenizer rebuilds from
+        the ids (uint8 RGB: pixels for vq-tiny; for vq-kd-tiny the decoded features in the colours of the
+        first three principal components of dinov2-small's features of the photo), and the round trip's PSNR
+        in dB (vq-kd-tiny: between those colours and the teacher's own).
     """
     require_image(image)
-    v = bv.token_view(image)
+    v = bv.token_view(image, tokenizer=tokenizer)
     return TokenMap(v.token_map, v.ids, v.decoded, round(v.psnr, 3))
 
 
@@ -264,6 +304,25 @@ def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
     grid = np.asarray(current_mask).shape
     size = grid[0] * 16
     return Painted(bv.toggle_patch(current_mask, grid, size, float(evt.index[0]), float(evt.index[1])), "painted")
+
+
+@cost(model_cost(2))
+@user_errors
+@memo_view()
+def update_kinds(c: KindsControls) -> Kinds:
+    """Part 5 (private): both tokenizers' maps, one code's occurrences, both models under the same mask."""
+    require_image(c.image)
+    try:
+        pair = bp.tokenizer_pair_view(c.image)
+    except ModelUnavailable as exc:  # vq-kd-tiny runs dinov2-small: without its weights, say so and stop here
+        return Kinds(None, f"**Part 5 needs dinov2-small's weights** (vq-kd-tiny's teacher): {exc}", None, "", None,
+                     "", {})
+    occ, occ_text, _ = bp.code_occurrence_view(c.image, c.tokenizer, c.code)
+    pattern = c.pattern if c.pattern in bp.BEIT_PATTERNS else "block"
+    panels, text, nums = bp.predict_pair_view(c.image, c.mask_ratio, c.seed, pattern)
+    if pattern != c.pattern:
+        text = f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
+    return Kinds(pair.panels, pair.text, occ, occ_text, panels, text, {"tokens": pair.metrics, "predict": nums})
 
 
 def clear_highlight() -> Cleared:
@@ -350,16 +409,37 @@ def build(demo: gr.Blocks) -> Binder:
         ui.mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
                                 **img_kw)
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
+    gr.Markdown(HELP_KINDS, elem_classes=["vitviz-help"])
+    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds",
+                               **img_kw)
+    ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
+    with gr.Row():
+        ui.tokenizer = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
+                                elem_id="beit-kinds-tokenizer", scale=2)
+        ui.code = gr.Number(value=-1, precision=0, minimum=-1, label="Code (-1: your photo's most frequent)",
+                            elem_id="beit-kinds-code", scale=1)
+    ui.occurrence = gr.Image(label="where the code occurs: your photo and the example photos",
+                             elem_id="beit-kinds-occurrence", **img_kw)
+    ui.occurrence_text = gr.Markdown(elem_id="beit-kinds-occurrence-text")
+    ui.kinds_predict = gr.Image(label="same mask: beit-tiny on vq-tiny's codes, beit-tiny-v2 on vq-kd-tiny's",
+                                elem_id="beit-kinds-predict", **img_kw)
+    ui.kinds_predict_text = gr.Markdown(elem_id="beit-kinds-predict-text")
+    with gr.Accordion("Numbers of part 5 (JSON)", open=False):
+        ui.kinds_numbers = gr.JSON(elem_id="beit-kinds-numbers")
     ui.psnr = gr.Number(visible=False)  # the tokenize endpoint's fourth answer (not shown)
     ui.alias(model_name="model")
 
     show = ui.bind(update_predict)
-    demo.load(**ui.bind(update_tokens, quick=False)).then(**ui.bind(update_codebook, quick=False)).then(**show)
+    demo.load(**ui.bind(update_tokens, quick=False)).then(**ui.bind(update_codebook, quick=False)).then(**show).then(
+        **ui.bind(update_kinds, quick=False))
     # the old image's highlight is cleared first, so a code clicked while the new panels compute is never wiped
     ui.new_image.change(**ui.bind(clear_highlight, quick=False, queue=False)).then(**ui.bind(update_tokens)).then(**show)
     ui.model.change(**ui.bind(bv.model_note, inputs=["model"], outputs="note", quick=False, queue=False))
     controls = [ui.model.change, ui.mask_ratio.change, ui.seed.change, ui.pattern.change]
     gr.on(controls, **show)
+    kinds = ui.bind(update_kinds)
+    gr.on([ui.image.change, ui.tokenizer.change, ui.code.change, ui.mask_ratio.change, ui.seed.change,
+           ui.pattern.change], **kinds)
     gr.on(controls, None, [ui.model, ui.mask_ratio, ui.seed, ui.pattern], None, js=urlstate.WRITE_JS, queue=False,
           api_visibility="private")
     ui.codebook.select(**ui.bind(click_code, quick=False))

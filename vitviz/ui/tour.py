@@ -101,7 +101,11 @@ STEPS: tuple[Step, ...] = (
          "BEiT hides blocks of patches and classifies each hidden one over the codebook: green is the right "
          "token, amber in the top 5, red wrong; the line above says how often it beats chance.",
          output="beit-correct", ready=("beit-predict-text", "Token accuracy")),
-    # BEiT v2 tokenizer (issue 35): its step goes here, beside BEiT's own, once that tokenizer is on main.
+    Step("beit", "Two kinds of visual words",
+         "Below, the same photo in pixel codes (vq-tiny) and in semantic codes distilled from DINOv2 (vq-kd-tiny, "
+         "BEiT v2's tokenizer): semantic codes follow objects, pixel codes colours. Both BEiT models then guess "
+         "the same hidden blocks, each against copying the nearest visible code.",
+         output="beit-kinds", ready=("beit-kinds-text", "Two kinds of visual words")),
     Step("pretraining", "Does pretraining pay off?",
          "Each curve is a linear classifier on an encoder's frozen features, fitted with 1 to all labelled photos "
          "per class: a pretrained encoder sits above its own random-weight twin (dashed) and far above chance. "

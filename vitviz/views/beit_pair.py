@@ -24,8 +24,8 @@ from .common import as_seed
 
 #: The two tokenizers side by side, each with the BEiT model trained on its tokens.
 PAIRS: tuple[tuple[str, str], ...] = (("vq-tiny", "beit-tiny"), ("vq-kd-tiny", "beit-tiny-v2"))
-KINDS = {"vq-tiny": "pixel codes (a VQ-VAE: colour and texture)",
-         "vq-kd-tiny": "semantic codes (BEiT v2's VQ-KD, distilled from dinov2-small)"}
+KINDS = {"vq-tiny": "pixel codes of a VQ-VAE: colour and texture",
+         "vq-kd-tiny": "semantic codes of BEiT v2's VQ-KD, distilled from dinov2-small"}
 PANEL = 224
 #: Each tokenizer's ids of the example photos.
 _EXAMPLE_IDS: LRU[tuple, list[np.ndarray]] = LRU(4)
@@ -106,7 +106,7 @@ def code_occurrence_view(image: ImageInput, tokenizer: str, code: float | None =
 
     Args:
         tokenizer: ``vq-tiny`` or ``vq-kd-tiny``.
-        code: the code id; None or blank: the code most frequent in the photo.
+        code: the code id; None, blank or negative: the code most frequent in the photo.
 
     Returns:
         ``(panels, Markdown, numbers)``; the Markdown quotes the measured grouping of both tokenizers'
@@ -120,7 +120,7 @@ def code_occurrence_view(image: ImageInput, tokenizer: str, code: float | None =
     if tokenizer not in dict(PAIRS):
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(dict(PAIRS))}")
     t = _tokens_of(tokenizer, image)
-    if code is None or (isinstance(code, float) and np.isnan(code)):
+    if code is None or (isinstance(code, float) and np.isnan(code)) or code < 0:
         code = int(t.counts.argmax())
     code = int(code)
     if not 0 <= code < t.codebook_size:
