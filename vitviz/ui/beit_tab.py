@@ -320,8 +320,7 @@ def update_kinds(c: KindsControls) -> Kinds:
     occ, occ_text, _ = bp.code_occurrence_view(c.image, c.tokenizer, c.code)
     pattern = c.pattern if c.pattern in bp.BEIT_PATTERNS else "block"
     panels, text, nums = bp.predict_pair_view(c.image, c.mask_ratio, c.seed, pattern)
-    if pattern != c.pattern:
-        text = f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
+    text = text if pattern == c.pattern else f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
     return Kinds(pair.panels, pair.text, occ, occ_text, panels, text, {"tokens": pair.metrics, "predict": nums})
 
 
@@ -410,16 +409,14 @@ def build(demo: gr.Blocks) -> Binder:
                                 **img_kw)
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
     gr.Markdown(HELP_KINDS, elem_classes=["vitviz-help"])
-    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds",
-                               **img_kw)
+    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", **img_kw)
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():
         ui.tokenizer = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
                                 elem_id="beit-kinds-tokenizer", scale=2)
         ui.code = gr.Number(value=-1, precision=0, minimum=-1, label="Code (-1: your photo's most frequent)",
                             elem_id="beit-kinds-code", scale=1)
-    ui.occurrence = gr.Image(label="where the code occurs: your photo and the example photos",
-                             elem_id="beit-kinds-occurrence", **img_kw)
+    ui.occurrence = gr.Image(label="where the code occurs", elem_id="beit-kinds-occurrence", **img_kw)
     ui.occurrence_text = gr.Markdown(elem_id="beit-kinds-occurrence-text")
     ui.kinds_predict = gr.Image(label="same mask: beit-tiny on vq-tiny's codes, beit-tiny-v2 on vq-kd-tiny's",
                                 elem_id="beit-kinds-predict", **img_kw)
