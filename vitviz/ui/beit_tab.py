@@ -409,17 +409,18 @@ def build(demo: gr.Blocks) -> Binder:
                                 **img_kw)
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
     gr.Markdown(HELP_KINDS, elem_classes=["vitviz-help"])
-    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", **img_kw)
+    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", height=PANEL_HEIGHT, **img_kw)
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():
         ui.tokenizer = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
                                 elem_id="beit-kinds-tokenizer", scale=2)
         ui.code = gr.Number(value=-1, precision=0, minimum=-1, label="Code (-1: your photo's most frequent)",
                             elem_id="beit-kinds-code", scale=1)
-    ui.occurrence = gr.Image(label="where the code occurs", elem_id="beit-kinds-occurrence", **img_kw)
+    ui.occurrence = gr.Image(label="where the code occurs", elem_id="beit-kinds-occurrence", height=PANEL_HEIGHT,
+                             **img_kw)
     ui.occurrence_text = gr.Markdown(elem_id="beit-kinds-occurrence-text")
     ui.kinds_predict = gr.Image(label="same mask: beit-tiny on vq-tiny's codes, beit-tiny-v2 on vq-kd-tiny's",
-                                elem_id="beit-kinds-predict", **img_kw)
+                                elem_id="beit-kinds-predict", height=PANEL_HEIGHT, **img_kw)
     ui.kinds_predict_text = gr.Markdown(elem_id="beit-kinds-predict-text")
     with gr.Accordion("Numbers of part 5 (JSON)", open=False):
         ui.kinds_numbers = gr.JSON(elem_id="beit-kinds-numbers")

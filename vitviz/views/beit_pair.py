@@ -129,8 +129,8 @@ def code_occurrence_view(image: ImageInput, tokenizer: str, code: float | None =
     names = [p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in map(str, example_images())]
     views = [square_view(p, t.original.shape[0]) for p in example_images()]
     counts = [int((ids == code).sum()) for ids in examples]
-    panels = label_row([(f"your photo ({int(t.counts[code])}×)", highlight_code(t.original, t.ids, code, t.patch_size))]
-                       + [(f"{n} ({c}×)", highlight_code(v, ids, code, t.patch_size))
+    panels = label_row([(f"your photo ({int(t.counts[code])}x)", highlight_code(t.original, t.ids, code, t.patch_size))]
+                       + [(f"{n} ({c}x)", highlight_code(v, ids, code, t.patch_size))
                           for n, v, ids, c in zip(names, views, examples, counts)])
     text = (f"Code **{code}** of {tokenizer} ({KINDS[tokenizer]}): {int(t.counts[code])}× in your photo, "
             + ", ".join(f"{c}× in {n}" for n, c in zip(names, counts)) + ". " + grouping_sentence())
