@@ -73,14 +73,11 @@ HELP_COMPARE = (
 )
 
 HELP_KINDS = (
-    "**5. Two kinds of visual words.** BEiT v2 (Peng et al., 2022) replaced BEiT's pixel tokenizer by "
-    "**VQ-KD**: codes trained to rebuild a teacher's *features*, not pixels, so a code names what the teacher "
-    "sees (fur, sky, a wheel) rather than a colour. Here *vq-kd-tiny* (512 codes, distilled from dinov2-small) "
-    "beside *vq-tiny* (512 pixel codes); *beit-tiny-v2* is beit-tiny trained to predict vq-kd-tiny's codes. "
-    "Pick a tokenizer and a code to see where it occurs in the example photos; the same mask (part 3's ratio, "
-    "seed and pattern) is given to both models, each scored against copying the nearest visible patch's code "
-    "and against always guessing its most frequent code. *(BEiT v2 §2.2, §2.3)*"
-)
+    "**5. Two kinds of visual words.** BEiT v2 (Peng et al., 2022) replaced BEiT's pixel tokenizer by **VQ-KD**: codes "
+    "trained to rebuild a teacher's *features*, not pixels. Here *vq-kd-tiny* (512 codes, distilled from dinov2-small) "
+    "beside *vq-tiny* (512 pixel codes); *beit-tiny-v2* is beit-tiny trained on vq-kd-tiny's codes. Follow a code "
+    "across the example photos; both models get part 3's mask, each against copying the nearest visible patch's code "
+    "and its most frequent code. *(BEiT v2 §2.2, §2.3)*")
 
 # ----------------------------------------------------------------------------- the contract
 
@@ -195,7 +192,7 @@ class KindsControls:
     """What part 5 depends on: the image, the tokenizer and code to follow, and part 3's mask settings."""
 
     image: str | None
-    tokenizer: str
+    follow: str
     code: float | None
     mask_ratio: float
     seed: float
@@ -308,16 +305,19 @@ def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
 
 @cost(model_cost(2))
 @user_errors
-@memo_view()
 def update_kinds(c: KindsControls) -> Kinds:
-    """Part 5 (private): both tokenizers' maps, one code's occurrences, both models under the same mask."""
+    """Part 5 (private): both tokenizers, one code's occurrences, both models; without the teacher, a sentence."""
     require_image(c.image)
     try:
-        pair = bp.tokenizer_pair_view(c.image)
-    except ModelUnavailable as exc:  # vq-kd-tiny runs dinov2-small: without its weights, say so and stop here
-        return Kinds(None, f"**Part 5 needs dinov2-small's weights** (vq-kd-tiny's teacher): {exc}", None, "", None,
-                     "", {})
-    occ, occ_text, _ = bp.code_occurrence_view(c.image, c.tokenizer, c.code)
+        return _kinds(c)
+    except ModelUnavailable as exc:
+        return Kinds(None, f"**Part 5 needs dinov2-small's weights** (vq-kd-tiny's teacher): {exc}", None, "", None, "", {})
+
+
+@memo_view()
+def _kinds(c: KindsControls) -> Kinds:
+    pair = bp.tokenizer_pair_view(c.image)
+    occ, occ_text, _ = bp.code_occurrence_view(c.image, c.follow, c.code)
     pattern = c.pattern if c.pattern in bp.BEIT_PATTERNS else "block"
     panels, text, nums = bp.predict_pair_view(c.image, c.mask_ratio, c.seed, pattern)
     text = text if pattern == c.pattern else f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
@@ -412,8 +412,8 @@ def build(demo: gr.Blocks) -> Binder:
     ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", height=PANEL_HEIGHT, **img_kw)
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():
-        ui.tokenizer = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
-                                elem_id="beit-kinds-tokenizer", scale=2)
+        ui.follow = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
+                             elem_id="beit-kinds-tokenizer", scale=2)
         ui.code = gr.Number(value=-1, precision=0, minimum=-1, label="Code (-1: your photo's most frequent)",
                             elem_id="beit-kinds-code", scale=1)
     ui.occurrence = gr.Image(label="where the code occurs", elem_id="beit-kinds-occurrence", height=PANEL_HEIGHT,
@@ -425,6 +425,7 @@ def build(demo: gr.Blocks) -> Binder:
     with gr.Accordion("Numbers of part 5 (JSON)", open=False):
         ui.kinds_numbers = gr.JSON(elem_id="beit-kinds-numbers")
     ui.psnr = gr.Number(visible=False)  # the tokenize endpoint's fourth answer (not shown)
+    ui.tokenizer = gr.Radio([name for name, _ in bp.PAIRS], value=bv.TOKENIZER, visible=False)  # the endpoint's
     ui.alias(model_name="model")
 
     show = ui.bind(update_predict)
@@ -436,7 +437,7 @@ def build(demo: gr.Blocks) -> Binder:
     controls = [ui.model.change, ui.mask_ratio.change, ui.seed.change, ui.pattern.change]
     gr.on(controls, **show)
     kinds = ui.bind(update_kinds)
-    gr.on([ui.image.change, ui.tokenizer.change, ui.code.change, ui.mask_ratio.change, ui.seed.change,
+    gr.on([ui.image.change, ui.follow.change, ui.code.change, ui.mask_ratio.change, ui.seed.change,
            ui.pattern.change], **kinds)
     gr.on(controls, None, [ui.model, ui.mask_ratio, ui.seed, ui.pattern], None, js=urlstate.WRITE_JS, queue=False,
           api_visibility="private")
