@@ -52,7 +52,8 @@ def _heldout_manifests() -> list[dict]:
     for path in sorted((ROOT / "assets" / "models").glob("*.json")):
         doc = json.loads(path.read_text())
         rows = doc if isinstance(doc, list) else doc.get("photos", doc.get("images", []))
-        out += [r for r in rows if isinstance(r, dict)]
+        if isinstance(rows, list):  # a list of photos; other files say only how many (vq-kd-tiny.grouping.json)
+            out += [r for r in rows if isinstance(r, dict)]
     return out
 
 
