@@ -158,3 +158,34 @@ def test_the_launch_self_check_is_what_frontend_false_skips() -> None:
     uses = [line.strip() for line in launch.splitlines() if "_frontend" in line and "_frontend:" not in line]
     assert uses == ["if _frontend and not networking.url_ok(self.local_url) and not self.share:"], uses
     assert serve.launch_without_self_check() == {"_frontend": False}
+
+
+def test_image_array_contact(tmp_path) -> None:
+    """image_cache.save_array calls ``processing_utils.save_img_array_to_cache(arr, cache_dir, format)``, which
+    reaches ``save_pil_to_cache`` through the module, so the replacement writer is the one used."""
+    import numpy as np
+    from gradio import processing_utils as pu
+
+    from vitviz.ui.serve import image_cache
+
+    params = list(inspect.signature(inspect.unwrap(pu.save_img_array_to_cache)).parameters)
+    assert params == ["arr", "cache_dir", "format"]
+    assert "return save_pil_to_cache(" in _source(pu.save_img_array_to_cache)
+    path = image_cache.save_array(np.zeros((4, 4, 3), np.uint8), str(tmp_path))
+    assert path.endswith(".png") and str(tmp_path) in path
+
+
+def test_examples_contact() -> None:
+    """examples chains onto ``gr.Examples.load_input_event``, the dataset's click that Gradio creates inside a
+    Blocks (without cached examples) to put a clicked example in the input box."""
+    from vitviz.ui.serve.examples import after_example_click
+
+    with gr.Blocks() as demo:
+        box = gr.Image(type="filepath")
+        examples = gr.Examples(examples=[["a.png"]], inputs=box)
+        clicks = [fn for fn in demo.fns.values() if any(t[0] == examples.dataset._id for t in fn.targets)]
+        assert examples.load_input_event is not None and len(clicks) == 1
+        assert clicks[0].targets[0][1] == "click"
+        before = len(demo.fns)
+        after_example_click(examples, fn=None, js="() => 1", queue=False)
+        assert len(demo.fns) == before + 1

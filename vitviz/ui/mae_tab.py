@@ -21,7 +21,7 @@ from ..views.mae import model_note
 from . import mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
-from .serve import files
+from .serve import files, image_cache
 from .serve.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -230,8 +230,6 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
     no server call. A payload already built is reused (the next visitor on the same
     example). Any failure gives an empty payload, and the page keeps using the server.
     """
-    from gradio.processing_utils import save_img_array_to_cache  # patched by serve.image_cache (content memo)
-
     try:
         require_image(image)
         s = as_seed(seed)
@@ -242,8 +240,7 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
             return known
         stops, complete = mae_view.cached_stops(image, model_name, s, pattern, original)
         folder = str(files.cache_folder())
-        shipped = [scrub.StopPanels(stop.ratio, {kind: save_img_array_to_cache(getattr(stop.panels, kind),
-                                                                               cache_dir=folder, format="png")
+        shipped = [scrub.StopPanels(stop.ratio, {kind: image_cache.save_array(getattr(stop.panels, kind), folder)
                                                  for kind in scrub.PANEL_KINDS}, stop.metrics) for stop in stops]
         payload = scrub.build_payload({"image": image, "model": model_name, "seed": s, "pattern": pattern}, shipped,
                                       folder) if shipped else ""

@@ -32,6 +32,7 @@ import gradio as gr
 
 from . import js
 from .common import example_images
+from .serve.examples import after_example_click
 
 
 def default_image() -> str | None:
@@ -60,8 +61,8 @@ def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop,
     kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
                               queue=False, api_visibility="private")
     gr.on([image.upload, image.input], **kw)
-    if examples is not None and getattr(examples, "load_input_event", None) is not None:
-        examples.load_input_event.then(**{**kw, "js": publish_js(tab_id, clear="example")})
+    if examples is not None:
+        after_example_click(examples, **{**kw, "js": publish_js(tab_id, clear="example")})
     image.clear(**{**kw, "js": publish_js(tab_id, clear=True)})
     # the box's own change: a refused upload empties it silently
     image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})

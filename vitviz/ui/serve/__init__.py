@@ -11,7 +11,8 @@ Nothing here is installed on import. It lives inside ``vitviz/ui/`` because only
 behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio changes it:
 
 * :mod:`.image_cache` -- ``gradio.processing_utils.save_pil_to_cache`` (atomic, memoised,
-  fast PNGs) and PIL's ``Image.MAX_IMAGE_PIXELS``;
+  fast PNGs) and PIL's ``Image.MAX_IMAGE_PIXELS``; ``save_img_array_to_cache`` (the MAE slider's stops);
+* :mod:`.examples` -- ``gr.Examples.load_input_event`` (a click on an example photo publishes it);
 * :mod:`.inputs` -- ``preprocess`` of ``Number``, ``Slider``, ``Dropdown``, ``Radio``,
   ``Image`` (sentences instead of ``error: null``);
 * :mod:`.sessions` -- ``gradio.state_holder.SessionState`` (no per-session config copy);

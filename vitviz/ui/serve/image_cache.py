@@ -21,12 +21,16 @@ import hashlib
 import io
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from ... import settings
 from ...cache import LRU
 from . import files
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _INSTALLED = False
 
@@ -78,6 +82,19 @@ def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "ima
     if key is not None:
         _MEMO.put(key, str(final))
     return files.record(final)
+
+
+def save_array(arr: "np.ndarray", cache_dir: str, format: str = "png") -> str:
+    """Write an image array (H x W x 3, uint8) to Gradio's cache as Gradio would show it; its path.
+
+    Gradio contact: ``gradio.processing_utils.save_img_array_to_cache(arr, cache_dir, format)`` (6.31), which
+    converts to PIL and calls ``save_pil_to_cache`` through the module, so once :func:`install` has run the
+    file is written once, atomically, and memoised by content like every panel Gradio shows
+    (tests/ui/test_serve_contacts.py checks both).
+    """
+    from gradio.processing_utils import save_img_array_to_cache
+
+    return save_img_array_to_cache(arr, cache_dir=cache_dir, format=format)
 
 
 def install() -> None:
