@@ -57,7 +57,10 @@ def rng() -> np.random.Generator:
 def app_url(tmp_path_factory):
     """Start ``python app.py`` on a free loopback port; yield its URL; stop it after."""
     log = tmp_path_factory.mktemp("app") / "app.log"
-    with running_app(log=log, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2") as (url, _proc):
+    # The session's app starts on the embedded models whatever a test that asks for it first has set:
+    # a module fixture's VITVIZ_PACKAGE_WEIGHTS=1 (tests/beit/test_beit_ui.py's kd_url) is still in force
+    # during that module's later tests, and the app then opened its tabs on dinov2-small for the session.
+    with running_app(log=log, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2", VITVIZ_PACKAGE_WEIGHTS="0") as (url, _proc):
         yield url
 
 

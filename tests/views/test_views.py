@@ -45,6 +45,19 @@ def test_patches_view_refuses_models_it_does_not_offer():
             pv.load(bad)
 
 
+def test_patches_resolution_recomputes_sincos_only_for_an_mae(photo_path):
+    """The sin-cos panel of the Patches tab: recomputed maps and reconstructions for an MAE (fixed 2-D
+    sin-cos embeddings); nothing for a model whose embeddings were learned (only interpolation applies)."""
+    from vitviz.views import patches as pv
+
+    text, interp, recomputed, recon = pv.resolution_views(str(photo_path), "mae-tiny", 320)
+    assert recomputed is not None and recomputed.ndim == 3 and recon is not None
+    assert interp.shape[-1] == 3 and "320" in text
+    text, interp, recomputed, recon = pv.resolution_views(str(photo_path), "deit-small-distilled:random", 320)
+    assert recomputed is None and recon is None and interp.ndim == 3
+    assert "resampled bicubically" in text
+
+
 def test_common_checks_read_as_sentences():
     from vitviz.views.common import as_seed, require_image
 
