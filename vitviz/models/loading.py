@@ -347,14 +347,20 @@ def _cache_key(spec: ModelSpec, dev: torch.device, random_init: bool, mode: str)
 
 def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
     """True when the model behind a picker value (see :func:`load_choice`) is in memory now, so a
-    request for it loads nothing; False for it not loaded, or for an unknown or malformed value."""
+    request for it loads nothing (for a VQ-KD tokenizer: its teacher too); False for it not loaded, or
+    for an unknown or malformed value."""
     try:
         name, random_init = parse_choice(choice)
         spec = get_spec(name)
         dev = default_device() if device is None else torch.device(device)
-        return _cache_key(spec, dev, bool(random_init), kernel_mode(dev, None)) in CACHE
+        key = _cache_key(spec, dev, bool(random_init), kernel_mode(dev, None))
+        if key not in CACHE:
+            return False
     except (ValueError, TypeError):
         return False
+    # A VQ-KD tokenizer loads its teacher at first use (attach_teacher), not with itself.
+    module = getattr(CACHE.get(key), "module", None)
+    return not isinstance(module, VQKD) or any(t == module.config.teacher for t, _ in _TEACHERS)
 
 
 def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False,

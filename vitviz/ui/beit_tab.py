@@ -25,7 +25,7 @@ from ..views import beit_pair as bp
 from . import urlstate
 from .binder import Binder
 from .common import memo_view, require_image, user_errors
-from .serve.costs import Cost, cost, model_cost
+from .serve.costs import Cost, cost, loaded_cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
@@ -205,7 +205,9 @@ HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
 # ----------------------------------------------------------------------------- handlers
 
 
-@cost(Cost.VIEW)
+# The tokenizer arrives as free text (never read for the cost): heavy until both tokenizers, and vq-kd-tiny's
+# teacher (dinov2-small, ~2 s to load), are in memory.
+@cost(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
 @user_errors
 def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> TokenMap:
     """Endpoint ``tokenize``: an image as BEiT-style visual tokens.
@@ -303,7 +305,7 @@ def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
     return Painted(bv.toggle_patch(current_mask, grid, size, float(evt.index[0]), float(evt.index[1])), "painted")
 
 
-@cost(model_cost(2))
+@cost(loaded_cost(*(name for pair in bp.PAIRS for name in pair)))
 @user_errors
 def update_kinds(c: KindsControls) -> Kinds:
     """Part 5 (private): both tokenizers, one code's occurrences, both models; without the teacher, a sentence."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .costs import Cost, cost, model_cost
+from .costs import Cost, cost, loaded_cost, model_cost
 
 #: Gradio versions whose internals this package was checked against (tests/ui/test_serve_contacts.py).
 TESTED_GRADIO = ((6, 31),)
@@ -148,4 +148,4 @@ def public() -> bool:
 
 
 __all__ = ["Cost", "UntestedGradio", "check_gradio", "cost", "install", "install_process", "middleware",
-           "model_cost", "public"]
+           "loaded_cost", "model_cost", "public"]

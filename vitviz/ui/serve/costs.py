@@ -150,6 +150,18 @@ def model_cost(*positions: int, base: Cost = Cost.VIEW) -> Callable[[list[Any]],
     return computed
 
 
+def loaded_cost(*names: str, base: Cost = Cost.VIEW) -> Callable[[list[Any]], Cost]:
+    """A computed cost for a handler that always uses the same models, whatever its inputs: HEAVY while
+    one of ``names`` (picker values) is not in memory, ``base`` once all are."""
+
+    def computed(values: list[Any]) -> Cost:  # noqa: ARG001 - the inputs do not change the models used
+        from ...models.loading import is_loaded
+
+        return base if all(is_loaded(n) for n in names) else Cost.HEAVY
+
+    return computed
+
+
 def model_positions(fn: Any) -> tuple[int, ...]:
     """Input positions at which ``fn``'s declaration (a :func:`model_cost`) reads a model choice; () if none."""
     found = declared(fn)
