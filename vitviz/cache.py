@@ -200,6 +200,11 @@ class LRU(Generic[K, V]):
             self._touch(key)
             return self._data[key]
 
+    def peek(self, key: K, default: V | None = None) -> V | None:
+        """The value of ``key``, or ``default``, leaving its recency as it was (for a look that uses nothing)."""
+        with self._lock:
+            return self._data.get(key, default)
+
     def put(self, key: K, value: V) -> None:
         """Store ``value`` under ``key``, evicting the least recent entries beyond capacity."""
         size = self._measure(value)

@@ -1,7 +1,7 @@
 """Loading models: strict, safe (no unpickling), cached and thread-safe.
 
-A :class:`LoadedModel` bundles the torch module (in eval mode, on its device) with
-its preprocessing config. Loads go through the package's one LRU
+A :class:`LoadedModel` bundles the torch module (in eval mode, on its device) with its preprocessing
+config. Loads go through the package's one LRU
 (:class:`vitviz.cache.LRU`): concurrent requests for one model load it once; at most
 ``VITVIZ_MAX_MODELS`` models stay in memory. Where weights come from:
 :mod:`vitviz.models.sources`; how files are read and checked:
@@ -44,9 +44,8 @@ from .sources import WeightFile, availability, download, download_hosts, find_we
 class ModelInfo:
     """A registry entry with its availability on this machine.
 
-    ``reason`` says why an unavailable model cannot be loaded and where to put its
-    file; for an available one it is a note: ``""`` (embedded), ``"weights on disk:
-    PATH"``, or ``"will download N MB at first use from HOST"``.
+    ``reason`` says why an unavailable model cannot be loaded and where to put its file; for an available
+    one a note: ``""`` (embedded), ``"weights on disk: PATH"`` or ``"will download N MB at first use from HOST"``.
     """
 
     name: str
@@ -346,21 +345,16 @@ def _cache_key(spec: ModelSpec, dev: torch.device, random_init: bool, mode: str)
 
 
 def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
-    """True when the model behind a picker value (see :func:`load_choice`) is in memory now, so a
-    request for it loads nothing (for a VQ-KD tokenizer: its teacher too); False for it not loaded, or
-    for an unknown or malformed value."""
+    """True when the model behind a picker value (see :func:`load_choice`) is in memory now, so a request
+    for it loads nothing (a VQ-KD tokenizer loads its teacher at first use: that too); False otherwise."""
     try:
         name, random_init = parse_choice(choice)
-        spec = get_spec(name)
         dev = default_device() if device is None else torch.device(device)
-        key = _cache_key(spec, dev, bool(random_init), kernel_mode(dev, None))
-        if key not in CACHE:
-            return False
+        module = getattr(CACHE.peek(_cache_key(get_spec(name), dev, bool(random_init), kernel_mode(dev, None))),
+                         "module", None)
     except (ValueError, TypeError):
         return False
-    # A VQ-KD tokenizer loads its teacher at first use (attach_teacher), not with itself.
-    module = getattr(CACHE.get(key), "module", None)
-    return not isinstance(module, VQKD) or any(t == module.config.teacher for t, _ in _TEACHERS)
+    return module is not None and (not isinstance(module, VQKD) or any(t == module.config.teacher for t, _ in _TEACHERS))
 
 
 def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False,

@@ -3,9 +3,8 @@
 Its contract: controls in, the views below (:class:`Tokens`, :class:`Prediction`...) out, by field name
 (:mod:`vitviz.ui.binder`); every number and image comes from :mod:`vitviz.views.beit`.
 
-Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, decoded image, PSNR) and
-``beit_predict`` (image, model, ratio, seed, pattern -> masked, decoded prediction,
-correctness overlay, confidence map, numbers).
+Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, decoded image, PSNR) and ``beit_predict``
+(image, model, ratio, seed, pattern -> masked, decoded prediction, correctness overlay, confidence map, numbers).
 """
 
 from __future__ import annotations
@@ -205,12 +204,11 @@ HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
 # ----------------------------------------------------------------------------- handlers
 
 
-# The tokenizer arrives as free text (never read for the cost): heavy until both tokenizers, and vq-kd-tiny's
-# teacher (dinov2-small, ~2 s to load), are in memory.
 @cost(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
 @user_errors
 def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> TokenMap:
-    """Endpoint ``tokenize``: an image as BEiT-style visual tokens.
+    """Endpoint ``tokenize``: an image as BEiT-style visual tokens (heavy until both tokenizers and vq-kd-tiny's
+    teacher are in memory: the tokenizer arrives as free text, never read for the cost).
 
     Args:
         image: the photo (a file path or URL).
