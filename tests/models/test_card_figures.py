@@ -70,3 +70,37 @@ def test_beit_card_states_the_generators_mask_count() -> None:
     assert f"40% ({n} of {gh * gw})" in card
     total = _json("beit-tiny.heldout.json")["block"]["hidden_patches"]
     assert total == n * 13 * 10 and f"{total:,} hidden patches" in card
+
+
+@pytest.mark.parametrize("table,label", [("beit-tiny-v2.heldout.json", "validation (13 photos)"),
+                                         ("beit-tiny-v2.test.json", "test, looked at once (8 photos)")])
+def test_beit_v2_card_figures_equal_its_json(table: str, label: str) -> None:
+    card = _card("beit-tiny-v2.md")
+    data = _json(table)
+    assert data["tokenizer"] == "vq-kd-tiny" and f"**{data['step']} steps**" in card
+    b = data["block"]
+    assert (f"| {label} | **beit-tiny-v2 on vq-kd-tiny** | {b['hidden_patches']:,} | **{100 * b['top1']:.2f}%** | "
+            f"**{100 * b['top5']:.2f}%** | {100 * b['most_frequent']:.2f}% | **{100 * b['nearest_visible']:.2f}%** |") in card
+    r = data["random"]
+    split = label.split(" ")[0].rstrip(",")
+    assert (f"| {split} | beit-tiny-v2 on vq-kd-tiny | {100 * r['top1']:.2f}% | {100 * r['top5']:.2f}% | "
+            f"{100 * r['most_frequent']:.2f}% | {100 * r['nearest_visible']:.2f}% |") in card
+
+
+@pytest.mark.parametrize("table,label", [("vq-kd-tiny.heldout.json", "validation"),
+                                         ("vq-kd-tiny.test.json", "test, looked at once")])
+def test_vqkd_card_figures_equal_its_json(table: str, label: str) -> None:
+    d = _json(table)
+    photos = len(d["per_image"]) if "per_image" in d else d["tokens"] // 196
+    assert (f"| {label} | {photos} ({d['tokens']:,}) | **{d['cosine']:.3f}** | {d['kmeans_cosine']:.3f} | "
+            f"{d['codes_used']} / {d['perplexity']:.1f} | {d['kmeans_codes_used']} / {d['kmeans_perplexity']:.1f} |"
+            ) in _card("vq-kd-tiny.md")
+
+
+def test_vqkd_grouping_table_equals_its_json() -> None:
+    card = _card("vq-kd-tiny.md")
+    g = _json("vq-kd-tiny.grouping.json")["tokenizers"]
+    for name, label in (("vq-tiny", "vq-tiny (pixel codes)"), ("vq-kd-tiny", "vq-kd-tiny (VQ-KD)")):
+        t = g[name]
+        assert (f"| {label} | {t['codes_used']} | {100 * t['purity']:.1f}% | {100 * t['shuffled_purity']:.1f}% | "
+                f"{t['ratio']:.2f} |") in card
