@@ -5,7 +5,7 @@ from __future__ import annotations
 from vitviz.compute.formulas import mae_flops
 from vitviz.core.masking import NESTED_PATTERNS, PATTERNS
 from vitviz.models.registry import MAE_TINY_CONFIG
-from vitviz.ui import mae_tab
+from vitviz.ui import helptext
 from vitviz.views import attention as av
 from vitviz.views import mae as mae_view
 
@@ -16,7 +16,8 @@ def test_nesting_sentence_names_exactly_the_nested_patterns():
     for p in PATTERNS:
         assert (f"*{p}*" in nested_part) == (p in NESTED_PATTERNS)
         assert (f"*{p}*" in redrawn_part) == (p not in NESTED_PATTERNS)
-    assert text in mae_tab.HELP_PATTERN
+    assert "__NESTING__" in helptext.sections("mae")["pattern"]  # the MAE tab's pattern help says it
+    assert text in helptext.read("mae", "pattern", nesting=text)
 
 
 def test_encoder_help_states_the_computed_decoder_cost():

@@ -17,8 +17,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, explain_tab, features_tab, heads_tab, js, lazy, mae_provenance,
-               mae_tab, patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
+from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, js, lazy, mae_tab,
+               patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 #: What each tab is for, one line each (the intro lists them in the tabs' order).
@@ -52,27 +52,6 @@ TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 
 
-#: The page header: the intro's tab list dense, and the tour's start and the share line in the tab row's
-#: free right end (pulled up beside the tab buttons), so each tab's first view starts higher on the screen.
-#: Then readability: a top-5 label's first class in a modest font (a random-weight model's "fly 1%" was a
-#: headline), and the codebook's first row clear of its box label.
-CSS = """
-#vitviz-intro h1 { display: inline; margin: 0 0.6rem 0 0; font-size: 1.6rem; }
-#vitviz-intro h1 + p { display: inline; margin: 0; }
-#vitviz-intro ul { display: grid; grid-template-columns: repeat(auto-fill, minmax(23rem, 1fr)); gap: 0 1.2rem;
-  margin: 0.2rem 0 0; padding-left: 1.1rem; font-size: 0.82rem; line-height: 1.3; }
-#vitviz-intro li { margin: 0 !important; padding: 0 !important; }
-#vitviz-tools { flex-wrap: nowrap; gap: 0.9rem; align-items: center; justify-content: flex-end; height: 2rem;
-  margin: 0 0 calc(-2rem - var(--layout-gap)) auto; width: auto !important; max-width: 27rem;
-  position: relative; z-index: 5; }
-#vitviz-tools > * { flex: 0 0 auto !important; min-width: 0 !important; width: auto !important;
-  min-height: 0 !important; padding: 0 !important; }
-@media (max-width: 1100px) { #vitviz-tools { margin: 0 0 0 auto; } }
-[id$='-top5'] .output-class { font-size: var(--text-xl) !important; padding: var(--size-2) 0 !important; }
-#beit-codebook .image-container { padding-top: 1.9rem; }
-"""
-
-
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded until a request needs one). Serving it to others needs
     :func:`vitviz.ui.serve.install` too (``app.py`` calls it): Gradio's patches, caps and cost groups.
@@ -92,7 +71,7 @@ def build_demo() -> gr.Blocks:
     cache_age = settings.get("VITVIZ_CACHE_SECONDS")
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(cache_age, cache_age)) as demo:
         gr.Markdown(intro(TABS), elem_id="vitviz-intro", elem_classes=["vitviz-secondary"])
-        # the tour's start button and the share line, at the right of the tab buttons (CSS below)
+        # the tour's start button and the share line, at the right of the tab buttons (vitviz/ui/css/app.css)
         with gr.Row(elem_id="vitviz-tools", equal_height=True):
             tour.build(TAB_IDS)  # the guided tour's bar (vitviz.ui.tour; the page module runs it)
             first = shared_image.default_image()
@@ -164,7 +143,7 @@ def launch_options() -> dict:
         max_file_size=settings.max_upload_bytes(),
         share=False,
         **js.page(inline=False),  # the page module: a cached file whose tag serve.middleware() puts in the page
-        css=CSS + urlstate.CSS + mae_provenance.CSS + pretraining_tab.CSS + tour.CSS + share.CSS,
+        css=css.page(),  # vitviz/ui/css/app.css
         app_kwargs={"middleware": serve.middleware()},
         **serve.launch_without_self_check(),  # no failed start when the first page takes over 3 s
     )

@@ -21,51 +21,13 @@ from ..views import heads as hv
 from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, QueryView,
                                RolloutView, model_choices, model_note)
 from ..views.common import trained_default
-from . import js, urlstate
+from . import helptext, js, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .shared_image import image_box
 from .serve.costs import Cost, cost, model_cost
 
 TAB_ID, LABEL = "attention", "Attention"
-
-INTRO = (
-    "Every token of a Vision Transformer mixes in the other tokens with weights that sum to 1: its **attention**. "
-    "**Click a patch** of the image to see where it looks in the chosen layer — averaged over heads on the left, "
-    "each head on the right — or pick the **class token** (what reads it depends on the model: see the "
-    "note under the model). Step through layers with the buttons or the **←/→** keys (also **[** and **]**). "
-    "*(ViT §3.1)*"
-)
-HELP_CLS = (
-    "**Class token, last layer, per head.** In vit-base the classifier reads only this token; DeiT's classifier "
-    "also reads its *distillation* token (trained to match a CNN teacher, maps shown beside it); MAE and DINO "
-    "have no classifier here. In the trained self-supervised **DINO** ViTs of the paper, last-layer heads "
-    f"segment objects without ever seeing a label: tick the box to keep, for each head, the patches that hold "
-    f"{MASS:.0%} of its attention (the DINO paper's view). With random weights (the note under the model says "
-    "which you have) no head can find an object; the kept patches then show only the architecture. "
-    "*(DINO figs. 3–4; DeiT §4)*"
-)
-HELP_ROLLOUT = (
-    "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through *all* layers. The paper averages "
-    "each layer's heads, adds the identity for the residual connection (A = 0.5·W + 0.5·I) and multiplies the "
-    "layers' matrices; *max*/*min* fusion and the discard ratio (the weakest entries of each row zeroed, never "
-    "a token's attention to itself) come from later practice (jacobgil/vit-explain), not the paper. The map is "
-    "the class token's row over the patches: its share of the prefix tokens is dropped and the rest "
-    "renormalised to sum 1. Rollout is a heuristic: it treats attention as linear mixing of tokens and ignores "
-    "the MLPs and the value vectors. *(Abnar & Zuidema §3; vit-explain vit_rollout.py)*"
-)
-HELP_DISTANCE = (
-    "**Mean attention distance** (the ViT paper's figure 7): for each head, how far in pixels a patch looks on "
-    "average, weighting the distance to every other patch by its attention. The paper's figure is a supervised "
-    "ViT-L/16 over 128 images: its early layers mix local heads (short distances, like convolutions) and "
-    "global ones, and its deeper layers are mostly global. Xie et al. (2023) found that a masked-image-modeling "
-    "model (SimMIM) keeps local heads in deep layers too. mae-tiny (this tab's default where dinov2-small's "
-    "weights are absent) is not evidence of either: its deep heads sit near uniform attention, and its two early local heads were *given* a positional "
-    "start before training (its model card); the line under the chart's title measures what it does on this "
-    "photo. The dashed line is a head that looks everywhere equally — where a random-weight model sits. "
-    "*(ViT fig. 7, app. D.7; Xie et al. 2023, fig. 1 and §3)*"
-)
-
 
 
 @dataclass(frozen=True)
@@ -286,7 +248,7 @@ def build(demo: gr.Blocks) -> Binder:
     choices = model_choices()
     default = trained_default(choices, DEFAULT_MODEL)
     ui.depth = gr.State(8)
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "attn", height=240, examples_id="attn-examples")
@@ -328,13 +290,13 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
                                     min_width=90, scale=1)
             gr.Markdown("### Class token, last layer")
-            gr.Markdown(HELP_CLS)
+            gr.Markdown(helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
             ui.mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention "
                                   "(DINO view)", elem_id="attn-mass")
             ui.cls_heads = gr.Image(label="class token per head", elem_id="attn-cls-heads", **kw)
             ui.cls_info = gr.Markdown(elem_id="attn-cls-info")
             gr.Markdown("### Attention rollout")
-            gr.Markdown(HELP_ROLLOUT)
+            gr.Markdown(helptext.read(TAB_ID, "rollout"))
             with gr.Row():
                 with gr.Column(scale=1, min_width=220):
                     ui.head_fusion = gr.Radio(list(HEAD_FUSIONS), value="mean", label="Head fusion",
@@ -346,7 +308,7 @@ def build(demo: gr.Blocks) -> Binder:
                     ui.rollout = gr.Image(label="rollout of the class token", elem_id="attn-rollout",
                                           height=VIEW_PX, **kw)
             gr.Markdown("### Mean attention distance")
-            gr.Markdown(HELP_DISTANCE)
+            gr.Markdown(helptext.read(TAB_ID, "distance"))
             ui.distance = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
 
     # Named endpoints first: they claim their names before the private events that reuse the same functions.

@@ -21,7 +21,7 @@ from ..models.registry import VQ_TINY_CONFIG
 from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from ..views import beit_pair as bp
-from . import urlstate
+from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, require_image, user_errors
 from .serve.costs import Cost, cost, loaded_cost, model_cost
@@ -33,50 +33,6 @@ BEIT_VOCAB = 8192
 PANEL_HEIGHT = 260
 RATIO_MIN, RATIO_MAX = 0.1, 0.75
 
-INTRO = (
-    "**BEiT** (Bao et al., 2021) came before MAE. A *tokenizer* first maps the whole image to a grid of "
-    f"**visual tokens**, one per 16×16 patch position: BEiT's is DALL-E's convolutional dVAE with {BEIT_VOCAB} "
-    f"codes, which reads the whole image, not each patch alone (BEiT §2.1.2); here it is *vq-tiny* (trained by "
-    f"vitviz, {VQ_TINY_CONFIG.codebook_size} codes), whose encoder also looks at each patch's 3×3 neighbourhood, "
-    "so a token is not a function of its patch alone. A decoder turns a grid of tokens back into pixels. BEiT "
-    "then hides about 40% of the patches in **blocks** and trains a ViT to predict the **token id** of every "
-    "hidden patch: a classification over the codebook, not a regression on pixels. *(BEiT §2.1, §2.3; VQ-VAE, "
-    "van den Oord et al. 2017)*  \n"
-    "**Why a class and not pixels?** BEiT argues that regressing pixels spends the model on short-range "
-    "dependencies and high-frequency detail *(BEiT §1)*; in its own ablation, predicting pixels instead of tokens fell from "
-    "82.86 to 81.04 fine-tuned top-1 (ViT-B, 300 epochs; blockwise masking mattered mostly for ADE20K "
-    "segmentation) *(BEiT §2.3, table 4)*. MAE later found no advantage for tokens over normalised pixels: "
-    "dVAE tokens 85.3 / 71.6, normalised pixels 85.4 / 73.9 (fine-tuning / linear probing, ViT-L) *(MAE table 1d)*."
-)
-HELP_TOKENS = (
-    "**1. Tokens of your image.** Each patch is coloured by its code, with the id written in it; click a patch "
-    "to highlight every patch with the same code (or hover the map below). The right panel is the image "
-    "rebuilt from its 196 tokens alone: what the tokenizer keeps and what it loses."
-)
-HELP_CODEBOOK = "**2. The codebook.** *(VQ-VAE §3.1; BEiT §2.1)*"
-HELP_PREDICT = (
-    "**3. Mask and predict.** *block* is BEiT's masking (random rectangles of at least 16 patches until the "
-    "ratio is reached); *random* hides single patches; *painted*: click patches of the masked panel to hide "
-    "or show them. The model's guesses are decoded to pixels by the tokenizer, with the visible patches pasted."
-    " *(BEiT §2.3, Algorithm 1; code: unilm `beit/masking_generator.py`)*  \n"
-    "**beit-base-pt22k** is the published BEiT-Base (ImageNet-22k pretraining) when its weights can be had: it "
-    "guesses DALL-E's 8192 codes, shown as a map of token ids. They **cannot be decoded to pixels** nor scored "
-    "here: DALL-E's tokenizer is published only as pickled Python objects, which vitviz never unpickles."
-)
-HELP_COMPARE = (
-    "**4. Tokens vs pixels, same mask.** beit-tiny's decoded guess beside mae-tiny's reconstruction."
-    " The MSE against the photo is not a fair referee: a pixel MSE favours MAE's blurry mean by construction "
-    "(the mean is what minimises it), and beit-tiny's guess, decoded by vq-tiny, can never get closer to the photo "
-    "than vq-tiny's own round trip (part 1's MSE for this image) even with every token right."
-    " *(BEiT §2.3; MAE §3)*"
-)
-
-HELP_KINDS = (
-    "**5. Two kinds of visual words.** BEiT v2 (Peng et al., 2022) replaced BEiT's pixel tokenizer by **VQ-KD**: codes "
-    "trained to rebuild a teacher's *features*, not pixels. Here *vq-kd-tiny* (512 codes, distilled from dinov2-small) "
-    "beside *vq-tiny* (512 pixel codes); *beit-tiny-v2* is beit-tiny trained on vq-kd-tiny's codes. Follow a code "
-    "across the example photos; both models get part 3's mask, each against copying the nearest visible patch's code "
-    "and its most frequent code. *(BEiT v2 §2.2, §2.3)*")
 
 # ----------------------------------------------------------------------------- the contract
 
@@ -349,12 +305,13 @@ def build(demo: gr.Blocks) -> Binder:
     img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
     ui.layout, ui.selected, ui.current_mask, ui.painted = gr.State(None), gr.State(None), gr.State(None), gr.State(None)
 
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "intro", vocab=BEIT_VOCAB, codebook_size=VQ_TINY_CONFIG.codebook_size),
+                elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "beit", label="Your image", height=PANEL_HEIGHT)
         with gr.Column(scale=3):
-            gr.Markdown(HELP_TOKENS, elem_classes=["vitviz-help"])
+            gr.Markdown(helptext.read(TAB_ID, "tokens"), elem_classes=["vitviz-help"])
             with gr.Row(equal_height=True):
                 ui.original = gr.Image(label="the model's view, 14×14 patches", elem_id="beit-original",
                                        height=PANEL_HEIGHT, **img_kw)
@@ -368,7 +325,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         elem_id="beit-token-plot")
                 ui.ids = gr.JSON(elem_id="beit-ids")
 
-    gr.Markdown(HELP_CODEBOOK, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "codebook"), elem_classes=["vitviz-help"])
     ui.codebook_text = gr.Markdown(elem_id="beit-codebook-text")
     with gr.Row():
         ui.codebook = gr.Image(label="the codebook, most used first (click a code)", elem_id="beit-codebook",
@@ -378,7 +335,7 @@ def build(demo: gr.Blocks) -> Binder:
                                     **img_kw)
             ui.highlight_text = gr.Markdown(HIGHLIGHT_PROMPT, elem_id="beit-highlight-text")
 
-    gr.Markdown(HELP_PREDICT, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "predict"), elem_classes=["vitviz-help"])
     with gr.Row():
         ui.model = gr.Dropdown(choices=choices, value=bv.BEIT_MODEL if choices else None, label="BEiT model",
                                elem_id="beit-model", scale=2)
@@ -401,14 +358,14 @@ def build(demo: gr.Blocks) -> Binder:
     with gr.Accordion("Numbers (JSON)", open=False):
         ui.numbers = gr.JSON(elem_id="beit-numbers")
 
-    gr.Markdown(HELP_COMPARE, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "compare"), elem_classes=["vitviz-help"])
     with gr.Row(equal_height=True):
         ui.beit_panel = gr.Image(label="beit-tiny: predicted tokens, decoded", elem_id="beit-compare-beit",
                                  height=PANEL_HEIGHT, **img_kw)
         ui.mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
                                 **img_kw)
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
-    gr.Markdown(HELP_KINDS, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "kinds"), elem_classes=["vitviz-help"])
     ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", height=PANEL_HEIGHT, **img_kw)
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():

@@ -15,52 +15,13 @@ import gradio as gr
 from ..compute.formulas import VIT_CONFIGS, mae_configs
 from ..views import compute as cv
 from ..views.compute import AttentionChart, MaeChart, Measured, ModelChart, PatchChart
+from . import helptext
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve import files
 from .serve.costs import Cost, cost
 
 TAB_ID, LABEL = "compute", "Compute"
-
-INTRO = (
-    "Self-attention compares every token with every other, so its cost grows with the *square* of the "
-    "token count; Swin restricts attention to 7x7 windows, which makes it grow *linearly*. The charts count "
-    "FLOPs in closed form (one multiply-add = 2 FLOPs, so a paper's multiply-add figure is half of ours; "
-    "only matrix products are counted, as PyTorch's FlopCounterMode does) and, at the bottom, measure the "
-    "real thing on this machine. *(Swin §3.2, eqs. 1–2)*"
-)
-EXPLAIN_ATTENTION = (
-    "**What it shows:** the FLOPs of one attention layer as the image grows, for global attention "
-    "(every token sees every token, `4·N²·C` for the products QKᵀ and AV) and for windowed attention "
-    "(each token sees its M×M window, `4·N·M²·C`). The green curve is the **FLOP ratio, QKᵀ+AV** "
-    "(global / windowed): `N / M²` when M divides the grid's side, otherwise the padded grid's count, as timm "
-    "computes it. The table adds the **FLOP ratio, attention layer**, projections included. These are "
-    "ratios of FLOPs, not speed-ups: section 5 measures time. *(Swin §3.2, eqs. 1–2)*"
-)
-EXPLAIN_MODELS = (
-    "**What it shows:** the whole forward pass of ViT-B/16 and Swin-T (projections, MLP, patch embedding "
-    "and patch merging counted) as the input resolution grows: at large token counts the ViT's attention "
-    "products overtake everything else, while Swin's stay a small share. *(ViT §3.1; Swin §3.1, table 1)*"
-)
-EXPLAIN_PATCH = (
-    "**What it shows:** for one ViT width at one resolution, how the patch size sets the sequence length "
-    "(`(R/p)² + 1` tokens) and with it the FLOPs; halving the patch quadruples the tokens and multiplies "
-    "the attention products by 16. *(ViT §3.1)*"
-)
-EXPLAIN_MAE = (
-    "**What it shows:** an MAE's FLOPs per image against the masking ratio: the encoder runs only on the "
-    "visible patches, so its cost falls almost in proportion. The decoder is light *per token* (narrow and "
-    "shallow) but processes every token, visible ones and mask tokens, so its cost does not fall, and at "
-    "75% it can cost more than the encoder (computed below). It is used only in pre-training and thrown "
-    "away afterwards. *(MAE §3, table 1c)*"
-)
-EXPLAIN_MEASURED = (
-    "**What it shows:** wall time and peak memory of one attention call (products and softmax, C=96, "
-    "3 heads, like Swin-T's first stage) measured here, for PyTorch's fused `scaled_dot_product_attention`, "
-    "the plain `softmax(QKᵀ)V` that stores the N×N matrix, and 7×7 windows; dashed lines are the "
-    "closed-form FLOPs at the best measured rate, and the predicted memory. It stops by itself at the "
-    "token, time or memory budget."
-)
 
 
 @dataclass(frozen=True)
@@ -129,10 +90,10 @@ def default_charts() -> Charts:
 def build(demo: gr.Blocks) -> Binder:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
 
     gr.Markdown("### 1. One attention layer, global vs windowed")
-    gr.Markdown(EXPLAIN_ATTENTION)
+    gr.Markdown(helptext.read(TAB_ID, "attention"))
     with gr.Row():
         ui.dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
                         elem_id="compute-dim")
@@ -144,7 +105,7 @@ def build(demo: gr.Blocks) -> Binder:
                                                        api_visibility="public", trigger_mode="always_last"))
 
     gr.Markdown("### 2. Whole models: ViT-B/16 vs Swin-T")
-    gr.Markdown(EXPLAIN_MODELS)
+    gr.Markdown(helptext.read(TAB_ID, "models"))
     gr.Markdown(cv.models_markdown(), elem_id="models-flops-summary")
     ui.max_resolution = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
     ui.plot2 = gr.Plot(label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
@@ -152,7 +113,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.max_resolution.release(**ui.bind(model_flops, quick=False, api_name="model_flops", api_visibility="public"))
 
     gr.Markdown("### 3. Patch size, sequence length and FLOPs")
-    gr.Markdown(EXPLAIN_PATCH)
+    gr.Markdown(helptext.read(TAB_ID, "patch"))
     with gr.Row():
         ui.resolution = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
         ui.base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
@@ -163,7 +124,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.base.change(**ui.bind(patch_size_flops, quick=False))
 
     gr.Markdown("### 4. MAE: encoder + decoder FLOPs vs masking ratio")
-    gr.Markdown(EXPLAIN_MAE)
+    gr.Markdown(helptext.read(TAB_ID, "mae"))
     names = list(mae_configs())
     ui.name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
     ui.summary = gr.Markdown(elem_id="mae-flops-summary")
@@ -173,7 +134,7 @@ def build(demo: gr.Blocks) -> Binder:
     demo.load(**ui.bind(default_charts, quick=False))
 
     gr.Markdown("### 5. Measured on this machine")
-    gr.Markdown(EXPLAIN_MEASURED)
+    gr.Markdown(helptext.read(TAB_ID, "measured"))
     with gr.Row():
         ui.max_tokens = gr.Dropdown([784, 3136, 7056, 12544, 28224, 50176], value=12544,
                                  label="token budget (largest N)", elem_id="measure-tokens")

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from ..explain.faithfulness import DEFAULT_STEPS
 from ..views import explain as v
+from . import helptext
 from .binder import Binder
 from .common import memo_view, user_errors
 from .js import read as read_js
@@ -24,13 +25,6 @@ from .serve.pageconfig import choices_later
 from .shared_image import image_box
 
 TAB_ID, LABEL = "explain", "Explain"
-
-INTRO = (
-    "*Which patches made the classifier say this?* Four methods answer, from attention alone to gradients. "
-    "They often disagree, so the tab also **tests** them: remove the patches each map calls important and "
-    "watch the class probability. Pick a class (default: the predicted one), a method, and how a patch is "
-    "removed."
-)
 
 
 # --------------------------------------------------------------------------------------
@@ -127,7 +121,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     choices = v.model_choices()
     default = v.default_model(choices)
-    gr.Markdown(INTRO)
+    gr.Markdown(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "explain", height=220, image_mode=None)

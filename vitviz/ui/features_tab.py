@@ -16,20 +16,13 @@ import plotly.graph_objects as go
 
 from ..views import features as v
 from ..views.common import trained_default
-from . import urlstate
+from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve.costs import Cost, cost, model_cost
 from .shared_image import default_image, image_box
 
 TAB_ID, LABEL = "features", "Features"
-
-INTRO = (
-    "Attention says where a token *looks*; the tokens themselves say what each layer *holds*. Pick a layer: "
-    "the **PCA maps** colour every patch token by its main directions, jointly over four photos; **click a "
-    "patch** to find the tokens most like it here and in another photo; the **probes** measure, layer by "
-    "layer, how well position, colour and texture can be read back from the tokens."
-)
 
 
 # --------------------------------------------------------------------------------------
@@ -203,7 +196,7 @@ def build(demo: gr.Blocks) -> Binder:
     default = trained_default(choices, v.DEFAULT_MODEL)
     others = v.example_choices()
     second = next((name for name, path in others if path != default_image()), None)
-    gr.Markdown(INTRO)
+    gr.Markdown(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "feat", height=220, image_mode=None)

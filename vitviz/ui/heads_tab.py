@@ -20,19 +20,13 @@ from ..views import norms as nv
 from ..views.common import trained_default
 from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
-from . import js
+from . import helptext, js
 from .binder import QUICK, Binder
 from .common import memo_view, user_errors
 from .serve.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "heads", "Heads"
-
-INTRO = (
-    "The Attention tab shows one layer at a time. Here are **all the heads at once**: each head summarised by "
-    "four numbers and sorted into a type, for this photo or averaged over the example photos; below, the "
-    "**queries and keys** of one head, the vectors whose dot products make its attention."
-)
 
 
 @dataclass(frozen=True)
@@ -133,7 +127,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     choices = hv.model_choices()
     default = trained_default(choices, hv.DEFAULT_MODEL)
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])
+    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "heads", height=220, image_mode=None, examples_id="heads-examples")

@@ -19,12 +19,6 @@ from .binder import Binder
 from .common import as_seed, require_image, user_errors
 from .serve.costs import cost, model_cost
 
-HELP_PAINT = (
-    "**Paint the mask**: click or drag across the *Original* panel to hide patches (starting on a hidden "
-    "patch shows them again); the reconstruction follows your mask exactly, the slider is off while you "
-    "paint, and the page's address keeps the mask so a shared link shows the same picture."
-)
-
 
 @dataclass(frozen=True)
 class Stroke:

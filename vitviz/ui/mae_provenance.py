@@ -17,38 +17,19 @@ import gradio as gr
 from ..views import mae as mae_view
 from ..views import provenance as pv
 from ..views.common import as_int
-from . import js
+from . import helptext, js
 from .binder import Binder
 from .common import as_seed, require_image, user_errors
 from .serve.costs import cost, model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
-HELP_PROVENANCE = (
-    "**Where the decoder copied a patch from**: the decoder sees the encoded visible patches, the class token and, "
-    "at every hidden position, the same learned *mask token* plus that position's embedding, so a mask token "
-    "starts with no image content at all. The pixels predicted for a hidden patch are read off its mask token "
-    "after the last decoder block; attention is the only way image content reaches it. Each tile shows that "
-    "token's attention in one decoder layer (heads averaged) over the masked input; the last tile is the "
-    "**rollout** through the whole decoder: each layer's attention plus the identity of the residual "
-    "connection, renormalised and multiplied layer by layer. The table says how much went to visible patches, "
-    "to other mask tokens (which hold only what they gathered themselves), to the token itself and to the class "
-    "token. Attention shows where information *can* flow, not proof of what the prediction used, and a map "
-    "that looks image-dependent may not be: under the table the app compares it with the same patch's map on "
-    "the other example photos. In MAE a single decoder block is the least that can carry information from the "
-    "visible tokens to the mask tokens; a deeper decoder lifted linear probing (65.5 with 1 block, 73.5 with 8) "
-    "and left fine-tuning flat (84.8 / 84.9). *(MAE: He et al. 2021, §3, §4.1 and table 1a; attention "
-    "rollout: Abnar & Zuidema 2020)*"
-)
 #: Browser code of a hidden component: a click on a reconstruction panel sends where it landed, as fractions of
 #: the picture as drawn (object-fit: contain). Gradio's own ``select`` index assumes a picture is never drawn
 #: larger than its pixels, and these 224-px panels usually are, so it names the wrong patch or none.
 PICK_JS = js.read("mae_pick")  # vitviz.mae.pick in vitviz/ui/js/page.js
 #: Browser-only: a new picture (any change of the metrics line, server view or slider scrub) clears the map.
 CLEAR_JS = js.read("provenance_clear", prompt=PROMPT)
-#: Page styles (added to the app's): the map's frame is shown only while it holds a map, so the page has no
-#: empty frame before a click, after a visible patch or once a new picture has cleared it (any layout).
-CSS = "#mae-provenance:not(:has(img)) { display: none !important; }\n"
 
 
 @dataclass(frozen=True)
@@ -132,7 +113,7 @@ def build(ui: Binder) -> None:
             ui.col = gr.Number(None, precision=0, label="Col", visible=False, elem_id="mae-provenance-col")
         with gr.Accordion("Provenance numbers (JSON)", open=False, elem_classes=["vitviz-secondary"]):
             ui.provenance_json = gr.JSON(elem_id="mae-provenance-json")
-        gr.Markdown(HELP_PROVENANCE, elem_classes=["vitviz-help"])
+        gr.Markdown(helptext.read("mae", "provenance"), elem_classes=["vitviz-help"])
     ui.pick = gr.HTML("", html_template="<span></span>", js_on_load=PICK_JS, elem_id="mae-provenance-pick",
                       padding=False, container=False)
 

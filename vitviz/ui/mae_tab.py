@@ -18,7 +18,7 @@ from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import mae_live, mae_paint, mae_provenance, scrub, urlstate
+from . import helptext, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .serve import files, image_cache
@@ -32,45 +32,8 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
                  '<span class="vitviz-readout-unit">hidden</span></div>')
 NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
-HELP_RATIO = (
-    "**Masking ratio**: the share of patches hidden from the encoder. The MAE paper trains at **75%**: images "
-    "are so redundant that a lone missing patch can be filled in from its neighbours with little "
-    "understanding of the scene. In its sweep, **linear probing** rises steadily with the ratio up to 75%; "
-    "**fine-tuning** is less sensitive (ratios from about 40% to 80% work well), and every ratio it tried "
-    "still beat training from scratch. Lower ratios reconstruct better without giving better features: the "
-    "error in the sweep chart is not what MAE optimises for, and linear probing and fine-tuning can "
-    "disagree about a setting. mae-tiny was trained at random ratios around 75% (its model card gives the range). "
-    "*(MAE §1, §4.1, fig. 5)*"
-)
-
-
-HELP_PATTERN = (
-    "**Pattern**: *random* hides patches uniformly (MAE's choice); *block* hides rectangles of at least 16 "
-    "patches (BEiT's blockwise masking, made for about 40%); *grid* keeps one patch in every k — a true 2×2 "
-    "lattice only at 75% (at 50% it keeps every other column). In MAE's ablation at 75%, block masking made the "
-    "task *harder* (higher training loss, blurrier reconstructions) and grid made it *easier* (lower training "
-    "loss, sharper reconstructions), and both gave worse features than random (fine-tuning / linear probing: "
-    "random 84.9 / 73.5, block 82.8 / 63.9, grid 84.0 / 66.0): an easier task is not better features. "
-    + mae_view.nesting_sentence() + " *(MAE §4.1, table 1f, fig. 6; BEiT §2.3)*"
-)
-
-HELP_SWEEP = (
-    "**Reading the sweep:** the error rises with the ratio, yet MAE trains at 75%. Its goal is the encoder's "
-    "*features*, not the reconstruction: in the paper, 75% gave the best linear-probing accuracy (fine-tuning "
-    "was good from about 40% to 80%), not the lowest error. *(MAE §4.1, fig. 5)*"
-)
-
 
 HELP_ENCODER = mae_view.encoder_help()
-HELP_VISIBLE = (
-    "The raw **reconstruction** redraws the visible patches too. They look worse than the input because the "
-    "loss is computed on hidden patches only; **reconstruction + visible** pastes the real pixels back. "
-    "The paper's final target is each patch's pixels *normalised by that patch's mean and variance* "
-    "(norm_pix_loss), which gives better features (85.4 vs 84.9 fine-tuning); the `-normpix` checkpoints "
-    "predict that target, so their raw reconstructions look odd. *(MAE §3, table 1d)*"
-)
-
-
 
 
 @dataclass(frozen=True)
@@ -290,10 +253,11 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row():
                 ui.seed = gr.Number(value=0, precision=0, step=1, label="Seed", elem_id="mae-seed", min_width=80)
                 ui.pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
-            gr.Markdown(HELP_PATTERN, elem_classes=["vitviz-help"])
+            gr.Markdown(helptext.read(TAB_ID, "pattern", nesting=mae_view.nesting_sentence()),
+                        elem_classes=["vitviz-help"])
             ui.paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
                                    elem_id="mae-paint", elem_classes=["vitviz-secondary"])
-            gr.Markdown(mae_paint.HELP_PAINT, elem_classes=["vitviz-help"])
+            gr.Markdown(helptext.read(TAB_ID, "paint"), elem_classes=["vitviz-help"])
             ui.compare_name = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + choices, value=NO_COMPARE,
                                           label="Compare with another model (same image, same mask)",
                                           elem_id="mae-compare", elem_classes=["vitviz-secondary"])
@@ -315,7 +279,7 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
                 ui.reconstruction = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
-                    gr.Markdown(HELP_RATIO + "\n\n" + HELP_VISIBLE)
+                    gr.Markdown(helptext.read(TAB_ID, "ratio") + "\n\n" + helptext.read(TAB_ID, "visible"))
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
             with gr.Row(visible=False, equal_height=True) as ui.compare_row:
@@ -329,7 +293,7 @@ def build(demo: gr.Blocks) -> Binder:
             gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
-            gr.Markdown(HELP_SWEEP, elem_classes=["vitviz-help"])
+            gr.Markdown(helptext.read(TAB_ID, "sweep"), elem_classes=["vitviz-help"])
             ui.thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90% (caption: hidden share and MSE)",
                                    columns=4, height="auto", object_fit="contain", format="png",
                                    elem_id="mae-thumbs", allow_preview=True)

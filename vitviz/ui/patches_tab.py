@@ -21,6 +21,7 @@ from ..views import patches as pv
 from ..views.common import trained_default
 from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridViews, PosViews, Selection,
                              ShuffleViews, readout_markdown, readouts)
+from . import helptext
 from .binder import Binder
 from .common import as_seed, memo_view, require_image, user_errors
 from .serve.costs import Cost, cost, model_cost
@@ -31,43 +32,6 @@ DEFAULT_MODEL = "mae-tiny"
 DEFAULT_PATCH = 16
 DEFAULT_RESOLUTION = 224
 RES_MIN, RES_MAX = 112, 448
-
-INTRO = (
-    "A Vision Transformer reads an image as a **sequence**: it cuts the picture into P×P patches, "
-    "flattens each one into P·P·3 numbers, multiplies it by one learned matrix **E** to get a token, puts "
-    "a **[CLS]** token in front and adds a **position embedding** to every token, since attention by "
-    "itself cannot tell where a token came from (ViT and MAE add an absolute one; Swin, by default, adds none "
-    "and puts a learned *relative position bias* inside each window's attention instead — see the Swin tab). "
-    "Take each step apart below. **Click a patch** on the grid, the token strip or the map of maps to follow "
-    "it everywhere. *(ViT §3.1, eq. 1; Swin §3.2, eq. 4)*"
-)
-POLICY = (
-    "**Crop/resize policy:** the resolution is rounded to the nearest multiple of the patch size; the "
-    "image's shorter side is resized to it and the longer side is centre-cropped to a square (the "
-    "darkened bands are cut off). This is what the models here do with any photo."
-)
-EXPLAIN_STRIP = (
-    "**The token strip** is what the transformer actually receives: [CLS] first, then the patches in "
-    "raster order (row by row, left to right), wrapped into lines here only to fit the page. Nothing in the "
-    "sequence itself says which patch was above which: that is the position embedding's job. *(ViT §3.1)*"
-)
-EXPLAIN_POS = (
-    "**Position embeddings:** each tile of the big picture is one patch's position embedding compared "
-    "(cosine similarity) with every other patch's, drawn at that patch's place — the ViT paper's figure 7. "
-    "Click a tile to select its patch. *(ViT fig. 7, centre)*"
-)
-EXPLAIN_RES = (
-    "**Another resolution:** a ViT trained at one grid can run at another if its position embeddings are "
-    "resampled to the new grid. timm does it bicubically (`timm.layers.resample_abs_pos_embed`); MAE's "
-    "fixed sin-cos embeddings can instead be recomputed for the new grid. *(ViT §3.2; mae util/pos_embed.py)*"
-)
-EXPLAIN_SHUFFLE = (
-    "**Shuffle the patches:** the patch tokens are permuted *without* their positions. Self-attention, "
-    "LayerNorm and the MLP treat tokens as a set, so without position embeddings each patch's output is the "
-    "same wherever it sits (the encoder is *permutation-equivariant*). Adding the position embeddings — which "
-    "stay in place while the contents move — breaks this: the same patch now gets a different output. "
-    "*(ViT §3.1)*"
-)
 
 
 # ----------------------------------------------------------------------------- the contract
@@ -220,7 +184,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.overlay_layout, ui.strip_layout, ui.mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
     img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
 
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "patches", label="Your image", height=240,
@@ -229,7 +193,7 @@ def build(demo: gr.Blocks) -> Binder:
                                      elem_id="patches-size")
             ui.resolution = gr.Slider(RES_MIN, RES_MAX, value=DEFAULT_RESOLUTION, step=8,
                                       label="Input resolution (px)", elem_id="patches-resolution")
-            gr.Markdown(POLICY)
+            gr.Markdown(helptext.read(TAB_ID, "policy"))
         with gr.Column(scale=2):
             ui.overlay = gr.Image(label="The patch grid (click a patch)", height=460, elem_id="patches-overlay",
                                   **img_kw)
@@ -238,7 +202,7 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.numbers = gr.JSON(elem_id="patches-numbers")
 
     gr.Markdown("### The token sequence")
-    gr.Markdown(EXPLAIN_STRIP)
+    gr.Markdown(helptext.read(TAB_ID, "strip"))
     ui.strip = gr.Image(label="Tokens in order: [CLS], p1 … pN (click a token)", elem_id="patches-strip", **img_kw)
     ui.token_text = gr.Markdown(elem_id="patches-token-text")
     with gr.Row():
@@ -255,7 +219,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.embed_text = gr.Markdown(elem_id="patches-embedding-text")
 
     gr.Markdown("### Position embeddings")
-    gr.Markdown(EXPLAIN_POS)
+    gr.Markdown(helptext.read(TAB_ID, "pos"))
     with gr.Row():
         ui.sim_map = gr.Image(label="cosine similarity of the selected patch's position with all others",
                               elem_id="patches-sim-map", scale=1, **img_kw)
@@ -263,7 +227,7 @@ def build(demo: gr.Blocks) -> Binder:
                              scale=2, **img_kw)
 
     gr.Markdown("### Another resolution")
-    gr.Markdown(EXPLAIN_RES)
+    gr.Markdown(helptext.read(TAB_ID, "res"))
     ui.res2 = gr.Slider(RES_MIN, RES_MAX, value=320, step=16, label="Run the model at (px)",
                         elem_id="patches-model-resolution")
     ui.res_text = gr.Markdown(elem_id="patches-res-text")
@@ -277,7 +241,7 @@ def build(demo: gr.Blocks) -> Binder:
                                 height=360, **img_kw)
 
     gr.Markdown("### Shuffle the patches")
-    gr.Markdown(EXPLAIN_SHUFFLE)
+    gr.Markdown(helptext.read(TAB_ID, "shuffle"))
     with gr.Row():
         ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Permutation seed", elem_id="patches-seed",
                             min_width=120, scale=0)

@@ -22,11 +22,6 @@ from .serve.costs import Cost, cost
 
 TAB_ID, LABEL = "pretraining", "Pretraining"
 
-#: Page styles: the verdict is the tab's answer, read from the back of the room.
-CSS = """
-#pre-verdict, #pre-verdict .prose { font-size: 1.3rem !important; line-height: 1.45; }
-#pre-probe-table table, #pre-recipes table { font-size: 1rem; }
-"""
 
 #: Encoders shown when the tab opens (those on disk among them).
 DEFAULT_ENCODERS = ("dinov2-small", "dinov2-small-random", "mae-tiny", "mae-tiny-random", "beit-tiny")

@@ -40,15 +40,3 @@ def build(photo: str | None) -> gr.HTML:
         photo: the example every tab starts with (its name, no extension), or None.
     """
     return gr.HTML(markup(photo), elem_id="share", elem_classes=["vitviz-secondary"], padding=False)
-
-
-#: Its styles: one line, small, beside the tour's start button.
-CSS = """
-#share { margin: 0 !important; }
-.vitviz-share { display: flex; align-items: center; gap: 0.45rem; font-size: 0.82rem; white-space: nowrap;
-  color: var(--body-text-color-subdued); }
-.vitviz-share button { border: 1px solid var(--border-color-primary); border-radius: var(--radius-sm);
-  background: var(--background-fill-primary); padding: 0.15rem 0.6rem; cursor: pointer; font-size: 0.85rem;
-  color: var(--body-text-color); }
-.vitviz-share-done { font-style: italic; }
-"""

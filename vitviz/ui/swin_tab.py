@@ -14,6 +14,7 @@ from ..core.windows import stage_geometry
 from ..explain.windows import has_pretrained
 from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
+from . import helptext
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve.costs import Cost, cost
@@ -22,40 +23,6 @@ from .shared_image import image_box
 TAB_ID, LABEL = "swin", "Swin"
 #: The top-left token: the shift sends it to the bottom-right window.
 DEFAULT_POINT = (2, 2)
-
-INTRO = (
-    "Swin computes attention only **inside 7x7 windows** of tokens, and every second block **shifts** the "
-    "window grid by 3 tokens so information crosses window borders. Instead of handling the partial windows "
-    "a shift creates at the borders, it **rolls** the map (a cyclic shift) so the windows line up again, "
-    "and a **mask** stops tokens that were rolled together from different places from attending to each "
-    "other. **Click a token** on any of the three views to follow it. *(Swin §3.2, figs. 2 and 4)*"
-)
-EXPLAIN_VIEWS = (
-    "**Left:** the regular windows of block 0. **Middle:** the shifted windows of block 1, drawn on the "
-    "image — the windows at the edges are pieces of one window (same colour), glued together by the roll. "
-    "**Right:** what block 1 actually computes: the image rolled up and left by 3 tokens, cut into regular "
-    "windows; yellow seams split it into the regions A–I, and only tokens of the same region may attend to "
-    "each other. *(Swin §3.2, fig. 4)*"
-)
-EXPLAIN_MASK = (
-    "**What it shows:** for the clicked token's window in the shifted block, which query/key pairs are "
-    "blocked (dark): timm adds −100 to those logits, so their softmax weight is effectively zero (about "
-    "e⁻¹⁰⁰ ≈ 4·10⁻⁴⁴ of an allowed key's, not exactly 0). The orange row is the clicked token. "
-    "*(Swin §3.2; Swin-Transformer swin_transformer.py)*"
-)
-EXPLAIN_ATTENTION = (
-    "**What it shows:** the softmax weights of the clicked token over the keys of its window in the chosen "
-    "block of `swin-tiny`: its pretrained weights when they are on this machine, random weights otherwise (then "
-    "the pattern is the geometry, not learned content; the text below says which). Tiles show the window as the "
-    "block sees it (rolled); hatched keys are masked out. The image on the right shows where those keys are in "
-    "the picture (mean over heads). *(Swin §3.2)*"
-)
-EXPLAIN_BIAS = (
-    "**Relative position bias:** Swin adds no absolute position embedding to its tokens (by default). Instead "
-    "each head of each block learns a (2M−1)×(2M−1) table — one number per offset between a query and a key in "
-    "a window — and adds it to their attention logit before the softmax. Pick a head to see its table. "
-    "*(Swin §3.2 eq. 4, table 4; swin_transformer.py)*"
-)
 
 
 @cost(Cost.VIEW)
@@ -139,7 +106,7 @@ def build(demo: gr.Blocks) -> Binder:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     geoms = stage_geometry(INPUT)
-    gr.Markdown(INTRO, elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "swin", sources=["upload", "clipboard", "webcam"], height=240,
@@ -154,7 +121,7 @@ def build(demo: gr.Blocks) -> Binder:
                               label="y (px of 224)", elem_id="swin-y")
             ui.info = gr.Markdown(elem_id="swin-info")
         with gr.Column(scale=3):
-            gr.Markdown(EXPLAIN_VIEWS)
+            gr.Markdown(helptext.read(TAB_ID, "views"))
             with gr.Row(equal_height=True):
                 kw = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
                 ui.regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
@@ -164,7 +131,7 @@ def build(demo: gr.Blocks) -> Binder:
                                   elem_id="swin-rolled", **kw)
             with gr.Row():
                 with gr.Column(scale=1):
-                    gr.Markdown(EXPLAIN_MASK)
+                    gr.Markdown(helptext.read(TAB_ID, "mask"))
                     ui.mask_plot = gr.Plot(label="attention mask of the clicked window", elem_id="swin-mask")
                 with gr.Column(scale=1):
                     gr.Markdown("**Window partition of every stage** (regular blocks): the token grid halves "
@@ -175,7 +142,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         elem_id="swin-stages", object_fit="contain")
     weights = "pretrained" if has_pretrained() else "random weights"
     gr.Markdown(f"### Attention inside the window (swin-tiny, {weights})")
-    gr.Markdown(EXPLAIN_ATTENTION)
+    gr.Markdown(helptext.read(TAB_ID, "attention"))
     with gr.Row():
         ui.block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")
         show = gr.Button("Show attention for the selected token", elem_id="swin-show-attention")
@@ -191,7 +158,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
     gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
-    gr.Markdown(EXPLAIN_BIAS)
+    gr.Markdown(helptext.read(TAB_ID, "bias"))
     ui.head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
                      elem_id="swin-bias-head")
     ui.bias_text = gr.Markdown(elem_id="swin-bias-info")

@@ -151,23 +151,3 @@ def build(tab_ids: tuple[str, ...], steps: tuple[Step, ...] = STEPS) -> gr.HTML:
            f'<button type="button" class="vitviz-tour-start" id="tour-start" title="{len(steps)} steps, one idea each">'
            'Guided tour &#9656;</button></div>')
     return gr.HTML(bar, elem_id="tour", elem_classes=["vitviz-secondary"], padding=False)
-
-
-#: The tour bar's styles: idle, a button; while a step runs, one line fixed at the top of the window.
-CSS = """
-#tour { margin: 0 !important; min-height: 2rem; }
-.vitviz-tour-stuck { position: fixed; top: 0; z-index: 60; }
-.vitviz-tour-running { box-shadow: 0 2px 6px rgba(0, 0, 0, 0.12); }
-.vitviz-tour { display: flex; align-items: center; gap: 0.6rem; flex-wrap: wrap; min-height: 2rem;
-  padding: 0.15rem 0.6rem; border: 1px solid var(--border-color-primary); border-radius: var(--radius-md);
-  background: var(--background-fill-secondary); font-size: 0.92rem; line-height: 1.35; }
-.vitviz-tour button { border: 1px solid var(--border-color-primary); border-radius: var(--radius-sm);
-  background: var(--background-fill-primary); padding: 0.15rem 0.7rem; cursor: pointer; font-size: 0.9rem; }
-.vitviz-tour button:disabled { opacity: 0.45; cursor: default; }
-.vitviz-tour .vitviz-tour-start { border: none; background: none; font-weight: 600; padding: 0.15rem 0; }
-.vitviz-tour:not(.vitviz-tour-running) { border: none; background: none; padding: 0; min-height: 0; }
-.vitviz-tour-text { flex: 1 1 30rem; min-width: 0; }
-.vitviz-tour-count { font-weight: 600; white-space: nowrap; }
-.vitviz-tour-busy { color: var(--body-text-color-subdued); font-style: italic; }
-.vitviz-tour-nav { display: flex; gap: 0.4rem; white-space: nowrap; }
-"""
