@@ -18,8 +18,8 @@ from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
 from ..views import heads as hv
-from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, QueryView,
-                               RolloutView, model_choices, model_note)
+from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, ImageViews,
+                               QueryView, RolloutView, model_choices, model_note)
 from ..views.common import trained_default
 from . import helptext, js, urlstate
 from .binder import Binder
@@ -171,14 +171,47 @@ def on_model(model: str, layer: float, part: str, query: str | None = None) -> M
                          gr.update(choices=c["query_choices"], value=c["query"]), c["depth"])
 
 
-@cost(Cost.VIEW)
-def on_load(model: str, layer: float, part: str, query: str | None, head: float, request: gr.Request
-            ) -> FirstControls:
+@dataclass(frozen=True)
+class FirstView(FirstControls):
+    """The first showing's controls and its query view (the rest follows: :func:`image_views`)."""
+    overlay: Any
+    heads: Any
+    query_info: Any
+
+
+@cost(model_cost(0))
+def on_load(model: str, layer: float, part: str, query: str | None, head: float, image: str | None,
+            mask_ratio: float, seed: float, row: float, col: float, request: gr.Request) -> FirstView:
     """The tab's first showing: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any,
-    and at ``head``. A head clicked in the Heads tab before this tab was shown arrives here as ``layer``,
-    ``part`` and ``head`` (:data:`FIRST_JS`), so the first view is that head's."""
+    and at ``head``; and the query view of those controls, so that the view at the top of the tab comes in the
+    same answer (the rest follows in :func:`image_views`). A head clicked in the Heads tab before this tab was
+    shown arrives here as ``layer``, ``part`` and ``head`` (:data:`FIRST_JS`), so the first view is that head's.
+
+    A query view that fails (no image, say) leaves those outputs alone: :func:`image_views`, next in the chain,
+    reads the same maps and reports the error.
+    """
     state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
-    return FirstControls(**vars(on_model(model, state.layer if state.layer else layer, part, query)), head=head)
+    controls = on_model(model, state.layer if state.layer else layer, part, query)
+    view: dict[str, Any] = dict(overlay=gr.skip(), heads=gr.skip(), query_info=gr.skip())
+    try:
+        shown, q = av.first_query_view(image, model, controls.part["value"], mask_ratio, seed,
+                                       controls.layer["value"], controls.query["value"], row, col, head)
+    except ValueError:  # a user error (no image, an unreadable one): image_views, next in the chain, says it
+        pass
+    else:
+        view = vars(shown)
+        controls = replace(controls, query={**controls.query, "value": q})
+    return FirstView(**vars(controls), head=head, **view)
+
+
+@cost(model_cost(1))
+@user_errors
+@memo_view()
+def image_views(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
+                head_fusion: str, discard_ratio: float) -> ImageViews:
+    """The views of :func:`update_all` that do not depend on the query (after :func:`on_load`'s query view)."""
+    v = av.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio)
+    return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
 @cost(Cost.VIEW)
@@ -317,7 +350,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.endpoint(attention_distance, api_name="attention_distance", outputs="distance")
 
     everything = ui.bind(update_all)
-    demo.load(**ui.bind(on_load, js=FIRST_JS, quick=False)).then(**ui.bind(update_all, quick=False))
+    demo.load(**ui.bind(on_load, js=FIRST_JS, quick=False)).then(**ui.bind(image_views, quick=False))
     ui.model.change(**ui.bind(model_note, inputs=["model"], outputs="note", quick=False, queue=False, trigger_mode="always_last"))
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.part.input(**ui.bind(on_part)).then(**everything)

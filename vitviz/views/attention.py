@@ -198,12 +198,9 @@ class RolloutView:
 
 
 @dataclass(frozen=True)
-class AttentionViews:
-    """Every view of the tab for one set of controls; ``query`` is the query token actually shown."""
+class ImageViews:
+    """The views that do not depend on the query: the class token's heads, the rollout, the distances, top-5."""
 
-    overlay: np.ndarray
-    heads: np.ndarray
-    query_info: str
     cls_heads: np.ndarray
     cls_info: str
     rollout: np.ndarray
@@ -211,6 +208,16 @@ class AttentionViews:
     distance: go.Figure
     top5: dict[str, float] | None  # None without a classifier
     top5_note: str
+
+
+@dataclass(frozen=True)
+class AttentionViews(ImageViews):
+    """Every view of the tab for one set of controls: :class:`ImageViews`, the query view (:class:`QueryView`'s
+    fields) and ``query``, the query token actually shown."""
+
+    overlay: np.ndarray
+    heads: np.ndarray
+    query_info: str
     query: str
 
 
@@ -351,24 +358,44 @@ def part_depth(choice: str, part: str) -> int:
     return num_layers(model, part if model.family == "mae" else "encoder")
 
 
-def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
-              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0) -> AttentionViews:
-    """Every view for the current controls (one capture, then lookups).
+def shown_query(maps: AttentionMaps, query: str, row: Any, col: Any, head: Any = 0) -> tuple[str, int]:
+    """The query token and head (1-based, 0 = the mean) a view shows for the asked ones.
 
     The query falls back to the class token when its patch is hidden by the mask or its token does not
-    exist; ``head`` (1-based, 0 = the mean) falls back to the mean on a model without that head (as after
-    a model switch).
+    exist; ``head`` falls back to the mean on a model without that head (as after a model switch).
     """
-    m, maps = maps_for(image, choice, part, mask_ratio, seed)
     q = query
     if q == "patch" and maps.layout.token_of_patch(*_query_token(maps, q, row, col)) is None:
         q = "cls"  # the query patch is hidden by the new mask: fall back to the class token
     if q == "dist" and not maps.layout.has("dist"):
         q = "cls"
-    h = head if head and 1 <= int(head) <= maps.num_heads else 0
-    return AttentionViews(**vars(query_view(maps, layer_value(layer, maps.depth), q, row, col, h)),
-                          **vars(class_view(maps, bool(mass))), **vars(rollout_view(maps, head_fusion, discard_ratio)),
-                          distance=distance_view(m, maps), top5=top5_value(maps), top5_note=top5_note(m, maps), query=q)
+    return q, head if head and 1 <= int(head) <= maps.num_heads else 0
+
+
+def first_query_view(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str,
+                     row: Any, col: Any, head: Any = 0) -> tuple[QueryView, str]:
+    """The query view of :func:`all_views` alone, and the query token it shows (:func:`shown_query`): what a
+    tab's first showing draws before the rest (:func:`image_views`)."""
+    _, maps = maps_for(image, choice, part, mask_ratio, seed)
+    q, h = shown_query(maps, query, row, col, head)
+    return query_view(maps, layer_value(layer, maps.depth), q, row, col, h), q
+
+
+def image_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, mass: bool, head_fusion: str,
+                discard_ratio: float) -> ImageViews:
+    """Every view of :func:`all_views` but the query's (one capture, then lookups)."""
+    m, maps = maps_for(image, choice, part, mask_ratio, seed)
+    return ImageViews(**vars(class_view(maps, bool(mass))), **vars(rollout_view(maps, head_fusion, discard_ratio)),
+                      distance=distance_view(m, maps), top5=top5_value(maps), top5_note=top5_note(m, maps))
+
+
+def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
+              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0) -> AttentionViews:
+    """Every view for the current controls (one capture, then lookups): :func:`first_query_view` and
+    :func:`image_views`."""
+    view, q = first_query_view(image, choice, part, mask_ratio, seed, layer, query, row, col, head)
+    return AttentionViews(**vars(view), **vars(image_views(image, choice, part, mask_ratio, seed, mass, head_fusion,
+                                                           discard_ratio)), query=q)
 
 
 def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float
