@@ -77,6 +77,20 @@ def test_cosine_loss_on_hand_made_features():
     assert cosine_loss(a[:1], torch.tensor([[0.0, 1.0]])).item() == pytest.approx(1.0)
 
 
+def test_feature_colours_depend_on_directions_only():
+    """The decoder is trained with a cosine loss: its features point the teacher's way at ~1/3 of the length.
+    Colours from a basis of unit-length features make such features look like the teacher's, not flat."""
+    from vitviz.beit.tokenize import feature_colours, unit_features
+    from vitviz.features.pca import fit_pca
+
+    rng = np.random.default_rng(0)
+    teacher = rng.normal(size=(4, 4, 24)) + 3.0  # a common offset, as real features have
+    basis = fit_pca([unit_features(teacher.reshape(-1, 24))])
+    same = feature_colours(teacher, basis, 2)
+    assert same.shape == (8, 8, 3) and same.std() > 40  # a spread of colours
+    assert np.array_equal(feature_colours(0.3 * teacher, basis, 2), same)
+
+
 def test_code_usage_counts_codes_and_perplexity():
     u = code_usage(torch.tensor([0, 0, 1, 2]), 8)
     assert u["codes_used"] == 3 and u["tokens"] == 4

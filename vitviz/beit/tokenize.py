@@ -3,8 +3,8 @@
 Two kinds of tokenizer: a pixel tokenizer (``vq-tiny``, :class:`~vitviz.models.vqvae.VQTokenizer`) decodes
 ids back to pixels; a feature tokenizer (``vq-kd-tiny``, :class:`~vitviz.models.vqkd.VQKD`, BEiT v2's
 VQ-KD) decodes ids to its teacher's features, which are shown as colours: the first three principal
-components of the teacher's own features of the image (:mod:`vitviz.features.pca`), the same basis for
-the teacher's map (``reference``) and the decoded one. Metrics are computed from the returned ``uint8``
+components of the teacher's own features of the image, each scaled to length 1 (:mod:`vitviz.features.pca`),
+the same basis for the teacher's map (``reference``) and the decoded one. Metrics are computed from the returned ``uint8``
 arrays (RGB scaled to [0, 1]); a feature tokenizer also reports the cosine between decoded and teacher
 features (``feature_cosine``).
 """
@@ -112,10 +112,17 @@ def decode_ids(vq: AnyTokenizer, ids: np.ndarray | torch.Tensor, basis: PCABasis
     return _to_uint8(vq.decode(t[None])[0].float())
 
 
+def unit_features(feats: np.ndarray) -> np.ndarray:
+    """Features ``(..., D)`` scaled to length 1 per patch, float64: VQ-KD's decoder is trained with a cosine
+    loss, so only its outputs' directions match the teacher's (their lengths are ~3x shorter)."""
+    f = np.asarray(feats, dtype=np.float64)
+    return f / np.maximum(np.linalg.norm(f, axis=-1, keepdims=True), 1e-12)
+
+
 def feature_colours(feats: np.ndarray, basis: PCABasis, patch: int) -> np.ndarray:
-    """Features ``(gh, gw, D)`` -> ``(patch gh, patch gw, 3)`` uint8: the basis's first three components,
-    one flat colour per patch."""
-    rgb = basis.to_rgb(np.asarray(feats, dtype=np.float64))
+    """Features ``(gh, gw, D)`` -> ``(patch gh, patch gw, 3)`` uint8: the first three components of a basis
+    fitted on unit-length features (:func:`unit_features`), one flat colour per patch."""
+    rgb = basis.to_rgb(unit_features(feats))
     img = np.round(rgb * 255.0).astype(np.uint8)
     return np.repeat(np.repeat(img, patch, axis=0), patch, axis=1)
 
@@ -129,7 +136,7 @@ def tokenize_kd_array(vq: VQKD, original: np.ndarray) -> tuple[Tokens, PCABasis]
     dec = vq.decode(ids[None])
     cos = float(torch.nn.functional.cosine_similarity(dec, f, dim=-1).mean())
     fn = f[0].float().cpu().numpy()
-    basis = fit_pca([fn.reshape(-1, fn.shape[-1])])
+    basis = fit_pca([unit_features(fn.reshape(-1, fn.shape[-1]))])
     p = vq.patch_size
     return Tokens(original=original, ids=ids.cpu().numpy().astype(np.int64),
                   decoded=feature_colours(dec[0].float().cpu().numpy(), basis, p), codebook_size=vq.codebook_size,
