@@ -40,3 +40,18 @@ def test_tokenize_and_part_5_declare_the_models_they_always_use(empty_caches) ->
     # whatever the inputs say (the tokenizer is free text, never read), both are heavy on a cold server
     for fn, values in ((beit_tab.tokenize_endpoint, [None, "vq-tiny"]), (beit_tab.update_kinds, [None] * 6)):
         assert resolve(fn, [], values) is Cost.HEAVY
+
+
+def test_a_teacher_is_cached_per_weight_file(empty_caches, monkeypatch) -> None:  # noqa: ARG001
+    """Another dinov2-small file (a weights folder, the package switched on or off) is another teacher."""
+    from types import SimpleNamespace
+
+    import torch
+
+    files = iter(["/a/model.safetensors", "/a/model.safetensors", "/b/model.safetensors"])
+    monkeypatch.setattr(loading, "_weights", lambda spec: SimpleNamespace(path=next(files)))
+    monkeypatch.setattr(loading, "_build_dinov2", lambda spec, hit: (torch.nn.Linear(2, 2), None))
+    first = loading.load_teacher("dinov2-small", 196)
+    assert loading.load_teacher("dinov2-small", 196) is first  # the same file: cached
+    assert loading.load_teacher("dinov2-small", 196) is not first  # another file
+    assert len(loading._TEACHERS) == 2

@@ -207,24 +207,24 @@ def _build_hf_beit(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataCon
                                                      std=config.std), False
 
 
-#: Teacher backbones of VQ-KD tokenizers, per (registry name, input side).
-_TEACHERS: dict[tuple[str, int], nn.Module] = {}
+#: Teacher backbones of VQ-KD tokenizers, per (registry name, input side, weight file).
+_TEACHERS: dict[tuple[str, int, str], nn.Module] = {}
 
 
 def load_teacher(name: str, img_size: int) -> nn.Module:
     """A DINOv2 backbone (a VQ-KD teacher) built for input side ``img_size``, its position table resampled
-    from the native grid as for 224 (eval, no gradients; cached per size).
+    from the native grid as for 224 (eval, no gradients; cached per size and weight file).
 
     Raises:
         ModelUnavailable: its weights cannot be had here. ValueError: ``name`` is not a DINOv2 backbone.
     """
-    if (name, img_size) not in _TEACHERS:
-        spec = get_spec(name)
-        if spec.dinov2_arch is None:
-            raise ValueError(f"{name} is not a DINOv2 backbone; a VQ-KD teacher here must be one")
-        module = _build_dinov2(dataclass_replace(spec, input_size=img_size), _weights(spec))[0]
-        _TEACHERS[(name, img_size)] = module.eval().requires_grad_(False)
-    return _TEACHERS[(name, img_size)]
+    spec = get_spec(name)
+    if spec.dinov2_arch is None:
+        raise ValueError(f"{name} is not a DINOv2 backbone; a VQ-KD teacher here must be one")
+    hit = _weights(spec)  # another file (a weights folder, the package switched on or off) is another teacher
+    if (key := (name, img_size, str(hit.path))) not in _TEACHERS:
+        _TEACHERS[key] = _build_dinov2(dataclass_replace(spec, input_size=img_size), hit)[0].eval().requires_grad_(False)
+    return _TEACHERS[key]
 
 
 def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
@@ -354,7 +354,7 @@ def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
                          "module", None)
     except (ValueError, TypeError):
         return False
-    return module is not None and (not isinstance(module, VQKD) or any(t == module.config.teacher for t, _ in _TEACHERS))
+    return module is not None and (not isinstance(module, VQKD) or any(t == module.config.teacher for t, *_ in _TEACHERS))
 
 
 def load_model(name: str, device: str | torch.device | None = None, random_init: bool = False,
