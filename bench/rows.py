@@ -81,15 +81,18 @@ class App:
         return {"path": path, "orig_name": Path(path).name, "meta": {"_type": "gradio.FileData"}}
 
     def call(self, fn_index: int, data: list, address: str, session: str | None = None,
-             http: Any = None, deadline: float | None = None, stop: threading.Event | None = None) -> tuple[bool, str]:
+             http: Any = None, deadline: float | None = None, stop: threading.Event | None = None,
+             phases: dict | None = None) -> tuple[bool, str]:
         """One queued call; (succeeded, error text or status). Given up (``timeout``) at ``deadline``
         (``time.monotonic()``; default: 120 s from now) or when ``stop`` is set, checked at each message
-        (Gradio sends a heartbeat every few seconds)."""
+        (Gradio sends a heartbeat every few seconds). ``phases``, if given, receives when the join left and
+        when each kind of message came (``time.perf_counter()``)."""
         http = http or self.http
         deadline = deadline if deadline is not None else time.monotonic() + 120
         session = session or uuid.uuid4().hex
         headers = {"X-Forwarded-For": address}
-        self.phases = phases = {"join": time.perf_counter()}  # when the join left, the run started, it ended
+        phases = {} if phases is None else phases
+        phases["join"] = time.perf_counter()  # when the join left, the run started, it ended
         try:
             r = http.post(self.url + "gradio_api/queue/join", headers=headers, json={
                 "data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None})
@@ -131,10 +134,10 @@ def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | No
                 errors.append(f"upload {getattr(up, 'status_code', up)}")
                 continue
             uploads.append(time.perf_counter() - t0)
+            phases: dict = {}  # the attack's threads call too: each call its own
             ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http,
-                               deadline=end)
+                               deadline=end, phases=phases)
             times.append(time.perf_counter() - t0)
-            phases = app.phases
             if "process_starts" in phases and "process_completed" in phases:
                 waits.append(phases["process_starts"] - phases["join"])
                 runs.append(phases["process_completed"] - phases["process_starts"])
@@ -162,11 +165,15 @@ def attack(target, seconds: float, threads: int) -> tuple[threading.Event, list[
     return stop, workers
 
 
-def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> dict:
-    """Rows 1, 2, 3 and 8: the visitor beside each attack."""
+#: The latency rows: name -> attack threads.
+ROWS = {"1 features update_all x2": 2, "2 five addresses x16": 40, "3 trailing mae-large, 8 sweeps": 8,
+        "8 assets, new query, br": 4}
+
+
+def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
+    """The attack of each latency row (``target(stop, k)`` for :func:`attack`), and the statuses row 8 got."""
     import httpx
 
-    photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
     # the Features tab's update_all: private (no name in the page configuration), found by its components
     ids = {c["props"].get("elem_id"): c["id"] for c in app.config["components"] if isinstance(c.get("props"), dict)}
     features, n_features = app.fn(lambda name, dep: {ids.get("feat-input"), ids.get("feat-model")} <= set(dep["inputs"])
@@ -196,6 +203,7 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
                          "10.4.0.1", http=http, stop=stop)
 
     asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
+    statuses: dict[int, int] = {}
 
     def row8(stop: threading.Event, k: int) -> None:
         # the answer is read as it comes, not decompressed: a hostile client does not decode what it asked
@@ -211,20 +219,62 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random) -> di
                 except httpx.HTTPError:
                     pass
 
-    statuses: dict[int, int] = {}
+    return dict(zip(ROWS, (row1, row2, row3, row8))), statuses
 
+
+def run_attack(url: str, row: str, seconds: float, photo: str) -> int:
+    """The attacker's process (``--attack``): run ``row``'s attack on ``url`` until ``seconds`` pass or SIGTERM,
+    then print one JSON line (threads left, row 8's statuses)."""
+    import signal
+
+    ended = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: ended.set())
+    app = App(url)
+    targets, statuses = attackers(app, photo)
+    stop, workers = attack(targets[row], seconds, ROWS[row])
+    print("started", flush=True)  # the visitor starts 2 s after this line
+    while not stop.wait(0.2) and not ended.is_set():
+        pass
+    stop.set()
+    for w in workers:
+        w.join(35)
+    print(json.dumps({"attack_threads_left": sum(w.is_alive() for w in workers),
+                      "attack_answers": {str(k): v for k, v in sorted(statuses.items())}}), flush=True)
+    return 0
+
+
+def latency_rows(app: App, calls: int, seconds: float, rng: random.Random, only: set[str] | None = None) -> dict:
+    """Rows 1, 2, 3 and 8 (or those of ``only``: "1", "2", "3", "8"): the visitor beside each attack.
+
+    Each attack runs in its own process at the lowest CPU priority (``nice 19``), as ``bench/load.py
+    --hostile``'s clients do: it stands in for clients on other machines, so its threads neither take this
+    shared machine's cores from the server nor share the visitor's interpreter lock here.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
     out = {}
-    for name, target, threads in (("1 features update_all x2", row1, 2), ("2 five addresses x16", row2, 40),
-                                  ("3 trailing mae-large, 8 sweeps", row3, 8), ("8 assets, new query, br", row8, 4)):
-        stop, workers = attack(target, seconds, threads)
+    for name in ROWS:
+        if only is not None and name.split()[0] not in only:
+            continue
+        child = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--attack", name, "--url", app.url,
+                                  "--seconds", str(seconds + 3), "--photo", photo],  # until the visitor ends
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
+        started = child.stdout.readline().strip() == "started"  # its threads run (or it failed: no line)
         time.sleep(2.0)  # the attack is under way
-        out[name] = visitor(app, calls, rng, stop, seconds)
-        stop.set()
-        for w in workers:
-            w.join(35)
-        out[name]["attack_threads_left"] = sum(w.is_alive() for w in workers)
-        if target is row8:
-            out[name]["attack_answers"] = {str(k): v for k, v in sorted(statuses.items())}
+        out[name] = visitor(app, calls, rng, None, seconds) if started else {"error": "the attack did not start"}
+        child.send_signal(signal.SIGTERM)
+        try:
+            lines = child.communicate(timeout=60)[0].strip().splitlines()
+            out[name].update(json.loads(lines[-1]) if lines else {"attack": "no report"})
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out[name]["attack"] = "killed after 60 s"
+        if not name.startswith("8"):
+            out[name].pop("attack_answers", None)
         time.sleep(3.0)
     return out
 
@@ -359,6 +409,7 @@ def run_app(root: Path, args: Any) -> dict[str, Any]:
                VITVIZ_CACHE_SECONDS="60", TMPDIR=str(server_tmp), GRADIO_TEMP_DIR=str(cache),
                GRADIO_SERVER_PORT=str(args.port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
     env.pop("PYTHONPATH", None)
+    env.update(dict(kv.split("=", 1) for kv in args.env))
     log = (work / "app.log").open("w")
     t_start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -379,7 +430,9 @@ def run_app(root: Path, args: Any) -> dict[str, Any]:
         report["page_config_kb"] = round(len(app.http.get(url + "config").content) / 1000)
         visitor(app, 3, rng)  # warm: the model in memory
         report["alone"] = visitor(app, args.calls * 2, rng)
-        report["latency_rows"] = latency_rows(app, args.calls, args.seconds, rng)
+        report["latency_rows"] = latency_rows(app, args.calls, args.seconds, rng, args.only)
+        if args.only is not None:  # a diagnostic of some latency rows: no memory rows, no fresh sessions
+            return report
         report["memory_rows"] = memory_rows(app, proc.pid, cache, rng)
         report["fresh_sessions"] = fresh_sessions(app, proc.pid, args.sessions, rng, args.sessions_seconds)
         time.sleep(args.cleanup_wait)
@@ -412,7 +465,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start-seconds", type=float, default=240.0, help="longest wait for the app to start")
     ap.add_argument("--cleanup-wait", type=float, default=75.0)
     ap.add_argument("--port", type=int, default=7321)
+    ap.add_argument("--only", type=lambda v: set(v.split(",")), default=None,
+                    help="latency rows to measure, e.g. 2 or 1,3 (then no memory rows and no fresh sessions)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for both apps (repeatable)")
+    ap.add_argument("--attack", choices=list(ROWS), help=argparse.SUPPRESS)  # the attacker's process
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--photo", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.attack:
+        return run_attack(args.url, args.attack, args.seconds, args.photo)
     reports = {"after": run_app(args.app_root, args)}
     print(json.dumps(reports["after"], indent=1), flush=True)
     if args.before is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -160,3 +161,37 @@ def test_a_live_stream_has_its_own_slots_and_never_takes_a_views(demo, monkeypat
     monkeypatch.delenv("VITVIZ_LIVE_SECONDS")
     monkeypatch.delenv("VITVIZ_LIVE_STREAMS")
     assert settings.live_limits() == (2, None)
+
+
+def test_a_request_moved_to_the_view_group_runs_within_the_groups_limit(monkeypatch) -> None:
+    """Row 2: every view's cost is computed (a model not yet in memory is heavy), so each is sorted into the
+    view group when queued, and that group was created without a limit: 30 calls of five flooding addresses
+    ran at once beside the visitor's. It now has ``VITVIZ_CONCURRENCY`` slots, however it is first created."""
+    from gradio import queueing
+
+    monkeypatch.setenv("VITVIZ_CONCURRENCY", "2")
+
+    @cost(lambda values: Cost.VIEW)
+    def view(x: float) -> float:
+        return x
+
+    with gr.Blocks() as demo:
+        n = gr.Number()
+        gr.Button().click(view, n, n)
+    demo.queue()
+    limits.apply(demo)
+    fn = next(iter(demo.fns.values()))
+    assert fn.concurrency_id == limits.HEAVY  # sorted again when each request is queued
+    queue = SimpleNamespace(blocks=demo, event_queue_per_concurrency_id={limits.HEAVY: queueing.EventQueue(
+        limits.HEAVY, 1)})
+    for _ in range(6):
+        event = SimpleNamespace(concurrency_id=limits.HEAVY, fn=fn)
+        queue.event_queue_per_concurrency_id[limits.HEAVY].queue.append(event)
+        limits._move(queue, event, limits.queue_group(fn, [1]))
+    views = queue.event_queue_per_concurrency_id[limits.VIEW]
+    assert views.concurrency_limit == 2 and len(views.queue) == 6
+    started = []
+    while (picked := queueing.Queue.get_events(queue)) is not None:  # Gradio's own choice of what starts
+        started += picked[0]
+        queue.event_queue_per_concurrency_id[picked[2]].current_concurrency += 1
+    assert len(started) == 2

@@ -332,6 +332,27 @@ def test_a_client_with_calls_running_waits_behind_one_with_none():
     assert sorted(e.vitviz_address for e in plain[:_at(plain, visitor)]) == flooders
 
 
+def test_between_two_clients_turns_the_one_holding_fewer_requests_goes_first():
+    """Row 2: the three flooding addresses with nothing running tied with the visitor (one call each was
+    their turn as much as the visitor's); each held eight, the visitor one: the one holding fewer goes first."""
+    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
+    running = [_event(flooders[0]), _event(flooders[1])]
+    waiting: list = []
+    held = {address: 8 for address in flooders}
+    for _ in range(3):
+        for address in flooders:
+            e = _event(address)
+            waiting.append(e)
+            limits.fair_insert(waiting, e, running, held)
+    visitor = _event("10.1.0.1")
+    waiting.append(visitor)
+    limits.fair_insert(waiting, visitor, running, {**held, "10.1.0.1": 1})
+    assert _at(waiting, visitor) == 0
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"g": SimpleNamespace(queue=waiting)},
+                            active_jobs=[running, None])
+    assert limits.held(queue) == {**{a: 3 for a in flooders[2:]}, flooders[0]: 4, flooders[1]: 4, "10.1.0.1": 1}
+
+
 def test_between_two_clients_turns_the_one_that_asked_less_lately_goes_first(monkeypatch):  # noqa: ANN001
     """Row 2: flooding addresses that had nothing running at that moment tied with the visitor and went first;
     a client's recent requests now break the tie (they count less and less: halved every 10 s)."""

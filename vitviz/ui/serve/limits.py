@@ -1,19 +1,15 @@
 """Fair queueing for a shared server: per-client caps, concurrency groups, stable endpoint names.
 
-Gradio's queue (6.31) checks one global ``max_size`` across every client and endpoint,
-and gives every event function its own concurrency group. On a public host one
-visitor could therefore fill the whole queue (a script resubmitting uncached sweeps
-made another user's calls fail with "Queue is full"), and up to 40 computations
-could run at once on two cores. This module:
+Gradio's queue (6.31) checks one global ``max_size`` across every client and endpoint, and gives every
+event function its own concurrency group: one visitor could fill the whole queue, and up to 40
+computations could run at once on two cores. This module:
 
-* caps what one client may have **queued or running**: per browser session
-  (``VITVIZ_SESSION_QUEUE``), per client address (``VITVIZ_CLIENT_QUEUE``) and, for the
-  expensive group, per address (``VITVIZ_CLIENT_HEAVY``). A request over a cap is
-  refused with HTTP 503 and a sentence, after a one-second pause so a flooding script
-  cannot spin. The session id is chosen by the client, so the address cap is the one
-  that holds; behind a reverse proxy (a Space) the address is the last
-  ``VITVIZ_TRUSTED_PROXIES`` hop of ``X-Forwarded-For``. Loopback addresses (the
-  machine's own user) have only the session cap;
+* caps what one client may have **queued or running**: per browser session (``VITVIZ_SESSION_QUEUE``),
+  per client address (``VITVIZ_CLIENT_QUEUE``) and, for the expensive group, per address
+  (``VITVIZ_CLIENT_HEAVY``). A request over a cap is refused with HTTP 503 and a sentence, after a
+  one-second pause so a flooding script cannot spin. The session id is chosen by the client, so the
+  address cap is the one that holds; behind a reverse proxy (a Space) the address is the last
+  ``VITVIZ_TRUSTED_PROXIES`` hop of ``X-Forwarded-For``. Loopback addresses have only the session cap;
 * refuses an unknown ``fn_index`` with HTTP 400 (it was a 500);
 * puts every queued request, when it is queued, in the concurrency group of its handler's
   declared cost class (:mod:`.costs`, computed from the checked inputs): ``view`` (fast views,
@@ -23,12 +19,10 @@ could run at once on two cores. This module:
   ``VITVIZ_LIVE_STREAMS`` slots and never take a view's; one stream per browser session, and on a
   public host one per client address, :data:`LIVE_BUSY_MESSAGE`); an undeclared handler is heavy.
   A stream's frames give way to every other request (:func:`others_busy`);
-* answers at once a request whose declared model input names a model known, without the
-  network, not to be had here (offline or not allowed to download, and not on disk): it goes
-  to its own group (:data:`INSTANT`, no limit), where vitviz's own check fails it in a
-  millisecond with its sentence, instead of waiting for a slot behind sweeps and measurements.
-  Only that input's value, checked against the picker's choices, is read (a stray value
-  elsewhere in the payload moved any event there, out of the heavy cap);
+* answers at once a request whose declared model input names a model known, without the network, not
+  to be had here (offline or not allowed to download, and not on disk): in its own group (:data:`INSTANT`,
+  no limit) vitviz's own check fails it in a millisecond with its sentence. Only that input's value,
+  checked against the picker's choices, is read (a stray value elsewhere in the payload is not);
 * renames private events so they never take a public endpoint's name (a private
   ``swin_attention`` chained before the public one pushed it to ``/swin_attention_5``).
 """
@@ -40,6 +34,7 @@ import ipaddress
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,7 +161,9 @@ def queue_group(fn: Any, data: Any) -> str:
 
 
 def _move(queue: Any, event: Any, group: str) -> None:
-    """Move a queued ``event`` to the concurrency group ``group`` (created without a limit)."""
+    """Move a queued ``event`` to the concurrency group ``group``, created with its limit (the app's
+    ``vitviz_group_limits``; none for :data:`INSTANT`). Created without one, the view group ran 30 calls at
+    once when its first request came through here (issue 32, row 2: no event is a fixed view)."""
     from gradio.queueing import EventQueue
 
     source = queue.event_queue_per_concurrency_id.get(event.concurrency_id)
@@ -175,7 +172,8 @@ def _move(queue: Any, event: Any, group: str) -> None:
     source.queue.remove(event)
     target = queue.event_queue_per_concurrency_id.get(group)
     if target is None:
-        target = queue.event_queue_per_concurrency_id[group] = EventQueue(group, None)
+        limit = (getattr(queue.blocks, "vitviz_group_limits", None) or {}).get(group)
+        target = queue.event_queue_per_concurrency_id[group] = EventQueue(group, limit)
     event.concurrency_id = group
     target.queue.append(event)
 
@@ -205,36 +203,43 @@ def usage(key: str, now: float | None = None) -> float:
     return value * 0.5 ** (max(0.0, now - then) / USAGE_HALF_LIFE_S)
 
 
-def fair_insert(waiting: list, event: Any, running: Sequence[Any] = ()) -> None:
+def fair_insert(waiting: list, event: Any, running: Sequence[Any] = (), held: dict[str, int] | None = None) -> None:
     """Move ``event`` (just appended to its group's ``waiting`` list) to its fair place: round-robin by
     client (:func:`_fair_key`), counting what each client has running. A client's k-th event (running or
     waiting) goes before every other client's (k+1)-th, so a flood from one client never puts another
     client's first request behind it, nor behind the flood's next one while the flood's first ones run.
-    Between two clients' k-th events, the one that queued fewer requests lately (:func:`usage`) goes first:
-    a visitor's occasional call before a script's resubmitted one.
+    Between two clients' k-th events, the one holding fewer requests (``held``) goes first, then the one
+    that queued fewer lately (:func:`usage`): a visitor's one call before a script's many.
 
     Args:
         waiting: the group's waiting events, ``event`` last.
         event: the event just queued.
         running: every running event of the queue (any group).
+        held: requests queued or running per client, in every group (:func:`held`); none if not given.
     """
     at = next((i for i, e in enumerate(waiting) if e is event), None)
     if at is None:
         return
     del waiting[at]
+    held = held or {}
     seen: dict[str, int] = {}
     for other in running:
         k = _fair_key(other)
         seen[k] = seen.get(k, 0) + 1
     key, now = _fair_key(event), time.monotonic()
-    mine = (seen.get(key, 0) + sum(1 for e in waiting if _fair_key(e) == key), usage(key, now))
+    mine = (seen.get(key, 0) + sum(1 for e in waiting if _fair_key(e) == key), held.get(key, 0), usage(key, now))
     for i, other in enumerate(waiting):
         k = _fair_key(other)
         seen[k] = seen.get(k, 0) + 1
-        if (seen[k] - 1, usage(k, now)) > mine:
+        if (seen[k] - 1, held.get(k, 0), usage(k, now)) > mine:
             waiting.insert(i, event)
             return
     waiting.append(event)
+
+
+def held(queue: Any) -> dict[str, int]:
+    """Requests queued or running per client (:func:`_fair_key`), in every group of Gradio's queue."""
+    return dict(Counter(_fair_key(e) for e in _events(queue)))
 
 
 def _over_capacity(queue: Any, address_count: int, max_queue: int | None) -> bool:
@@ -390,7 +395,7 @@ def install() -> None:
                         _move(self, event, group)  # no await since the push: not yet picked up
                     target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
                     if target is not None:
-                        fair_insert(target.queue, event, _running(self))
+                        fair_insert(target.queue, event, _running(self), held(self))
                     note_use(_fair_key(event))
                 return ok, event_id, state
         await asyncio.sleep(REFUSAL_PAUSE_S)
@@ -435,6 +440,7 @@ def apply(demo: Any) -> None:
                 fn.api_name = base
                 taken.add(base)
     demo.vitviz_limits = ClientLimits.from_settings()
+    demo.vitviz_group_limits = {GROUPS[c]: n for c, n in limit.items()}  # for groups created by _move
     queue = getattr(demo, "_queue", None)
     if queue is not None and getattr(queue, "max_size", None) is not None:
         # Gradio refuses every newcomer once max_size events wait (ten well-behaved requests got "Queue is
