@@ -81,12 +81,15 @@ def serving_tab(title: str, build, tab_id: str | None = None) -> Iterator[str]: 
     """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL.
 
     With ``tab_id`` the tab sits in ``gr.Tabs`` under that id, as in the app (for browser code that
-    finds a tab by its id). The hub is offline (``HF_HUB_OFFLINE=1``) while it serves.
+    finds a tab by its id). The hub is offline (``HF_HUB_OFFLINE=1``) while it serves. A live stream's frames
+    have their own route (:mod:`vitviz.ui.serve.frames`), as in the app.
     """
     import gradio as gr
 
+    from starlette.middleware import Middleware
+
     from vitviz.ui.js import page  # the page module its browser code calls into
-    from vitviz.ui.serve import image_cache
+    from vitviz.ui.serve import frames, image_cache
 
     # the app's image writer (write once, atomically): Gradio's own rewrites a file in place when an
     # answer repeats an earlier image, and a download of it can then read a truncated file
@@ -104,7 +107,8 @@ def serving_tab(title: str, build, tab_id: str | None = None) -> Iterator[str]: 
     demo.queue(default_concurrency_limit=2)
     port = free_port()
     try:
-        demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, **page())
+        demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, **page(),
+                    app_kwargs={"middleware": [Middleware(frames.LiveFrames)]})  # a live stream's own route
         yield f"http://127.0.0.1:{port}/"
     finally:
         demo.close()

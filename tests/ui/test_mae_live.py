@@ -52,7 +52,10 @@ def _slider_to_half_and_seen_live(page) -> None:  # noqa: ANN001
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
-def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
+@pytest.mark.parametrize("route", ["the app's frame route", "refused: every frame through Gradio's queue"])
+def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path, route):
+    """The stream's next frames go to the app's own route (vitviz.ui.serve.frames); where it is refused (not
+    found), through Gradio's queue: the same picture, slider and stop either way."""
     from playwright.sync_api import sync_playwright
 
     from vitviz.ui import mae_live, mae_tab
@@ -61,6 +64,11 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
     with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        refused = route.startswith("refused")
+        if refused:
+            page.route("**/vitviz-live/stream/*", lambda r: r.fulfill(status=404, body="{}"))
+        answers: list[int] = []
+        page.on("response", lambda r: answers.append(r.status) if "/vitviz-live/stream/" in r.url else None)
         page.goto(url)
         page.locator("#mae-live-box").click()
         page.evaluate(COUNT_PANELS)
@@ -76,6 +84,10 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path):
         _slider_to_half_and_seen_live(page)  # the slider acts on the next frames
         stats = page.evaluate("vitviz.live.stats()")
         assert stats["total"] >= 5 and all(ms > 0 for ms in stats["latencies"])
+        if refused:  # the frames in flight when the first refusal came tried the route (at most two), then none
+            assert set(answers) == {404} and len(answers) <= 2, answers
+        else:  # the panels came by the app's own route, not by Gradio's queue
+            assert answers.count(200) >= 5 and set(answers) <= {200, 204}, answers  # 204: dropped for a newer one
         # Stopping the camera ends the server's loop: no frame is computed after it settles.
         record.click()
         page.wait_for_function("() => document.querySelector(\"#mae-live-camera button[aria-label='capture "

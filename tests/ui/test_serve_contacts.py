@@ -189,3 +189,23 @@ def test_examples_contact() -> None:
         before = len(demo.fns)
         after_example_click(examples, fn=None, js="() => 1", queue=False)
         assert len(demo.fns) == before + 1
+
+
+def test_live_frames_contact() -> None:
+    """frames answers a stream's next frame beside Gradio's own route (``POST /stream/{event_id}``, which sets
+    ``event.data`` and wakes the queue's loop): it reads a streaming event's ``fn`` (``connection``, ``inputs``,
+    ``fn``), ``session_hash``, ``closed`` and ``request``, the queue's ``event_ids_to_events`` and
+    ``active_jobs``, a session's ``gr.State`` values (``Blocks.state_holder``: ``in`` and ``[session]``, then
+    ``[block id]``), and names the event in ``gradio.context.LocalContext`` (read by serve.threads); a stream
+    event's loop waits ``fn.time_limit or 30`` seconds for its next frame (the page's keep-alive)."""
+    from gradio import context, queueing, routes, state_holder
+
+    assert '@router.post("/stream/{event_id}")' in inspect.getsource(routes)
+    event_source = inspect.getsource(queueing.Event)
+    for name in ("self.session_hash", "self.fn = fn", "self.request = request", "self.closed = False"):
+        assert name in event_source, name
+    assert 'self.fn.connection == "stream"' in event_source
+    assert "fn.time_limit or 30" in inspect.getsource(queueing.Queue.process_events)
+    assert {"__contains__", "__getitem__"} <= set(vars(state_holder.StateHolder))
+    assert "block.stateful" in inspect.getsource(state_holder.SessionState.__getitem__)
+    assert {"blocks", "event_id"} <= set(vars(context.LocalContext))

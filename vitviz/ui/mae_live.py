@@ -4,23 +4,29 @@ Wiring only: each frame is :func:`vitviz.views.live.live_frame` at the tab's own
 seed and pattern (and its painted mask while painting), read from the controls with every frame,
 so the slider acts on the next frame. Gradio's streaming webcam input (6.31:
 ``gr.Image(sources=["webcam"], streaming=True)`` and ``.stream(stream_every=..., time_limit=...)``)
-sends a frame every :data:`STREAM_EVERY` seconds; the server keeps only the newest frame that
-arrived while it computed (Gradio's stream keeps one pending chunk per event and overwrites it), so
-frames are dropped, never queued, and the picture stays live. Stopping the camera closes the
-stream and the server's loop ends with it.
+offers a frame every :data:`STREAM_EVERY` seconds. Its first frame opens the stream's event in
+Gradio's queue (:func:`live_step`); the page sends each next one with the same values to the app's
+own route (:mod:`vitviz.ui.serve.frames`), which computes it by :func:`fast_step` on a worker thread
+outside the queue, only while Gradio runs that stream, and answers the line and the two panels as
+JPEG bytes that the page draws itself (``js/page.js``, part ``live``): Gradio's queue, event stream
+and page update cost each frame 26-47 ms more (bench/live.py). Where the route is missing or
+refuses, the frames go through Gradio as before. Of the frames that arrive while one computes only
+the newest waits (the route's drop, or Gradio's stream keeping one pending chunk per event): frames
+are dropped, never queued, and the picture stays live. Stopping the camera closes the stream and the
+route computes nothing more for it.
 
 The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
 (``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for
 :data:`~vitviz.ui.serve.limits.GIVE_WAY_S` after one (:func:`vitviz.ui.serve.limits.others_busy`); its model
-calls share the cores with other visitors' (:mod:`vitviz.ui.serve.threads`), and the page sends a frame only
-while fewer than two are unanswered (``js/page.js``, part ``live``), so a paused stream costs little.
+calls run on one thread (:mod:`vitviz.ui.serve.threads`), and the page sends a frame only while fewer
+than two are unanswered (``js/page.js``, part ``live``), so a paused stream costs little.
 
 The page shows frames per second and frame-to-panel latency (:file:`js/page.js`, part ``live``):
-the page stamps each frame it sends with its own clock, the server's answer carries the stamp of the
-frame it computed back (with its own clock's time on entering and leaving the handler, which
-``bench/live.py`` uses to split a frame's time where page and server share a clock), and the page
-measures until the reconstruction panel has loaded. The answer is one piece of HTML with both panels
+the page stamps each frame it sends with its own clock, the answer carries the stamp of the frame it
+computed back (with the server's clock on entering and leaving the handler, which ``bench/live.py``
+uses to split a frame's time where page and server share a clock), and the page measures until the
+reconstruction panel has loaded. Through Gradio the answer is one piece of HTML with both panels
 inside it as JPEG data URLs (:func:`panels_html`): no files written, nothing fetched, one output.
 
 Where no camera is present, an uploaded video plays through the same per-frame reconstruction
@@ -51,11 +57,13 @@ import numpy as np
 from PIL import Image
 
 from .. import settings
+from ..errors import ImageError
 from ..views import live
 from ..views.common import as_seed
 from . import js
 from .common import report
 from .serve.costs import Cost, cost
+from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 
 #: Seconds between the frames the page sends (at most 20 a second; the server computes the newest).
@@ -165,11 +173,16 @@ _EMPTY = ("<div style='height:{h}px;display:flex;align-items:center;justify-cont
           "start the camera or play a video</div>")
 
 
-def data_url(rgb: np.ndarray) -> str:
-    """``(H, W, 3)`` uint8 RGB as a JPEG ``data:`` URL."""
+def jpeg(rgb: np.ndarray) -> bytes:
+    """``(H, W, 3)`` uint8 RGB as JPEG bytes (:data:`JPEG_QUALITY`)."""
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="JPEG", quality=JPEG_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def data_url(rgb: np.ndarray) -> str:
+    """``(H, W, 3)`` uint8 RGB as a JPEG ``data:`` URL."""
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg(rgb)).decode("ascii")
 
 
 def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str = "",
@@ -181,11 +194,16 @@ def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str
     fetches nothing (two ``gr.Image`` outputs cost two JPEG files written in Gradio's cache and two
     requests per frame; ``bench/live.py`` measures the difference).
     """
+    return figures_html(tuple(None if rgb is None else data_url(rgb) for rgb in (masked, pasted)), stamp, captions)
+
+
+def figures_html(sources: tuple[str | None, ...], stamp: str = "", captions: tuple[str, str] = CAPTIONS) -> str:
+    """:func:`panels_html` with each picture given by its ``src`` (None: the empty panel); the camera's frames
+    that come outside the queue (:func:`fast_step`) get ``""``, filled in by the page with the picture's bytes."""
     figures = []
-    for elem, caption, rgb in zip(PANELS, captions, (masked, pasted)):
+    for elem, caption, src in zip(PANELS, captions, sources):
         caption = html.escape(caption)
-        body = (_EMPTY.format(h=HEIGHT) if rgb is None else
-                _IMG.format(caption=caption, src=data_url(rgb), h=HEIGHT))
+        body = _EMPTY.format(h=HEIGHT) if src is None else _IMG.format(caption=caption, src=src, h=HEIGHT)
         figures.append(_FIGURE.format(id=elem, caption=caption, body=body))
     tag = stamp if re.fullmatch(r"video|[0-9:]{1,60}", stamp) else ""
     return f"<div data-live='{tag}' style='display:flex;gap:8px;width:100%'>" + "".join(figures) + "</div>"
@@ -226,23 +244,76 @@ def frame_panels(c: Controls, rgb: np.ndarray, number: int) -> tuple[np.ndarray,
     return f.masked, f.pasted, CAPTIONS, live.frame_line(f)
 
 
+def computed(c: Controls, rgb: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, tuple[str, str], str]:
+    """:func:`frame_panels` for the next frame of a stream, counted; a failure is a sentence (no panels)."""
+    try:
+        first, second, captions, line = frame_panels(c, rgb, next(FRAMES))
+    except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
+        return None, None, CAPTIONS, f"⚠️ {report('live_step', exc)}"
+    _computed[0] += 1
+    return first, second, captions, line
+
+
+def picture(value: Any) -> np.ndarray:
+    """A camera frame as the page sends it (a ``data:image/...;base64`` URL, or Gradio's file data holding
+    one) -> ``(H, W, 3)`` uint8 RGB.
+
+    Raises:
+        ImageError: anything else.
+    """
+    url = value.get("url") if isinstance(value, dict) else value
+    head, _, payload = str(url or "").partition(",")
+    if not (head.startswith("data:image/") and head.endswith(";base64")):
+        raise ImageError("A live frame must be a picture (a data:image URL).")
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(payload, validate=True))) as im:
+            return np.asarray(im.convert("RGB"))
+    except (ValueError, OSError) as exc:
+        raise ImageError("This live frame is not a picture vitviz can read.") from exc
+
+
+def fast_step(values: list, request: Any) -> tuple[dict, list[bytes]]:
+    """One camera frame that came outside Gradio's queue (:mod:`vitviz.ui.serve.frames`; the inputs of
+    :func:`live_step`, as the page sent them) -> what the page draws: ``line``, ``live`` (the stamp, as
+    ``data-live``) and ``html`` (:func:`figures_html`, empty sources) beside the two panels' JPEG bytes; or
+    only ``line`` (and ``paused``) while the stream gives way, or for a frame that failed."""
+    entered = time.time() * 1000.0
+    frame, model_name, ratio, seed, pattern, fresh, paint, painted, show, stamp = values
+    if others_busy(request):
+        time.sleep(PAUSE_S)  # as live_step: the page sends about one frame a second while paused
+        return {"line": PAUSED, "paused": True}, []
+    try:
+        rgb = picture(frame)
+    except Exception as exc:  # noqa: BLE001 - a sentence, the stream goes on
+        return {"line": f"⚠️ {report('live_step', exc)}"}, []
+    c = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
+    first, second, captions, line = computed(c, rgb)
+    if first is None or second is None:
+        return {"line": line}, []
+    parts = [jpeg(first), jpeg(second)]
+    sent = _stamp(stamp)
+    live_tag = sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}"
+    return {"line": line, "live": live_tag, "html": figures_html(("", ""), "", captions)}, parts
+
+
+@fast(fast_step)
 @cost(Cost.LIVE)
 def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
               paint: bool, painted: list | None, show: str, stamp: str, request: gr.Request) -> tuple:
     """One streamed frame -> the two panels (:func:`panels_html`, carrying the frame's stamp back), its line
-    (private)."""
+    (private). The page sends the stream's first frame here, and its next ones to :func:`fast_step` by
+    :mod:`vitviz.ui.serve.frames` (here again if that path is not installed); a frame without a picture
+    keeps the stream open (the page's keep-alive)."""
     entered = time.time() * 1000.0
     if frame is None:
         return gr.skip(), gr.skip()
     if others_busy(request):
         time.sleep(PAUSE_S)  # a paused stream costs little: the frames meanwhile are dropped
         return gr.skip(), PAUSED
-    try:
-        first, second, captions, line = frame_panels(
-            Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show), frame, next(FRAMES))
-    except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
-        return panels_html(None, None), f"⚠️ {report('live_step', exc)}"
-    _computed[0] += 1
+    first, second, captions, line = computed(
+        Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show), frame)
+    if first is None:
+        return panels_html(None, None), line
     sent = _stamp(stamp)
     return panels_html(first, second, sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}", captions), line
 

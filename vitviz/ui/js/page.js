@@ -496,29 +496,38 @@
 
   // --- live: the MAE tab's live camera (vitviz.ui.mae_live): frames per second, frame-to-panel latency --
   // Every frame the page sends carries the stamp box's placeholder (vitviz.ui.mae_live.STAMP) among its
-  // values; the fetch wrapper puts the page's clock in its place as the request leaves. The server's answer
-  // is one piece of HTML (vitviz.ui.mae_live.panels_html) whose data-live attribute holds the stamp of the
-  // frame it computed and the server's clock on entering and leaving its handler ("sent:entered:left", or
-  // "video" for a video's frame, which has no send time here); the latency runs until the reconstruction
-  // panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
+  // values; the fetch wrapper puts the page's clock in its place as the request leaves. An answer carries
+  // the stamp of the frame it computed and the server's clock on entering and leaving its handler
+  // ("sent:entered:left", or "video" for a video's frame, which has no send time here) in the data-live
+  // attribute of the panels' holder (vitviz.ui.mae_live.figures_html); the latency runs until the
+  // reconstruction panel's new picture has loaded. The rate counts the panels shown over the last WINDOW ms.
   //
-  // Flow control: Gradio's webcam sends a frame every stream_every whether or not the server has answered, and
-  // the server keeps only the newest (the others were uploaded, parsed and dropped). The fetch wrapper holds a
-  // frame back (answers it here, as the server would, without sending it) while IN_FLIGHT frames are
-  // unanswered; while the stream gives way to other visitors (its line says so: PAUSED_TEXT), while one is.
-  // A frame unanswered after HOLD_MS no longer counts (a paused stream answers without a picture), so a
-  // paused stream's page sends about one frame a second instead of 20. IN_FLIGHT binds only when the server
-  // is slow (over about 0.3 s a frame): two to four in flight cost frames a second on 2 cores (bench/live.py:
-  // the page learns of an answer about 80 ms after the server has it, and the server waited for the next).
+  // The frames' path: the stream's first frame opens Gradio's stream event (its queue join); each next
+  // frame Gradio's webcam offers (every stream_every, to .../stream/EVENT_ID) goes to the app's own route
+  // (.../vitviz-live/stream/EVENT_ID, vitviz.ui.serve.frames) with the same body, and the answer -- the line
+  // and the two panels as JPEG bytes -- is drawn here (object URLs into the holder's pictures): no queue, no
+  // event-stream message, no re-render by Gradio. Gradio's client is told its frame was received. Every
+  // KEEP_MS one frame goes to Gradio without its picture, which keeps its stream event open (the route
+  // computes only for a stream Gradio runs: its slot, one per session, its time limit). Answered 410 (the
+  // stream stopped: a sentence) or not found (no such route), the stream's next frames go through Gradio.
+  //
+  // Flow control: a frame is sent only while fewer than FAST_IN_FLIGHT (through Gradio: IN_FLIGHT) are
+  // unanswered; the others are held (answered here, as the server would, and dropped). Two in flight keep
+  // the server busy (the next frame waits there while one computes; the server drops all but the newest).
+  // While the stream gives way to other visitors (its line says so: PAUSED_TEXT), one is. A frame
+  // unanswered after HOLD_MS no longer counts, so a paused stream's page sends about one frame a second.
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
     const IN_FLIGHT = 8, HOLD_MS = 1000, PAUSED_TEXT = 'Paused';  // vitviz.ui.mae_live.PAUSED
+    const FAST_IN_FLIGHT = 2, KEEP_MS = 5000, CHUNK = /\/stream\/([0-9a-f]{8,64})$/;
     let pending = [];  // send times of the frames sent and not yet answered
-    let held = 0, pausedAt = 0;  // frames held back in the page; when the line last said the stream paused
+    let held = 0, pausedAt = 0, sent = 0;  // frames held back in the page; when the stream last paused; sent
+    let gradioOnly = null, keptAt = 0, lastDrawn = 0, urls = [];  // a stream refused by the route; ...
     const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
     // every [time, latency ms, ms until the answer arrived, sent, server entered, server left] (at most 20,000;
     // the last two on the server's clock, the same as the page's when both run on one machine: bench/live.py)
     const history = [];
+    const answered = new Map();  // send time -> when its answer arrived (the route's frames)
     let src = null, total = 0;
     const median = (xs, q) => {
       const s = xs.slice().sort((a, b) => a - b);
@@ -529,7 +538,7 @@
       while (shown.length && shown[0][0] < now - WINDOW) shown.shift();
       const lat = shown.map((x) => x[1]).filter((x) => x !== null);
       const span = shown.length > 1 ? (shown[shown.length - 1][0] - shown[0][0]) / 1000 : 0;
-      return {total, held, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5),
+      return {total, held, sent, fps: span > 0 ? (shown.length - 1) / span : 0, p50: median(lat, 0.5),
               p90: median(lat, 0.9), latencies: lat};
     };
     const render = () => {
@@ -543,26 +552,96 @@
           `the last ${WINDOW / 1000} s`);
     };
     const record = (at, stamp, arrived) => {
-      const [sent, entered, left] = stamp.split(':').map(Number);
+      const [sentAt, entered, left] = stamp.split(':').map(Number);
       const video = stamp === 'video';
-      if (sent > 0) pending = pending.filter((t) => t > sent);  // this frame and the older ones are answered
-      if (!video && !(sent > 0)) return;  // the empty panels, or an answer without a stamp
+      if (sentAt > 0) pending = pending.filter((t) => t > sentAt);  // this frame and the older ones are answered
+      if (!video && !(sentAt > 0)) return;  // the empty panels, or an answer without a stamp
       total += 1;
-      shown.push([at, video ? null : at - sent]);
+      shown.push([at, video ? null : at - sentAt]);
       if (history.length < 20000) {
         history.push(video ? [at, null, null, null, null, null]
-                           : [at, at - sent, arrived - sent, sent, entered || null, left || null]);
+                           : [at, at - sentAt, arrived - sentAt, sentAt, entered || null, left || null]);
       }
       render();
     };
     const check = () => {  // a new reconstruction picture in the page: when it arrived, then when it loaded
       const img = document.querySelector('#mae-live-pasted img');
-      if (!img || img.src === src) return;
+      if (!img || !img.getAttribute('src') || img.src === src) return;
       src = img.src;
       const holder = img.closest('[data-live]');
-      const stamp = holder ? holder.dataset.live || '' : '', arrived = Date.now();
+      const stamp = holder ? holder.dataset.live || '' : '';
+      const at = Number(stamp.split(':')[0]), arrived = answered.get(at) || Date.now();
+      for (const t of [...answered.keys()]) if (t <= at) answered.delete(t);
       if (img.complete && img.naturalWidth) record(Date.now(), stamp, arrived);
       else img.addEventListener('load', () => record(Date.now(), stamp, arrived), {once: true});
+    };
+    const setLine = (text) => {  // the line under the panels: a gr.Markdown's paragraph (**bold** kept)
+      const p = document.querySelector('#mae-live-line p');
+      if (p && p.dataset.text !== text) {
+        p.dataset.text = text;
+        p.replaceChildren(...text.split('**').map((part, i) => {
+          if (!(i % 2)) return document.createTextNode(part);
+          const b = document.createElement('strong');
+          b.textContent = part;
+          return b;
+        }));
+      }
+      if (text.startsWith(PAUSED_TEXT)) pausedAt = Date.now();
+    };
+    const draw = (meta, pictures) => {  // the route's answer: the line, then the two panels
+      if (meta.line) setLine(meta.line);
+      const holder = document.querySelector('#mae-live-panels [data-live]');
+      if (!holder || pictures.length !== 2 || !meta.html) return;
+      const shell = document.createElement('template');
+      shell.innerHTML = meta.html;
+      if (holder.querySelectorAll('img').length !== 2 || holder.dataset.shell !== meta.html) {
+        holder.innerHTML = shell.content.firstElementChild.innerHTML;  // its children only (Gradio owns it)
+        holder.dataset.shell = meta.html;
+      }
+      const old = urls;
+      urls = pictures.map((b) => URL.createObjectURL(b));
+      holder.dataset.live = meta.live || '';
+      holder.querySelectorAll('img').forEach((img, i) => { img.src = urls[i]; });
+      old.forEach((u) => URL.revokeObjectURL(u));
+    };
+    const ok = () => Promise.resolve(new Response('{"msg": "success"}',
+                                                  {status: 200, headers: {'content-type': 'application/json'}}));
+    const fast = (send, url, id, body, at) => {  // one frame to the app's own route (vitviz.ui.serve.frames)
+      send.call(window, url.replace(CHUNK, `/vitviz-live/stream/${id}`),
+                {method: 'POST', body, headers: {'content-type': 'application/json'}, credentials: 'same-origin'})
+        .then(async (r) => {
+          if (r.status !== 200) {
+            pending = pending.filter((t) => t !== at);
+            if (r.status === 204) return;  // dropped by the server: a newer frame came meanwhile
+            gradioOnly = id;  // stopped, or no such route: the next frames go through Gradio
+            const stop = await r.json().catch(() => ({}));
+            if (stop.stop) setLine(stop.stop);
+            return;
+          }
+          const data = await r.arrayBuffer();
+          const sizes = (r.headers.get('x-vitviz-parts') || '').split(',').map(Number);
+          answered.set(at, Date.now());
+          const meta = JSON.parse(new TextDecoder().decode(new Uint8Array(data, 0, sizes[0])));
+          let from = sizes[0];
+          const pictures = sizes.slice(1).map((n) => {
+            const b = new Blob([new Uint8Array(data, from, n)], {type: 'image/jpeg'});
+            from += n;
+            return b;
+          });
+          // a sentence: the next frame may go; paused: it stays counted until HOLD_MS (about one a second)
+          if (!pictures.length && !meta.paused) pending = pending.filter((t) => t !== at);
+          if (at < lastDrawn) return;
+          lastDrawn = at;
+          draw(meta, pictures);
+        })
+        .catch(() => { pending = pending.filter((t) => t !== at); });
+    };
+    const pictureless = (body) => {  // Gradio's frame without its picture: keeps its stream event open
+      const b = JSON.parse(body);
+      const picture = (v) => typeof (v && typeof v === 'object' ? v.url : v) === 'string'
+        && String(v && typeof v === 'object' ? v.url : v).startsWith('data:image');
+      b.data = b.data.map((v) => (picture(v) ? null : v));
+      return JSON.stringify(b);
     };
     return {
       // From start(): stamp the frames as they leave (Gradio's client posts JSON strings with window.fetch).
@@ -570,16 +649,26 @@
         const send = window.fetch;
         window.fetch = function (input, init) {
           if (init && typeof init.body === 'string' && init.body.includes(MARK)) {
-            const now = Date.now();
+            const now = Date.now(), url = String(input.url || input);
+            const chunk = url.match(CHUNK);
             pending = pending.filter((t) => t > now - HOLD_MS);
+            if (!chunk) keptAt = now;  // the stream's queue join: its first frame goes through Gradio
+            if (chunk && chunk[1] !== gradioOnly) {
+              if (now - keptAt > KEEP_MS) {
+                keptAt = now;
+                return send.call(this, input, Object.assign({}, init, {body: pictureless(init.body)}));
+              }
+              if (pending.length >= (now - pausedAt < HOLD_MS ? 1 : FAST_IN_FLIGHT)) { held += 1; return ok(); }
+              pending.push(now);
+              sent += 1;
+              fast(send, url, chunk[1], init.body.split(MARK).join(`"${now}"`), now);
+              return ok();
+            }
             // a stream's next frame (not its start, the queue join) while IN_FLIGHT are unanswered: held back
             const cap = now - pausedAt < HOLD_MS ? 1 : IN_FLIGHT;
-            if (String(input.url || input).includes('/stream/') && pending.length >= cap) {
-              held += 1;
-              return Promise.resolve(new Response('{"msg": "success"}',
-                                                  {status: 200, headers: {'content-type': 'application/json'}}));
-            }
+            if (chunk && pending.length >= cap) { held += 1; return ok(); }
             pending.push(now);
+            sent += 1;
             init = Object.assign({}, init, {body: init.body.split(MARK).join(`"${now}"`)});
           }
           return send.call(this, input, init);
@@ -595,7 +684,7 @@
           new MutationObserver(paused).observe(line, {childList: true, subtree: true, characterData: true});
         });
       },
-      stats,  // {total, held, fps, p50, p90, latencies}: what the line shows (held: frames kept in the page)
+      stats,  // {total, held, sent, fps, p50, p90, latencies}: what the line shows (held: frames kept in the page)
       history: () => history.slice(),  // bench/live.py reads it
     };
   })();

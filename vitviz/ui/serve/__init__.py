@@ -31,6 +31,9 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
   model call (:func:`vitviz.models.runner.runs_model`) runs inside it;
 * :mod:`.threads` -- ``gradio.context.LocalContext`` (the event a model call runs for): each model call's
   intra-op threads by its cost class, through the runner seam on the CPU;
+* :mod:`.frames` -- a route of its own for a live stream's next frames, outside the queue
+  (``POST .../vitviz-live/stream/EVENT_ID``, in :func:`middleware`): it reads the queue's running events,
+  their session state and ``gradio.context.LocalContext``;
 * :mod:`.mcp` -- ``BlockFunction.fn``'s ``__name__``, which names each MCP tool
   (``gradio/mcp.py``, ``python app.py --mcp``).
 """
@@ -115,14 +118,15 @@ def install(demo: Any) -> Any:
 
 def middleware() -> list:
     """Starlette middleware for ``demo.launch(app_kwargs={"middleware": ...})``, outermost first:
-    refusals before any work; the front end's files from memory; text gzip-compressed; the page module
+    refusals before any work; a live stream's frames outside the queue (:mod:`.frames`, before gzip: its
+    pictures are JPEGs); the front end's files from memory; text gzip-compressed; the page module
     (``vitviz/ui/js``) as a cached file, its tag in the page (launch with ``js.page(inline=False)``)."""
     from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
-    from . import http, page_module
+    from . import frames, http, page_module
 
-    return [Middleware(http.Hardening), Middleware(http.StaticCache),
+    return [Middleware(http.Hardening), Middleware(frames.LiveFrames), Middleware(http.StaticCache),
             Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED),
             Middleware(page_module.PageModule)]
 
