@@ -12,12 +12,12 @@ from vitviz.models import runner
 from vitviz.ui.serve import limits, threads
 
 
-def test_heavy_calls_leave_a_core_and_a_view_or_frame_takes_its_share():
+def test_heavy_calls_leave_a_core_a_view_takes_its_share_and_a_live_frame_one():
     assert threads.share(limits.HEAVY, [], 2) == 1 and threads.share(limits.HEAVY, [limits.VIEW], 2) == 1
     assert threads.share(limits.HEAVY, [], 8) == 7 and threads.share(limits.HEAVY, [], 1) == 1
-    assert threads.share(limits.VIEW, [], 2) == 2 and threads.share(limits.LIVE, [], 2) == 2  # alone: every core
+    assert threads.share(limits.VIEW, [], 2) == 2  # alone: every core
     assert threads.share(limits.VIEW, [limits.HEAVY], 2) == 1  # beside a heavy call: the core it leaves
-    assert threads.share(limits.LIVE, [limits.VIEW], 2) == 1
+    assert threads.share(limits.LIVE, [], 2) == 1 and threads.share(limits.LIVE, [limits.VIEW], 8) == 1  # issue 30
     assert threads.share(limits.VIEW, [limits.VIEW, limits.HEAVY, limits.LIVE], 8) == 2
 
 

@@ -11,8 +11,11 @@ runs on :func:`share` threads:
 * a call of the :data:`.limits.HEAVY` group (probes, sweeps, explanations, curves: seconds to minutes,
   so its threads cannot wait for the next visitor to come): ``cores - 1`` (at least 1), so one core
   always stays for the views;
-* a view or a live frame (any other group; tens of milliseconds each, and a stream's frames give way to
-  any other request anyway, :func:`.limits.others_busy`): every core when no other model call is
+* a live frame (the :data:`.limits.LIVE` group: a stream's frames come one after another, each 30-60 ms,
+  and the next one's decoding, the answer's encoding and the page share the cores with it): one thread.
+  mae-tiny's frame took 28 ms on one thread and 64 ms on two at load 7.7 on this 2-core VM, 57 and 531 ms
+  at load 12 (``OMP_WAIT_POLICY=PASSIVE``; issue 30);
+* a view (any other group; tens of milliseconds each): every core when no other model call is
   running, else its share of them (``cores // calls``, at least 1).
 
 The group is that of the Gradio event the call runs for (``gradio.context.LocalContext``, read in the
@@ -41,11 +44,13 @@ def share(group: str, others: Collection[str], cores: int) -> int:
         others: the groups of the model calls running in other threads.
         cores: the threads one call may use at most (``VITVIZ_THREADS``).
     """
-    from .limits import HEAVY
+    from .limits import HEAVY, LIVE
 
     cores = max(1, int(cores))
     if group == HEAVY:
         return max(1, cores - 1)
+    if group == LIVE:
+        return 1
     return max(1, cores // (1 + len(others)))
 
 
