@@ -1,7 +1,8 @@
 """The BEiT tab: an image as discrete visual tokens, and masked image modeling that predicts them.
 
-Its contract: controls in, the views below (:class:`Tokens`, :class:`Prediction`...) out, by field name
-(:mod:`vitviz.ui.binder`); every number and image comes from :mod:`vitviz.views.beit`.
+Its contract: controls in, views out, by field name (:mod:`vitviz.ui.binder`): the dataclasses of
+:mod:`vitviz.views.beit` (:class:`~vitviz.views.beit.TokenPanels`, :class:`~vitviz.views.beit.Prediction`...)
+and :mod:`vitviz.views.beit_pair` (part 5), which compute every number and image; here, the clicks' answers.
 
 Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, decoded image, PSNR) and ``beit_predict``
 (image, model, ratio, seed, pattern -> masked, decoded prediction, correctness overlay, confidence map, numbers).
@@ -14,13 +15,14 @@ from typing import Any
 
 import gradio as gr
 import numpy as np
-import plotly.graph_objects as go
 
 from ..errors import ModelUnavailable
 from ..models.registry import VQ_TINY_CONFIG
 from ..render.beit import CodebookLayout
 from ..views import beit as bv
 from ..views import beit_pair as bp
+from ..views.beit import CodebookPanel, Guess, PredictControls, Prediction, TokenMap, TokenPanels
+from ..views.beit_pair import Kinds, KindsControls
 from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, require_image, user_errors
@@ -38,37 +40,6 @@ RATIO_MIN, RATIO_MAX = 0.1, 0.75
 
 
 @dataclass(frozen=True)
-class TokenMap:
-    """Endpoint ``tokenize``'s answer: the token map, the ids, the image decoded from them, the PSNR (dB)."""
-
-    token_map: np.ndarray
-    ids: list
-    decoded: np.ndarray
-    psnr: float
-
-
-@dataclass(frozen=True)
-class Tokens:
-    """Part 1: the image as tokens."""
-
-    original: np.ndarray
-    token_plot: go.Figure
-    decoded: np.ndarray
-    token_text: str
-    token_map: np.ndarray
-    ids: list
-
-
-@dataclass(frozen=True)
-class Codebook:
-    """Part 2: the codebook mosaic, where each code sits in it, and words."""
-
-    codebook: np.ndarray
-    layout: CodebookLayout
-    codebook_text: str
-
-
-@dataclass(frozen=True)
 class Selected:
     """A selected code: the mosaic with it outlined, where it occurs in the image, the token map outlined."""
 
@@ -77,40 +48,6 @@ class Selected:
     highlight: Any
     highlight_text: Any
     token_plot: Any
-
-
-@dataclass(frozen=True)
-class Controls:
-    """What parts 3 and 4 depend on: the image, the model, the mask (``painted``: patches clicked)."""
-
-    image: str | None
-    model: str
-    mask_ratio: float
-    seed: float
-    pattern: str
-    painted: list | None
-
-
-@dataclass(frozen=True)
-class Guess:
-    """Endpoint ``beit_predict``'s answer: masked input, decoded prediction, correctness, confidence, numbers."""
-
-    masked: np.ndarray
-    predicted: np.ndarray
-    correct: np.ndarray | None
-    confidence: np.ndarray
-    numbers: dict
-
-
-@dataclass(frozen=True)
-class Prediction(Guess):
-    """Parts 3 and 4: :class:`Guess`, its words, the comparison with mae-tiny, and the mask on screen."""
-
-    predict_text: str
-    beit_panel: np.ndarray
-    mae_panel: np.ndarray
-    compare_text: str
-    current_mask: list
 
 
 @dataclass(frozen=True)
@@ -127,31 +64,6 @@ class Cleared:
 
     highlight: None
     highlight_text: str
-
-
-@dataclass(frozen=True)
-class Kinds:
-    """Part 5: both tokenizers on the photo, where one code occurs, and both BEiT models under one mask."""
-
-    kinds_panels: np.ndarray | None
-    kinds_text: str
-    occurrence: np.ndarray | None
-    occurrence_text: str
-    kinds_predict: np.ndarray | None
-    kinds_predict_text: str
-    kinds_numbers: dict
-
-
-@dataclass(frozen=True)
-class KindsControls:
-    """What part 5 depends on: the image, the tokenizer and code to follow, and part 3's mask settings."""
-
-    image: str | None
-    follow: str
-    code: float | None
-    mask_ratio: float
-    seed: float
-    pattern: str
 
 
 HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
@@ -178,26 +90,23 @@ def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> Token
         in dB (vq-kd-tiny: between those colours and the teacher's own).
     """
     require_image(image)
-    v = bv.token_view(image, tokenizer=tokenizer)
-    return TokenMap(v.token_map, v.ids, v.decoded, round(v.psnr, 3))
+    return bv.token_map_answer(image, tokenizer)
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
-def update_tokens(image: str | None) -> Tokens:
+def update_tokens(image: str | None) -> TokenPanels:
     """Part 1 panels (private)."""
-    require_image(image)
-    v = bv.token_view(image)
-    return Tokens(v.original, v.figure, v.decoded, v.text, v.token_map, v.ids)
+    return bv.token_panels(require_image(image))
 
 
 @cost(Cost.VIEW)
 @user_errors
 @memo_view()
-def update_codebook(selected: int | None) -> Codebook:
+def update_codebook(selected: int | None) -> CodebookPanel:
     """The codebook mosaic and its layout (private)."""
-    return Codebook(*bv.codebook_view(selected))
+    return bv.codebook_panel(selected)
 
 
 def _select_code(code: int | None, image: str | None) -> Selected:
@@ -232,20 +141,16 @@ def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed
     require_image(image)
     if pattern == "painted":
         raise gr.Error("the API takes block or random masks; paint masks in the page")
-    v = bv.predict_view(image, model_name, mask_ratio, seed, pattern)
-    return Guess(v.masked, v.decoded, v.correctness, v.confidence, v.metrics)
+    return bv.guess(image, model_name, mask_ratio, seed, pattern)
 
 
 @cost(model_cost(1))
 @user_errors
 @memo_view()
-def update_predict(c: Controls) -> Prediction:
+def update_predict(c: PredictControls) -> Prediction:
     """Parts 3 and 4 (private): prediction panels, numbers, the comparison with mae-tiny, the current mask."""
     require_image(c.image)
-    v = bv.predict_view(c.image, c.model, c.mask_ratio, c.seed, c.pattern, c.painted)
-    b, m, text, nums = bv.compare_view(c.image, v.prediction)
-    return Prediction(v.masked, v.decoded, v.correctness, v.confidence, {**v.metrics, **nums}, v.text, b, m, text,
-                      v.prediction.mask.tolist())
+    return bv.prediction(c)
 
 
 @cost(Cost.VIEW)
@@ -267,17 +172,12 @@ def update_kinds(c: KindsControls) -> Kinds:
     try:
         return _kinds(c)
     except ModelUnavailable as exc:
-        return Kinds(None, f"**Part 5 needs dinov2-small's weights** (vq-kd-tiny's teacher): {exc}", None, "", None, "", {})
+        return bp.kinds_unavailable(exc)
 
 
 @memo_view()
 def _kinds(c: KindsControls) -> Kinds:
-    pair = bp.tokenizer_pair_view(c.image)
-    occ, occ_text, _ = bp.code_occurrence_view(c.image, c.follow, c.code)
-    pattern = c.pattern if c.pattern in bp.BEIT_PATTERNS else "block"
-    panels, text, nums = bp.predict_pair_view(c.image, c.mask_ratio, c.seed, pattern)
-    text = text if pattern == c.pattern else f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
-    return Kinds(pair.panels, pair.text, occ, occ_text, panels, text, {"tokens": pair.metrics, "predict": nums})
+    return bp.kinds(c)
 
 
 def clear_highlight() -> Cleared:

@@ -303,3 +303,103 @@ def compare_view(image: ImageInput, p: BEiTPrediction | TokenGuess
             + WHY)
     return p.decoded, r.pasted, text, nums
 
+
+# ----------------------------------------------------------------------------- the tab's contract
+# What the BEiT tab's handlers answer: each field is named after the tab's component that shows it
+# (vitviz.ui.beit_tab binds them by name, vitviz.ui.binder).
+
+
+@dataclass(frozen=True)
+class TokenMap:
+    """Endpoint ``tokenize``'s answer: the token map, the ids, the image decoded from them, the PSNR (dB)."""
+
+    token_map: np.ndarray
+    ids: list
+    decoded: np.ndarray
+    psnr: float
+
+
+def token_map_answer(image: ImageInput, tokenizer: str = TOKENIZER) -> TokenMap:
+    """:func:`token_view`'s token map, ids, decoded image and PSNR (rounded to 0.001 dB)."""
+    v = token_view(image, tokenizer=tokenizer)
+    return TokenMap(v.token_map, v.ids, v.decoded, round(v.psnr, 3))
+
+
+@dataclass(frozen=True)
+class TokenPanels:
+    """Part 1: the image as tokens."""
+
+    original: np.ndarray
+    token_plot: go.Figure
+    decoded: np.ndarray
+    token_text: str
+    token_map: np.ndarray
+    ids: list
+
+
+def token_panels(image: ImageInput) -> TokenPanels:
+    """Part 1 from :func:`token_view` (the default tokenizer)."""
+    v = token_view(image)
+    return TokenPanels(v.original, v.figure, v.decoded, v.text, v.token_map, v.ids)
+
+
+@dataclass(frozen=True)
+class CodebookPanel:
+    """Part 2: the codebook mosaic, where each code sits in it, and words."""
+
+    codebook: np.ndarray
+    layout: CodebookLayout
+    codebook_text: str
+
+
+def codebook_panel(selected: int | None) -> CodebookPanel:
+    """Part 2 from :func:`codebook_view`."""
+    return CodebookPanel(*codebook_view(selected))
+
+
+@dataclass(frozen=True)
+class PredictControls:
+    """What parts 3 and 4 depend on: the image, the model, the mask (``painted``: patches clicked)."""
+
+    image: str | None
+    model: str
+    mask_ratio: float
+    seed: float
+    pattern: str
+    painted: list | None
+
+
+@dataclass(frozen=True)
+class Guess:
+    """Endpoint ``beit_predict``'s answer: masked input, decoded prediction, correctness, confidence, numbers."""
+
+    masked: np.ndarray
+    predicted: np.ndarray
+    correct: np.ndarray | None
+    confidence: np.ndarray
+    numbers: dict
+
+
+def guess(image: ImageInput, model_name: str, mask_ratio: float, seed: float, pattern: str) -> Guess:
+    """:func:`predict_view`'s panels and numbers."""
+    v = predict_view(image, model_name, mask_ratio, seed, pattern)
+    return Guess(v.masked, v.decoded, v.correctness, v.confidence, v.metrics)
+
+
+@dataclass(frozen=True)
+class Prediction(Guess):
+    """Parts 3 and 4: :class:`Guess`, its words, the comparison with mae-tiny, and the mask on screen."""
+
+    predict_text: str
+    beit_panel: np.ndarray
+    mae_panel: np.ndarray
+    compare_text: str
+    current_mask: list
+
+
+def prediction(c: PredictControls) -> Prediction:
+    """Parts 3 and 4: :func:`predict_view` and :func:`compare_view` under one mask (numbers of both)."""
+    v = predict_view(c.image, c.model, c.mask_ratio, c.seed, c.pattern, c.painted)
+    b, m, text, nums = compare_view(c.image, v.prediction)
+    return Prediction(v.masked, v.decoded, v.correctness, v.confidence, {**v.metrics, **nums}, v.text, b, m, text,
+                      v.prediction.mask.tolist())

@@ -196,3 +196,49 @@ def predict_pair_view(image: ImageInput, mask_ratio: float, seed: float, pattern
             "| model | top-1 | top-5 | copy the nearest visible code | most frequent code |\n"
             "| --- | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
     return label_row(panels), text, nums
+
+
+# ----------------------------------------------------------------------------- the tab's contract (part 5)
+
+
+@dataclass(frozen=True)
+class KindsControls:
+    """What part 5 depends on: the image, the tokenizer and code to follow, and part 3's mask settings."""
+
+    image: str | None
+    follow: str
+    code: float | None
+    mask_ratio: float
+    seed: float
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """Part 5: both tokenizers on the photo, where one code occurs, and both BEiT models under one mask (fields
+    named after the BEiT tab's components, :mod:`vitviz.ui.beit_tab`)."""
+
+    kinds_panels: np.ndarray | None
+    kinds_text: str
+    occurrence: np.ndarray | None
+    occurrence_text: str
+    kinds_predict: np.ndarray | None
+    kinds_predict_text: str
+    kinds_numbers: dict
+
+
+def kinds(c: KindsControls) -> Kinds:
+    """Part 5: :func:`tokenizer_pair_view`, :func:`code_occurrence_view` and :func:`predict_pair_view`; a painted
+    mask (part 3's) becomes a block mask from the seed, and the words say so."""
+    pair = tokenizer_pair_view(c.image)
+    occ, occ_text, _ = code_occurrence_view(c.image, c.follow, c.code)
+    pattern = c.pattern if c.pattern in BEIT_PATTERNS else "block"
+    panels, text, nums = predict_pair_view(c.image, c.mask_ratio, c.seed, pattern)
+    text = text if pattern == c.pattern else f"(A painted mask is part 3's; here: a block mask from the seed.)\n\n{text}"
+    return Kinds(pair.panels, pair.text, occ, occ_text, panels, text, {"tokens": pair.metrics, "predict": nums})
+
+
+def kinds_unavailable(reason: object) -> Kinds:
+    """Part 5 without vq-kd-tiny's teacher: a sentence, no panels."""
+    return Kinds(None, f"**Part 5 needs dinov2-small's weights** (vq-kd-tiny's teacher): {reason}", None, "", None, "",
+                 {})
