@@ -58,7 +58,7 @@ def test_pyproject_lists_every_package_and_maps_the_assets():
                             for p in (ROOT / "vitviz").rglob("*/__init__.py")}
     assert set(cfg["packages"]) == (on_disk - {"vitviz.training"}) | {"vitviz._assets"}  # training is not shipped
     assert cfg["package-data"]["vitviz.ui.js"] == ["*.js"]  # the browser code (vitviz.ui.js.read)
-    assert cfg["package-data"]["vitviz.ui.helptext"] == ["*.md"]  # the tabs' help (vitviz.ui.helptext.read)
+    assert cfg["package-data"]["vitviz.ui.helptext"] == ["*.md", "*.toml"]  # the tabs' help, the tour's steps
     assert cfg["package-data"]["vitviz.ui.css"] == ["*.css"]  # the page's styles (vitviz.ui.css.page)
     assert cfg["package-dir"]["vitviz._assets"] == "assets" and (ROOT / "assets" / "models").is_dir()
 
@@ -82,7 +82,7 @@ def test_built_wheel_works_from_any_directory(tmp_path):
     assert "vitviz/_assets/models/mae-tiny.safetensors" in names and not any(n.startswith("vitviz/training/") for n in names)  # the trainers stay in the checkout
     shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("vitviz/ui/js/") and n.endswith(".js")}
     assert shipped == {p.name for p in (ROOT / "vitviz" / "ui" / "js").glob("*.js")}
-    for folder, ext in (("helptext", ".md"), ("css", ".css")):  # the tabs' help and the page's styles
+    for folder, ext in (("helptext", ".md"), ("helptext", ".toml"), ("css", ".css")):  # help, tour, styles
         shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith(f"vitviz/ui/{folder}/") and n.endswith(ext)}
         assert shipped == {p.name for p in (ROOT / "vitviz" / "ui" / folder).glob("*" + ext)}, folder
     site = tmp_path / "site"

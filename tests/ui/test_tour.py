@@ -19,7 +19,7 @@ def _blocks():
 def test_steps_name_real_tabs_and_components():
     from vitviz.ui.app import TAB_IDS
 
-    tour.check(tour.STEPS, TAB_IDS)
+    tour.check(tour.default_steps(), TAB_IDS)
     with pytest.raises(ValueError, match="not one of"):
         tour.check((tour.Step("nowhere", "t", "n", output="x", ready=("x", "y")),), TAB_IDS)
     blocks = _blocks()
@@ -27,7 +27,7 @@ def test_steps_name_real_tabs_and_components():
 
     names = {os.path.splitext(os.path.basename(p))[0] for p in example_images()}
     assert tour.PHOTO in names  # the default photo is a bundled example
-    for step in tour.STEPS:
+    for step in tour.default_steps():
         assert step.output in blocks and step.ready[0] in blocks, step.title
         assert step.photo is None or step.photo in names, step.title
         for elem_id, value in step.controls:
@@ -36,7 +36,7 @@ def test_steps_name_real_tabs_and_components():
                 assert block.minimum <= value <= (block.maximum if block.maximum is not None else value), elem_id
             if getattr(block, "choices", None):
                 assert str(value) in {str(c[1] if isinstance(c, tuple) else c) for c in block.choices}, elem_id
-    assert '"tab": "patches"' in tour.steps_json() and "<" not in tour.steps_json(tour.STEPS[:1])
+    assert '"tab": "patches"' in tour.steps_json() and "<" not in tour.steps_json(tour.default_steps()[:1])
 
 
 def _walked(page, i: int, step: tour.Step, height: int) -> None:
@@ -60,7 +60,7 @@ def _walked(page, i: int, step: tour.Step, height: int) -> None:
 def test_walk_the_tour_forward_and_back(app_url):
     from playwright.sync_api import sync_playwright
 
-    steps = tour.STEPS
+    steps = tour.default_steps()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})

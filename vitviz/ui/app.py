@@ -4,7 +4,8 @@ Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
 ``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder`` (its one contract,
 :mod:`vitviz.ui.binder`), then
 add the module to :data:`TABS`, its one line to :data:`PURPOSES` and, if the guided tour should
-visit it, its steps to :data:`vitviz.ui.tour.STEPS`. See ``docs/architecture.md``. Tabs are lazy
+visit it, its steps to ``vitviz/ui/helptext/tour.toml`` (:func:`vitviz.ui.tour.default_steps`). See
+``docs/architecture.md``. Tabs are lazy
 (:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
 is first shown, so a page load computes only the tab it opens on.
 """

@@ -1,8 +1,8 @@
 // The guided tour (vitviz.ui.tour): part of the page module, `window.vitviz.tour`.
 //
 // Loaded in the page head right after page.js (vitviz.ui.js.page()), started by vitviz.start(). The steps
-// are data, in the tour bar's `data-steps` (vitviz.ui.tour.STEPS): {tab, title, notice, output, ready:
-// [id, text], controls: [[id, value], ...], photo}. A step, in order: opens its tab; once the tab has drawn
+// are data, in the tour bar's `data-steps` (vitviz/ui/helptext/tour.toml, read by vitviz.ui.tour.default_steps):
+// {tab, title, notice, output, ready: [id, text], controls: [[id, value], ...], photo}. A step, in order: opens its tab; once the tab has drawn
 // (its ready element has text and nothing in it is pending), clicks its example photo unless the tab's box
 // already shows it; sets its controls the way a person does (a value typed or clicked, then the component's
 // own events); waits for its own output (the ready element's text contains the step's text, nothing
