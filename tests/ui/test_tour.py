@@ -60,7 +60,7 @@ def _walked(page, i: int, step: tour.Step, height: int) -> None:
 def test_walk_the_tour_forward_and_back(app_url):
     from playwright.sync_api import sync_playwright
 
-    steps = tour.default_steps()
+    steps = tour.steps_here()  # the session's app starts without the package's dinov2-small (tests/conftest.py)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
@@ -79,3 +79,16 @@ def test_walk_the_tour_forward_and_back(app_url):
         page.wait_for_selector("#tour-start", timeout=10_000)
         assert page.locator("#tour .vitviz-tour").get_attribute("data-step") == ""
         browser.close()
+
+
+def test_a_step_whose_model_is_missing_is_left_out(monkeypatch):
+    """Without dinov2-small (the package's weights off, offline) the two-kinds step would wait forever."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "0")
+    monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", "/nonexistent-vitviz-weights")
+    steps = tour.default_steps()
+    kinds = [s for s in steps if s.needs]
+    assert [s.title for s in kinds] == ["Two kinds of visual words"] and kinds[0].needs == ("dinov2-small",)
+    here = tour.steps_here()
+    assert len(here) == len(steps) - 1 and kinds[0] not in here
+    assert tour.steps_here(tuple(s for s in steps if not s.needs)) == here

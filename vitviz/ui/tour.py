@@ -43,6 +43,8 @@ class Step:
         controls: ``(elem_id, value)`` pairs set in order: a slider or number gets the value, a radio
             the choice of that label, a checkbox the boolean.
         photo: the example photo's name (no ``.jpg``), or ``None`` for a tab without a photo.
+        needs: models whose weights the step's output needs (``needs = ["dinov2-small"]``); where one of them
+            cannot be had, :func:`steps_here` leaves the step out rather than wait forever for its output.
     """
 
     tab: str
@@ -52,6 +54,7 @@ class Step:
     ready: tuple[str, str]
     controls: tuple[tuple[str, float | int | str | bool], ...] = field(default_factory=tuple)
     photo: str | None = PHOTO
+    needs: tuple[str, ...] = field(default_factory=tuple)
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,7 +63,18 @@ def default_steps() -> tuple[Step, ...]:
     :class:`Step` (``photo = false``: no photo)."""
     text = (resources.files("vitviz.ui.helptext") / "tour.toml").read_text(encoding="utf-8")
     return tuple(Step(**{**s, "ready": tuple(s["ready"]), "controls": tuple(tuple(c) for c in s.get("controls", ())),
-                         "photo": s.get("photo", PHOTO) or None}) for s in tomllib.loads(text)["step"])
+                         "photo": s.get("photo", PHOTO) or None, "needs": tuple(s.get("needs", ()))})
+                 for s in tomllib.loads(text)["step"])
+
+
+def steps_here(steps: tuple[Step, ...] | None = None) -> tuple[Step, ...]:
+    """The steps (default: :func:`default_steps`) whose :attr:`Step.needs` can all be had on this host now
+    (:func:`vitviz.models.sources.availability`: on disk, or a download allowed)."""
+    from ..models.registry import get_spec
+    from ..models.sources import availability
+
+    return tuple(s for s in (default_steps() if steps is None else steps)
+                 if all(availability(get_spec(n))[0] for n in s.needs))
 
 
 def check(steps: tuple[Step, ...], tab_ids: tuple[str, ...]) -> None:
@@ -85,9 +99,9 @@ def build(tab_ids: tuple[str, ...], steps: tuple[Step, ...] | None = None) -> gr
 
     Args:
         tab_ids: the app's tab ids (each step must open one of them).
-        steps: the tour (default: :func:`default_steps`).
+        steps: the tour (default: :func:`steps_here`, the steps this host can show).
     """
-    steps = default_steps() if steps is None else steps
+    steps = steps_here() if steps is None else steps
     check(steps, tab_ids)
     bar = (f'<div class="vitviz-tour" data-steps="{html.escape(steps_json(steps), quote=True)}">'
            f'<button type="button" class="vitviz-tour-start" id="tour-start" title="{len(steps)} steps, one idea each">'
