@@ -306,11 +306,12 @@ def memory_rows(app: App, pid: int, cache: Path, rng: random.Random) -> dict:
     # row 5: 40-megapixel palette PNGs to /tokenize, six at once
     png = io.BytesIO()
     Image.new("P", (8000, 5000)).save(png, "PNG")
-    tokenize, _ = app.fn(lambda name, dep: name == "tokenize")
+    tokenize, n_tokenize = app.fn(lambda name, dep: name == "tokenize")  # the image, then any options left empty
     before, t0 = rss_mb(pid), time.perf_counter()
     paths = [app.upload(png.getvalue(), f"10.6.0.{i}", "bomb.png") for i in range(6)]
     answers: list = []
-    workers = [threading.Thread(target=lambda p=p: answers.append(app.call(tokenize, [app.file(p.json()[0])],
+    workers = [threading.Thread(target=lambda p=p: answers.append(app.call(tokenize, [app.file(p.json()[0])]
+                                                                           + [None] * (n_tokenize - 1),
                                                                            "10.6.0.9")))
                for p in paths if getattr(p, "status_code", 0) == 200]
     for w in workers:

@@ -182,16 +182,16 @@ def test_a_request_moved_to_the_view_group_runs_within_the_groups_limit(monkeypa
     limits.apply(demo)
     fn = next(iter(demo.fns.values()))
     assert fn.concurrency_id == limits.HEAVY  # sorted again when each request is queued
-    queue = SimpleNamespace(blocks=demo, event_queue_per_concurrency_id={limits.HEAVY: queueing.EventQueue(
-        limits.HEAVY, 1)})
-    for _ in range(6):
-        event = SimpleNamespace(concurrency_id=limits.HEAVY, fn=fn)
+    heavy = queueing.EventQueue(limits.HEAVY, 1)
+    queue = SimpleNamespace(blocks=demo, active_jobs=[], event_queue_per_concurrency_id={limits.HEAVY: heavy})
+    for i in range(6):
+        event = SimpleNamespace(concurrency_id=limits.HEAVY, fn=fn, vitviz_address=f"10.0.0.{i}", session_hash="s")
         queue.event_queue_per_concurrency_id[limits.HEAVY].queue.append(event)
         limits._move(queue, event, limits.queue_group(fn, [1]))
     views = queue.event_queue_per_concurrency_id[limits.VIEW]
     assert views.concurrency_limit == 2 and len(views.queue) == 6
     started = []
-    while (picked := queueing.Queue.get_events(queue)) is not None:  # Gradio's own choice of what starts
+    while (picked := queueing.Queue.get_events(queue)) is not None:  # the installed choice of what starts
         started += picked[0]
         queue.event_queue_per_concurrency_id[picked[2]].current_concurrency += 1
     assert len(started) == 2

@@ -375,6 +375,42 @@ def test_between_two_clients_turns_the_one_that_asked_less_lately_goes_first(mon
     assert limits.usage("10.1.0.1", now=limits.time.monotonic() + 20) < 0.3  # forgotten after a while
 
 
+def test_a_flooding_client_never_takes_a_groups_last_slot():
+    """Row 2: five flooding addresses kept both view slots busy, so the visitor's call waited for one of theirs to
+    end and ran beside the other. A client holding FLOOD_HELD requests or more takes at most limit - 1 slots."""
+    from gradio.queueing import EventQueue
+
+    from vitviz.ui.serve import turns
+
+    fn = SimpleNamespace(batch=False)
+    views = EventQueue(limits.VIEW, 2)
+    queue = SimpleNamespace(event_queue_per_concurrency_id={limits.VIEW: views}, active_jobs=[])
+
+    def queued(address: str) -> SimpleNamespace:
+        e = SimpleNamespace(vitviz_address=address, session_hash="s", fn=fn, concurrency_id=limits.VIEW)
+        views.queue.append(e)
+        return e
+
+    def start() -> list:
+        picked = turns.pick(queue)
+        if picked is None:
+            return []
+        views.current_concurrency += 1
+        queue.active_jobs.append(picked[0])
+        return picked[0]
+
+    flood = [queued(f"10.3.0.{i % 5 + 1}") for i in range(30)]  # six each: all flooding
+    assert start() == [flood[0]]
+    assert start() == [] and views.current_concurrency == 1  # the last slot stays free
+    visitor = queued("10.1.0.1")
+    assert start() == [visitor]  # not flooding: it takes the last slot at once
+    assert start() == []  # full
+    # a client holding fewer than FLOOD_HELD takes any slot, as in Gradio's own order
+    views.current_concurrency, queue.active_jobs, views.queue[:] = 0, [], []
+    few = [queued("10.2.0.1") for _ in range(turns.FLOOD_HELD - 1)]
+    assert start() == [few[0]] and start() == [few[1]]
+
+
 def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
     queue = SimpleNamespace(event_queue_per_concurrency_id={
         "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(64)])})

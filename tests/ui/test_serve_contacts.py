@@ -99,6 +99,21 @@ def test_queue_contact() -> None:
         "concurrency_id"} and "self.concurrency_id = fn.concurrency_id" in inspect.getsource(queueing.Event)
 
 
+def test_turns_contact() -> None:
+    """turns replaces ``Queue.get_events(self)``, which returns ``(events, batch, concurrency_id)`` of the first
+    waiting events of a group with a free slot and removes them; ``start_processing`` then counts the slot."""
+    from gradio import queueing
+
+    get_events = inspect.unwrap(queueing.Queue.get_events)
+    assert list(inspect.signature(get_events).parameters) == ["self"]
+    source = inspect.getsource(get_events)
+    for text in ("event_queue.current_concurrency < event_queue.concurrency_limit", "event_queue.queue.remove(event)",
+                 "return events, batch, concurrency_id"):
+        assert text in source, text
+    start = inspect.getsource(queueing.Queue.start_processing)
+    assert "events, batch, concurrency_id = event_batch" in start and "event_queue.current_concurrency += 1" in start
+
+
 def test_pageconfig_contact() -> None:
     """pageconfig wraps ``Blocks.get_config_file(self)`` and ``Blocks.get_api_info(self)``; the API description
     is built from ``self.config``; ``gradio_client.utils.value_is_file`` reads an ``api_info`` schema."""

@@ -18,6 +18,7 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
 * :mod:`.sessions` -- ``gradio.state_holder.SessionState`` (no per-session config copy);
 * :mod:`.limits` -- ``gradio.queueing.Queue.push`` and the queue's internals (caps per
   session and address, cost classes read at queue time, fair order, instant answers);
+* :mod:`.turns` -- ``gradio.queueing.Queue.get_events`` (a flooding client never takes a group's last slot);
 * :mod:`.pageconfig` -- ``Blocks.get_config_file`` and ``Blocks.get_api_info`` (a small
   page configuration; the API description whole but without server paths);
 * :mod:`.http` -- ASGI middleware (door caps, one image per upload, static files from
@@ -80,13 +81,14 @@ def install_process() -> None:
     page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU, else
     each on its share of the CPU's cores."""
     check_gradio()
-    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, zerogpu
+    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, turns, zerogpu
 
     errors.install()
     image_cache.install()
     inputs.install()
     sessions.install()
     limits.install()
+    turns.install()
     pageconfig.install()
     http.install()
     if not zerogpu.install():
