@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from vitviz.ui.serve import frames, limits, threads
 
 
-def _app(path, stateful_value=None, running=True, closed=False):  # noqa: ANN001, ANN202
+def _app(path, stateful_value=None, running=True, closed=False, time_limit=None):  # noqa: ANN001, ANN202
     """A fake app whose queue runs one streaming event ``e1`` of session ``s1`` (inputs: picture, ratio, state)."""
     @frames.fast(path)
     def handler(*args):  # noqa: ANN002, ANN202 - Gradio's own handler, not called here
@@ -21,7 +21,7 @@ def _app(path, stateful_value=None, running=True, closed=False):  # noqa: ANN001
 
     inputs = [SimpleNamespace(stateful=False, _id=1), SimpleNamespace(stateful=False, _id=2),
               SimpleNamespace(stateful=True, _id=3, value=None)]
-    fn = SimpleNamespace(connection="stream", inputs=inputs, fn=handler)
+    fn = SimpleNamespace(connection="stream", inputs=inputs, fn=handler, time_limit=time_limit)
     event = SimpleNamespace(fn=fn, session_hash="s1", closed=closed, request="the join's request",
                             concurrency_id=limits.LIVE)
     queue = SimpleNamespace(event_ids_to_events={"e1": event}, active_jobs=[[event]] if running else [None])
@@ -94,3 +94,17 @@ def test_the_route_is_capped_as_gradios_next_frame_is():
 
     path = "/gradio_api/vitviz-live/stream/0123456789abcdef0123456789abcdef"
     assert frames.PATH.search(path) and http.STREAM_CHUNK.search(path)  # VITVIZ_MAX_FRAME, not a larger body
+
+
+def test_a_run_stops_at_its_time_limit_across_the_streams_gradio_opens_one_after_another(monkeypatch):
+    """Gradio's webcam opens a new stream event by itself when one ends at its time limit: the route counts
+    the limit from the run's first frame, across events that follow one another within REJOIN_S."""
+    monkeypatch.setattr(frames, "_RUNS", {})
+    assert not any(frames.over_time("s1", 60, 100.0 + t) for t in range(61))  # a frame a second for 60 s
+    assert frames.over_time("s1", 60, 161.0 + frames.REJOIN_S - 1)  # still one run: the gaps were short
+    assert not frames.over_time("s1", 60, 161.0 + 3 * frames.REJOIN_S)  # after a pause, a new run
+    assert not frames.over_time("s2", None, 1e9)  # no limit (a local app)
+    app = _app(lambda values, request: ({}, []), time_limit=60)  # noqa: ARG005
+    frames._RUNS["s1"] = [0.0, 1e12]  # a run that began long ago and goes on
+    status, _, body = asyncio.run(frames.frame(app, "e1", _body("pic", 0.5, None)))
+    assert status == 410 and json.loads(body) == {"stop": frames.TIMED_OUT.format(limit=60), "ended": True}

@@ -99,6 +99,36 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path, 
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_camera_stops_at_the_time_limit_of_a_run(tmp_path, monkeypatch):
+    """VITVIZ_LIVE_SECONDS (public host): Gradio ends the stream event at its time limit and its webcam opens a
+    new one by itself; the frame route counts the run from its first frame across them, says so, and the page
+    stops the camera: the server's work stops."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import settings
+    from vitviz.ui import mae_live, mae_tab
+
+    monkeypatch.setattr(settings, "live_limits", lambda: (1, 4))
+    y4m = write_y4m(tmp_path / "camera.y4m", pan_frames())
+    with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.locator("#mae-live-box").click()
+        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
+        record = page.locator("#mae-live-camera button[aria-label='capture photo']")
+        record.click()
+        page.wait_for_function("() => vitviz.live.stats().total >= 2", timeout=120_000)
+        page.locator("#mae-live-line").filter(has_text="Stopped after 4 s").wait_for(timeout=60_000)
+        page.wait_for_function("() => document.querySelector(\"#mae-live-camera button[aria-label='capture "
+                               "photo']\").innerText.includes('Record')", timeout=30_000)
+        stopped = _settled(mae_live.frames_computed)
+        time.sleep(2.0)
+        assert mae_live.frames_computed() == stopped
+        browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_the_page_holds_frames_back_while_the_server_is_busy_or_paused(tmp_path, monkeypatch):
     """Issue 30: the camera offers a frame every 0.05 s; the page sends one only while fewer than eight are
     unanswered (page.js, part live), not 20 a second that a slow server uploads, parses and drops; and while

@@ -616,6 +616,9 @@
             gradioOnly = id;  // stopped, or no such route: the next frames go through Gradio
             const stop = await r.json().catch(() => ({}));
             if (stop.stop) setLine(stop.stop);
+            // the run's time limit: stop the camera (Gradio's webcam would open a new stream by itself)
+            const camera = document.querySelector("#mae-live-camera button[aria-label='capture photo']");
+            if (stop.ended && camera && camera.innerText.includes('Stop')) camera.click();
             return;
           }
           const data = await r.arrayBuffer();

@@ -25,7 +25,10 @@ same body the page's Gradio client built for it -- without the queue:
   module draws them (``js/page.js``, part ``live``).
 
 A request for an event that is not a running stream is answered ``410`` with a sentence
-(``{"stop": ...}``); the page then sends its next frames through Gradio again. The door
+(``{"stop": ...}``); the page then sends its next frames through Gradio again. So is a frame of a
+session's run past the stream's time limit (``VITVIZ_LIVE_SECONDS``), counted from the run's first frame
+across the stream events Gradio's webcam opens one after another (:func:`over_time`), with
+``"ended": true``: the page then stops the camera. The door
 (:class:`.http.Hardening`, outside) caps the body at ``VITVIZ_MAX_FRAME`` as for Gradio's route (its
 path ends in ``/stream/EVENT_ID``). Contacts with Gradio's internals: the queue's
 ``event_ids_to_events`` and ``active_jobs``, an event's ``fn``, ``session_hash``, ``closed`` and
@@ -39,6 +42,7 @@ import asyncio
 import contextvars
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +60,10 @@ ATTRIBUTE = "__vitviz_fast_frames__"
 NOT_RUNNING = "The live stream has stopped: start the camera again to go on."
 #: ... for a frame of a stream that ran and has a time limit (Gradio's ``time_limit``, ``VITVIZ_LIVE_SECONDS``).
 TIMED_OUT = "■ Stopped after {limit} s, this server's limit for one live run: start the camera again to go on."
+#: Seconds between a session's last frame and its next stream's first under which both streams are one run:
+#: Gradio's webcam opens a new stream event by itself when one ends at its time limit (its queue join), so
+#: the time limit counts from the run's first frame, across those events.
+REJOIN_S = 3.0
 
 #: A fast path: ``(values, request) -> (meta, parts)``; ``values`` has one value per input of the event
 #: (as the page sent it; a ``gr.State``'s from the session), ``request`` has ``session_hash`` and
@@ -106,6 +114,17 @@ class _Stream:
 
 
 _STREAMS: dict[str, _Stream] = {}  # event id -> its frames (only running streams: pruned on each frame)
+_RUNS: dict[str, list[float]] = {}  # session -> [first frame, last frame] of its run (pruned after REJOIN_S)
+
+
+def over_time(session: str, limit: float | None, now: float) -> bool:
+    """Note a frame of ``session``'s run at ``now`` (monotonic seconds); True once the run, counted from its
+    first frame across the stream events that follow one another within :data:`REJOIN_S`, passed ``limit``."""
+    for known in [k for k, (_, last) in _RUNS.items() if now - last > REJOIN_S]:
+        del _RUNS[known]
+    run = _RUNS.setdefault(session, [now, now])
+    run[1] = now
+    return bool(limit) and now - run[0] > float(limit)
 
 
 def running_stream(queue: Any, event_id: str) -> Any:
@@ -164,7 +183,10 @@ async def frame(app: Any, event_id: str, body: bytes) -> tuple[int, list, bytes]
     path = fast_path(getattr(event.fn, "fn", None)) if event is not None else None
     if event is None or path is None:
         limit = getattr(ran.event.fn, "time_limit", None) if ran is not None and event is None else None
-        return _json(410, {"stop": TIMED_OUT.format(limit=limit) if limit else NOT_RUNNING})
+        return _json(410, {"stop": TIMED_OUT.format(limit=limit), "ended": True} if limit else {"stop": NOT_RUNNING})
+    limit = getattr(event.fn, "time_limit", None)
+    if over_time(event.session_hash, limit, time.monotonic()):
+        return _json(410, {"stop": TIMED_OUT.format(limit=limit), "ended": True})
     try:
         data = json.loads(body).get("data")
     except (ValueError, AttributeError):
