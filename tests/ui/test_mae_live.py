@@ -51,6 +51,22 @@ def _slider_to_half_and_seen_live(page) -> None:  # noqa: ANN001
                            ".includes('98 of 196 patches hidden (50%)')", timeout=120_000)
 
 
+def _start_camera(page, url: str):  # noqa: ANN001, ANN202
+    """Open the app's live section and start the fake camera; the camera's record/stop button."""
+    page.goto(url)
+    page.locator("#mae-live-box").click()
+    page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
+    record = page.locator("#mae-live-camera button[aria-label='capture photo']")
+    record.click()
+    return record
+
+
+def _camera_stopped(page) -> None:  # noqa: ANN001
+    """Wait until the camera's button offers to record again (the stream is closed)."""
+    page.wait_for_function("() => document.querySelector(\"#mae-live-camera button[aria-label='capture "
+                           "photo']\").innerText.includes('Record')", timeout=30_000)
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 @pytest.mark.parametrize("route", ["the app's frame route", "refused: every frame through Gradio's queue"])
 def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path, route):
@@ -90,8 +106,7 @@ def test_the_live_camera_follows_the_picture_and_the_slider_and_stops(tmp_path, 
             assert answers.count(200) >= 5 and set(answers) <= {200, 204}, answers  # 204: dropped for a newer one
         # Stopping the camera ends the server's loop: no frame is computed after it settles.
         record.click()
-        page.wait_for_function("() => document.querySelector(\"#mae-live-camera button[aria-label='capture "
-                               "photo']\").innerText.includes('Record')", timeout=30_000)
+        _camera_stopped(page)
         stopped = _settled(mae_live.frames_computed)
         time.sleep(2.0)  # frames would arrive every 0.05 s if the stream were still open
         assert mae_live.frames_computed() == stopped
@@ -113,15 +128,10 @@ def test_the_camera_stops_at_the_time_limit_of_a_run(tmp_path, monkeypatch):
     with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
-        page.locator("#mae-live-box").click()
-        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
-        record = page.locator("#mae-live-camera button[aria-label='capture photo']")
-        record.click()
+        _start_camera(page, url)
         page.wait_for_function("() => vitviz.live.stats().total >= 2", timeout=120_000)
         page.locator("#mae-live-line").filter(has_text="Stopped after 4 s").wait_for(timeout=60_000)
-        page.wait_for_function("() => document.querySelector(\"#mae-live-camera button[aria-label='capture "
-                               "photo']\").innerText.includes('Record')", timeout=30_000)
+        _camera_stopped(page)
         stopped = _settled(mae_live.frames_computed)
         time.sleep(2.0)
         assert mae_live.frames_computed() == stopped
@@ -152,11 +162,7 @@ def test_the_page_holds_frames_back_while_the_server_is_busy_or_paused(tmp_path,
         posts: list[str] = []
         page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and "/stream/" in r.url
                 and not r.url.endswith("/close") else None)
-        page.goto(url)
-        page.locator("#mae-live-box").click()
-        page.locator("#mae-live-camera div[title='grant webcam access'] button").click()
-        record = page.locator("#mae-live-camera button[aria-label='capture photo']")
-        record.click()
+        record = _start_camera(page, url)
         page.wait_for_function("() => vitviz.live.stats().total >= 2", timeout=120_000)
         start_posts, start_done, start_held = len(posts), mae_live.frames_computed(), page.evaluate(
             "vitviz.live.stats().held")
