@@ -125,3 +125,23 @@ def test_control_in_one_pass_equals_two_separate_runs(rng):
     np.testing.assert_allclose(table.r2, layer_probes(feats, targets, split).r2, atol=1e-10)
     np.testing.assert_allclose(control.r2, layer_probes(feats, targets, split, shuffle_seed=3).r2, atol=1e-10)
     assert control.shuffled and not table.shuffled and table.targets == ("a", "b")
+
+
+def test_fits_on_the_same_tokens_reuse_one_decomposition_and_give_the_same_numbers(rng):
+    """The token side of a fit (standardisation and eigendecomposition) is kept by content: a second fit on the
+    same fitting tokens with other targets (a new photo's shuffled control) equals a fit computed from scratch."""
+    from vitviz.features import probes
+
+    x = rng.normal(size=(3, 40, 6))
+    first = [{"t": rng.normal(size=(40, 2))} for _ in range(3)]
+    second = [{"t": rng.normal(size=(40, 2))} for _ in range(3)]
+    split = ProbeSplit((0, 1), (2,))
+    probes._DESIGNS.clear()
+    cold = probe_layer(list(x), second, split)
+    probe_layer(list(x), first, split)  # fills the cache with these tokens' decompositions
+    held = len(probes._DESIGNS)
+    warm = probe_layer(list(x), second, split)
+    assert held == 3 and len(probes._DESIGNS) == held  # two folds and the full fit, found again
+    assert warm.r2 == cold.r2 and warm.alpha == cold.alpha
+    assert all(np.array_equal(warm.cv_r2[t], cold.cv_r2[t]) for t in cold.cv_r2)
+    assert not next(iter(probes._DESIGNS._data.values()))[3].flags.writeable  # shared: read-only

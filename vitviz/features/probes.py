@@ -24,10 +24,13 @@ Shapes: ``n`` images, ``L`` layers, ``P_i`` patches of image ``i``, ``D`` channe
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..cache import LRU
 
 #: Ridge strengths tried by cross-validation, relative to the mean eigenvalue of X^T X.
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in 10.0 ** np.arange(-4, 3))
@@ -168,6 +171,36 @@ class Moments:
                        self.gxy - other.gxy)
 
 
+#: The token side of ridge fits (:func:`_design`), by the content of their moments: the same fitting photos give
+#: the same decomposition whatever the targets, so a new photo's probes (fitted on the example photos, their
+#: shuffled control's targets changing with the photo) reuse it. Sized for two fitting sets of a 13-layer model
+#: (cross-validation folds and the full fit); the bytes count against ``VITVIZ_CACHE_BUDGET``.
+_DESIGNS: LRU[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = LRU(160, name="ridge designs")
+
+
+def _design(m: Moments) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The token side of :func:`solve_ridge`, cached by the moments' content: ``(D,)`` token means, ``(D,)``
+    scales, and the eigendecomposition ``(D,)`` eigenvalues (clipped at 0), ``(D, D)`` eigenvectors of the
+    standardised ``Z^T Z``."""
+    digest = hashlib.blake2b(np.ascontiguousarray(m.gxx).tobytes(), digest_size=16)
+    digest.update(np.ascontiguousarray(m.sx).tobytes())
+    key = (m.n, m.gxx.shape, m.gxx.dtype.str, digest.hexdigest())
+
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        mean = m.sx / m.n
+        gc = m.gxx - m.n * np.outer(mean, mean)
+        var = np.clip(np.diag(gc) / m.n, 0.0, None)
+        scale = np.where(var > 1e-12 * max(1.0, float(var.max(initial=0.0))), np.sqrt(var), 1.0)
+        zz = gc / np.outer(scale, scale)
+        e, q = np.linalg.eigh((zz + zz.T) / 2)
+        out = mean, scale, np.clip(e, 0.0, None), q
+        for a in out:
+            a.flags.writeable = False  # shared by every fit on these tokens
+        return out
+
+    return _DESIGNS.get_or_compute(key, compute)
+
+
 def solve_ridge(m: Moments, alphas: Sequence[float] = DEFAULT_ALPHAS) -> RidgePath:
     """Ridge regression for every strength at once, from moments (one eigendecomposition).
 
@@ -187,15 +220,10 @@ def solve_ridge(m: Moments, alphas: Sequence[float] = DEFAULT_ALPHAS) -> RidgePa
         raise ValueError(f"alphas must be positive numbers, got {alphas}")
     if m.n < 2:
         raise ValueError(f"ridge needs at least 2 rows, got {m.n}")
-    mean, y_mean = m.sx / m.n, m.sy / m.n
-    gc = m.gxx - m.n * np.outer(mean, mean)
+    mean, scale, e, q = _design(m)
+    y_mean = m.sy / m.n
     cc = m.gxy - m.n * np.outer(mean, y_mean)
-    var = np.clip(np.diag(gc) / m.n, 0.0, None)
-    scale = np.where(var > 1e-12 * max(1.0, float(var.max(initial=0.0))), np.sqrt(var), 1.0)
-    zz = gc / np.outer(scale, scale)
     zy = cc / scale[:, None]
-    e, q = np.linalg.eigh((zz + zz.T) / 2)
-    e = np.clip(e, 0.0, None)
     lam = a * max(float(e.sum()) / e.size, 1e-12)
     qy = q.T @ zy  # (D, k)
     weights = np.matmul(q[None], qy[None] / (e[None, :, None] + lam[:, None, None]))  # (A, D, k)
