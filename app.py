@@ -24,4 +24,7 @@ demo = build_demo()
 serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/serve): caps, cost groups, fixes
 
 if __name__ == "__main__":
+    from vitviz.ui import warmup
+
+    warmup.start(demo)  # after the server listens: the Features tab's model and its example-photo probes
     demo.launch(**launch_options(), **options)

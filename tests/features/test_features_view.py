@@ -80,3 +80,28 @@ def test_errors_are_sentences(photo_path):
         v.similarity_view(str(photo_path), "mae-tiny", 1, 0, 0, "nope")
     with pytest.raises(ValueError, match="Drop an image"):
         v.probe_view(None, "mae-tiny")
+
+
+def test_warm_probes_prepares_every_fit_a_new_photo_needs(photo_path, tmp_path):
+    """After the app's warm-up (vitviz.ui.warmup), a new photo's probes find the token side of every fit ready:
+    no eigendecomposition is computed for it, and its numbers equal a cold computation's."""
+    from vitviz.features import probes
+    from vitviz.models.loading import load_choice
+    from vitviz.views import features as v
+
+    from PIL import Image
+
+    photo = tmp_path / "new.png"  # no example photo: fitted on all of them
+    Image.open(photo_path).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(photo)
+    model = load_choice("mae-tiny")
+    probes._DESIGNS.clear()
+    v._PROBES.clear()
+    cold, cold_control = v.probe_tables(model, photo)
+    probes._DESIGNS.clear()
+    v._PROBES.clear()
+    v.warm_probes("mae-tiny")
+    ready = len(probes._DESIGNS)
+    warm, warm_control = v.probe_tables(model, photo)
+    assert ready > 0 and len(probes._DESIGNS) == ready
+    assert np.array_equal(warm.r2, cold.r2) and np.array_equal(warm_control.r2, cold_control.r2)
+    assert np.array_equal(warm.alpha, cold.alpha)

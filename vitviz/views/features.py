@@ -286,6 +286,15 @@ def probe_tables(model: LoadedModel, image: Any) -> tuple[ProbeTable, ProbeTable
     return _PROBES.get_or_compute(key, compute)
 
 
+def warm_probes(choice: str | None) -> None:
+    """Prepare, before a visitor asks, what a new photo's probes are fitted on: the example photos' tokens of
+    every layer and the token side of each fit on all of them (:func:`vitviz.features.probes.solve_ridge` keeps
+    it by content). A grey square stands in for the photo: no example, so it is fitted on every example photo,
+    as a visitor's photo is. Only caches fill; no result changes."""
+    model = load_choice(choice)
+    probe_tables(model, np.full((model.input_size, model.input_size, 3), 128, np.uint8))
+
+
 def _by_layer(feats: list[list[np.ndarray]], targets: list[list[dict]], split: ProbeSplit,
               names: tuple[str, ...]) -> tuple[ProbeTable, ProbeTable]:
     """Probes and control layer by layer (Swin's layers differ in grid and width), stacked into tables."""
