@@ -1,11 +1,15 @@
 """Warm-up once the app listens: the first visitor's new photo should not pay for what every photo shares.
 
 ``python app.py`` starts :func:`start` before ``demo.launch``; its thread waits until the server answers
-(so it never delays the page), then loads the Features tab's default model and prepares what a new photo's
-probes are fitted on (:func:`vitviz.views.features.warm_probes`: the example photos' tokens and each fit's
-eigendecomposition). Measured in ``bench/README.md`` (issue 34): without it, the Features tab opened with a
-new photo spent most of its time fitting on the example photos. Only caches fill; no result changes, and a
-failure is one log line (the tab computes the same on first use).
+(so it never delays the page), then
+
+- loads the Features tab's default model and prepares what a new photo's probes are fitted on
+  (:func:`vitviz.views.features.warm_probes`: the example photos' tokens and each fit's eigendecomposition);
+- computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
+  curve length (each new token count cost ~0.25 s on a process's first use).
+
+Measured in ``bench/README.md`` (issue 34, session 11). Only caches fill; no result changes, and a failing
+step is one log line (the tab computes the same on first use).
 """
 
 from __future__ import annotations
@@ -38,15 +42,39 @@ def _after_launch(demo: Any) -> None:
 
 
 def warm() -> None:
-    """Load the Features tab's default model and fit what a new photo's probes share (one log line)."""
+    """Prepare the first use of the dinov2-small tabs, one log line a step (a step that fails is skipped)."""
+    for name, step in (("features", _features), ("explain", _explain)):
+        t0 = time.perf_counter()
+        try:
+            what = step()
+        except Exception as exc:  # noqa: BLE001 - a warm-up must never stop the app; the tab computes on first use
+            log.warning("warm-up (%s) skipped: %s", name, exc)
+            continue
+        log.info("warm-up (%s): %s in %.1f s", name, what, time.perf_counter() - t0)
+
+
+def _features() -> str:
+    """The Features tab's default model, and what a new photo's probes share (fitted on the example photos)."""
     from ..views import features
     from ..views.common import trained_default
 
-    t0 = time.perf_counter()
     choice = trained_default(features.model_choices(), features.DEFAULT_MODEL)
-    try:
-        features.warm_probes(choice)
-    except Exception as exc:  # noqa: BLE001 - a warm-up must never stop the app; the tab computes on first use
-        log.warning("warm-up of %s skipped: %s", choice, exc)
-        return
-    log.info("warm-up: %s loaded and its example-photo probes fitted in %.1f s", choice, time.perf_counter() - t0)
+    features.warm_probes(choice)
+    return f"{choice} loaded, its example-photo probes fitted"
+
+
+def _explain() -> str:
+    """The Explain tab's first view (maps and drop curves of the default photo), computed as the tab does: its
+    classifier's curve copy is made and the kernels of every curve length are built, so a new photo's curves
+    run at once."""
+    from ..explain.faithfulness import DEFAULT_STEPS
+    from ..views import explain
+    from . import explain_tab
+    from .shared_image import default_image
+
+    choice, image = explain.default_model(explain.model_choices()), default_image()
+    if image is None:
+        return "no example photo: nothing to do"
+    explain_tab.update_maps(image, choice, explain.PREDICTED, explain.ALL)
+    explain_tab.update_curves(image, choice, explain.PREDICTED, explain.ALL, "drop", DEFAULT_STEPS)
+    return f"{choice}'s first view computed"
