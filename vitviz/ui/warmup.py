@@ -3,8 +3,9 @@
 ``python app.py`` starts :func:`start` before ``demo.launch``; its thread waits until the server answers
 (so it never delays the page), then
 
-- loads the Features tab's default model and prepares what a new photo's probes are fitted on
+- computes the Features tab's first view and prepares what a new photo's probes are fitted on
   (:func:`vitviz.views.features.warm_probes`: the example photos' tokens and each fit's eigendecomposition);
+  the first view also builds the kernels and chart code a new photo's view uses;
 - computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
   curve length (each new token count cost ~0.25 s on a process's first use).
 
@@ -54,13 +55,19 @@ def warm() -> None:
 
 
 def _features() -> str:
-    """The Features tab's default model, and what a new photo's probes share (fitted on the example photos)."""
+    """The Features tab's first view (its default model, photo and controls, computed as the tab does), and
+    what a new photo's probes share (fitted on every example photo)."""
     from ..views import features
     from ..views.common import trained_default
+    from . import features_tab
+    from .shared_image import default_image
 
-    choice = trained_default(features.model_choices(), features.DEFAULT_MODEL)
+    choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_image()
     features.warm_probes(choice)
-    return f"{choice} loaded, its example-photo probes fitted"
+    if image is not None:
+        other = next((name for name, path in features.example_choices() if path != image), None)
+        features_tab.update_all(image, choice, features.depth_of(choice), False, 7, 7, other)
+    return f"{choice}'s first view computed, its example-photo probes fitted"
 
 
 def _explain() -> str:
