@@ -1,0 +1,35 @@
+"""The app's warm-up (vitviz.ui.warmup): it waits until the server listens, and a failing step stops nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+
+def test_warm_up_waits_for_the_server_then_runs(monkeypatch):
+    from vitviz.ui import warmup
+
+    ran = threading.Event()
+    monkeypatch.setattr(warmup, "warm", ran.set)
+    demo = SimpleNamespace(is_running=False)
+    thread = warmup.start(demo)
+    time.sleep(0.5)
+    assert not ran.is_set() and thread.daemon  # not before the app listens; never keeps the process alive
+    demo.is_running = True
+    assert ran.wait(5)
+
+
+def test_a_failing_step_is_one_log_line_and_the_next_step_runs(monkeypatch, caplog):
+    from vitviz.ui import warmup
+
+    def broken() -> str:
+        raise RuntimeError("weights missing")
+
+    monkeypatch.setattr(warmup, "_features", broken)
+    monkeypatch.setattr(warmup, "_explain", lambda: "done")
+    with caplog.at_level("INFO", logger="vitviz.ui"):
+        warmup.warm()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("warm-up (features) skipped: weights missing" in m for m in messages)
+    assert any(m.startswith("warm-up (explain): done in ") for m in messages)
