@@ -10,6 +10,7 @@ from types import SimpleNamespace
 def test_warm_up_waits_for_the_server_then_runs(monkeypatch):
     from vitviz.ui import warmup
 
+    monkeypatch.setenv("VITVIZ_WARMUP", "1")
     ran = threading.Event()
     monkeypatch.setattr(warmup, "warm", ran.set)
     demo = SimpleNamespace(is_running=False)
@@ -33,3 +34,11 @@ def test_a_failing_step_is_one_log_line_and_the_next_step_runs(monkeypatch, capl
     messages = [r.getMessage() for r in caplog.records]
     assert any("warm-up (features) skipped: weights missing" in m for m in messages)
     assert any(m.startswith("warm-up (explain): done in ") for m in messages)
+
+
+def test_no_warm_up_unless_asked(monkeypatch):
+    from vitviz.ui import warmup
+
+    monkeypatch.delenv("VITVIZ_WARMUP", raising=False)
+    monkeypatch.setattr(warmup, "warm", lambda: (_ for _ in ()).throw(AssertionError("warmed")))
+    assert warmup.start(SimpleNamespace(is_running=True)) is None

@@ -9,8 +9,11 @@
 - computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
   curve length (each new token count cost ~0.25 s on a process's first use).
 
-Measured in ``bench/README.md`` (issue 34, session 11). Only caches fill; no result changes, and a failing
-step is one log line (the tab computes the same on first use).
+Off unless ``VITVIZ_WARMUP=1``: it is for a host that starts well before its first visitor. Measured in
+``bench/README.md`` (issue 34, session 11): in-process, a new photo's Features view took 2.1-2.8 s after it
+against 5.9 s, Explain's curves 1.8 s against 3.1 s; but in a page that opens the tabs right after the start
+(``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower. Only
+caches fill; no result changes, and a failing step is one log line (the tab computes the same on first use).
 """
 
 from __future__ import annotations
@@ -26,8 +29,13 @@ log = logging.getLogger("vitviz.ui")
 WAIT_S = 600.0
 
 
-def start(demo: Any) -> threading.Thread:
-    """Run :func:`warm` in a daemon thread once ``demo`` is launched (``demo.is_running``)."""
+def start(demo: Any) -> threading.Thread | None:
+    """Run :func:`warm` in a daemon thread once ``demo`` is launched (``demo.is_running``); None when
+    ``VITVIZ_WARMUP`` is 0."""
+    from .. import settings
+
+    if not settings.get("VITVIZ_WARMUP"):
+        return None
     thread = threading.Thread(target=_after_launch, args=(demo,), name="vitviz-warmup", daemon=True)
     thread.start()
     return thread
