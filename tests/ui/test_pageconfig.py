@@ -83,6 +83,21 @@ def test_the_page_configuration_is_under_300_kb(demo) -> None:  # noqa: ANN001
     assert _compact(demo.get_config_file()) < 300_000
 
 
+def test_the_page_configuration_is_under_300_kb_in_public_mode_with_every_model(monkeypatch) -> None:  # noqa: ANN001
+    """Issue 32: the largest configuration a host builds: public mode, the package's dinov2-small on (all 14 tour
+    steps, every picker's models). The tour's steps travel in the cached page module, not in the configuration."""
+    from vitviz.ui import build_demo, js, serve, tour
+
+    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = serve.install(build_demo()).get_config_file()
+    assert _compact(config) < 300_000, _compact(config)
+    steps = tour.steps_here()
+    assert len(steps) == len(tour.default_steps()) and steps[0].title not in json.dumps(config, default=str)
+    assert json.dumps(steps[0].title)[1:-1] in js.read("tour", steps=json.loads(tour.steps_json(steps)))
+
+
 def test_the_served_page_configuration_is_under_300_kb_and_the_page_module_is_a_cached_file(app_url) -> None:  # noqa: ANN001
     """Issue 32: ``/config`` as ``python app.py`` serves it (uncompressed). It carried the page module's 35 KB
     of JavaScript as ``head`` (328 KB); the module is now a file the page's HTML names, kept by browsers."""

@@ -99,11 +99,14 @@ def build(tab_ids: tuple[str, ...], steps: tuple[Step, ...] | None = None) -> gr
 
     Args:
         tab_ids: the app's tab ids (each step must open one of them).
-        steps: the tour (default: :func:`steps_here`, the steps this host can show).
+        steps: the tour (default: :func:`steps_here`, the steps this host can show, which the page module
+            carries: :func:`vitviz.ui.js.module`); given steps are written into the bar (``data-steps``).
     """
+    given = steps is not None
     steps = steps_here() if steps is None else steps
     check(steps, tab_ids)
-    bar = (f'<div class="vitviz-tour" data-steps="{html.escape(steps_json(steps), quote=True)}">'
+    data = f' data-steps="{html.escape(steps_json(steps), quote=True)}"' if given else ""
+    bar = (f'<div class="vitviz-tour"{data}>'
            f'<button type="button" class="vitviz-tour-start" id="tour-start" title="{len(steps)} steps, one idea each">'
            'Guided tour &#9656;</button></div>')
     return gr.HTML(bar, elem_id="tour", elem_classes=["vitviz-secondary"], padding=False)

@@ -67,9 +67,13 @@ def read(name: str, **values: Any) -> str:
 LIVE_STAMP = "vitviz-live-sent"
 
 
+@functools.lru_cache(maxsize=None)
 def module() -> str:
-    """The page module's code: ``page.js``, then its part ``tour.js`` (a classic script, run before Gradio's)."""
-    return read("page", live_stamp=LIVE_STAMP) + read("tour")
+    """The page module's code: ``page.js``, then its part ``tour.js`` (a classic script, run before Gradio's)
+    with the tour's steps (:func:`vitviz.ui.tour.steps_here`, read once per process)."""
+    from .. import tour
+
+    return read("page", live_stamp=LIVE_STAMP) + read("tour", steps=json.loads(tour.steps_json(tour.steps_here())))
 
 
 @functools.lru_cache(maxsize=None)

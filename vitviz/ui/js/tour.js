@@ -1,7 +1,8 @@
 // The guided tour (vitviz.ui.tour): part of the page module, `window.vitviz.tour`.
 //
 // Loaded in the page head right after page.js (vitviz.ui.js.page()), started by vitviz.start(). The steps
-// are data, in the tour bar's `data-steps` (vitviz/ui/helptext/tour.toml, read by vitviz.ui.tour.default_steps):
+// are data, written into this file as __STEPS__ (vitviz/ui/helptext/tour.toml, the ones this host can show:
+// vitviz.ui.tour.steps_here), or a tour bar's own `data-steps` where one is given (tests' tours):
 // {tab, title, notice, output, ready: [id, text], controls: [[id, value], ...], photo}. A step, in order: opens its tab; once the tab has drawn
 // (its ready element has text and nothing in it is pending), clicks its example photo unless the tab's box
 // already shows it; sets its controls the way a person does (a value typed or clicked, then the component's
@@ -15,6 +16,7 @@
   const V = window.vitviz;
   if (!V || V.tour) return;
 
+  const STEPS = __STEPS__;  // in the cached page module, not in every visit's page configuration
   let bar = null, steps = [], index = -1, gen = 0;
   // the shown tab's box and its example thumbnails: vitviz.examples (page.js)
   const {shownPanel, busy, boxPhoto, button: exampleButton} = V.examples;
@@ -169,7 +171,7 @@
         const el = document.querySelector('#tour .vitviz-tour');
         if (!el) return false;
         bar = el;
-        try { steps = JSON.parse(el.dataset.steps || '[]'); } catch (e) { steps = []; }
+        try { steps = el.dataset.steps ? JSON.parse(el.dataset.steps) : STEPS; } catch (e) { steps = []; }
         render(false);
         window.addEventListener('resize', () => { if (bar) bar.classList.remove('vitviz-tour-stuck'); stick(); });
         return true;
