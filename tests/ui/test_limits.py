@@ -211,3 +211,28 @@ def test_a_request_seen_running_keeps_the_stream_giving_way_after_it_ends(monkey
     assert limits.others_busy(stream)  # s9's view runs
     blocks._queue = _queue([], [])  # it ended just now
     assert limits.others_busy(stream)  # ... its next call comes within GIVE_WAY_S
+
+
+def test_a_malformed_join_is_refused_after_the_pause(monkeypatch) -> None:  # noqa: ANN001
+    """Issue 32, row 3: joins with one value too many (or no such endpoint) were answered at once, so one
+    address repeating them sent ~1,000 a second and took the event loop from every visitor (×8 p95 on a
+    quiet machine). Refused now after REFUSAL_PAUSE_S, as the other refusals are."""
+    import asyncio
+
+    from gradio import queueing
+
+    limits.install()
+    slept: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(limits.asyncio, "sleep", no_sleep)
+    fn = SimpleNamespace(inputs=[object()] * 4)
+    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=object(), fns={7: fn}))
+    for body, message in ((SimpleNamespace(fn_index=7, data=[1, 2, 3, 4, "mae-large"]), "takes 4 input values"),
+                          (SimpleNamespace(fn_index=99, data=[]), "no endpoint"),
+                          (SimpleNamespace(fn_index=7, data="x"), "no list of")):
+        ok, text, kind = asyncio.run(queueing.Queue.push(queue, body, None, None))
+        assert not ok and message in text and kind == "error"
+    assert slept == [limits.REFUSAL_PAUSE_S] * 3

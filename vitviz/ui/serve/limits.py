@@ -361,14 +361,13 @@ def install() -> None:
         limits: ClientLimits | None = getattr(self.blocks, "vitviz_limits", None)
         if limits is None:
             return await original(self, body, request, username)
-        if body.fn_index is None or body.fn_index not in self.blocks.fns:
-            return False, "There is no endpoint with this function index.", "error"
-        address = client_address(request, limits.trusted_proxies)
-        fn = self.blocks.fns[body.fn_index]
-        data = getattr(body, "data", None)
-        if not isinstance(data, list) or len(data) != len(fn.inputs):
+        fn, data = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None, getattr(body, "data", None)
+        if fn is None or not isinstance(data, list) or len(data) != len(fn.inputs):
+            await asyncio.sleep(REFUSAL_PAUSE_S)  # a malformed join: a script repeating it waits instead of spinning
             count = len(data) if isinstance(data, list) else "no list of"
-            return False, f"This endpoint takes {len(fn.inputs)} input values; the request has {count}.", "error"
+            return False, ("There is no endpoint with this function index." if fn is None else
+                           f"This endpoint takes {len(fn.inputs)} input values; the request has {count}."), "error"
+        address = client_address(request, limits.trusted_proxies)
         group = queue_group(fn, getattr(body, "data", None))
         heavy = group == HEAVY
         async with lock:  # the count and the append happen together
