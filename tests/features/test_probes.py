@@ -12,6 +12,7 @@ from vitviz.features.probes import (
     layer_probes_with_control,
     probe_layer,
     r2_score,
+    r2_scores,
     ridge_path,
     shuffle_targets,
 )
@@ -37,6 +38,17 @@ def test_r2_is_one_for_a_perfect_fit_and_zero_for_the_mean(rng):
     # out of sample: predicting the fitting mean scores 0 against that baseline, whatever y's own mean
     base = y.mean(0) + 1.0
     assert r2_score(y, np.tile(base, (20, 1)), base) == pytest.approx(0.0)
+
+
+def test_r2_of_many_predictions_at_once_equals_each_alone(rng):
+    y = rng.normal(size=(40, 3))
+    preds = y[None] + rng.normal(size=(6, 40, 3)) * np.linspace(0.1, 3.0, 6)[:, None, None]
+    base = y.mean(0) + 0.2
+    scores = r2_scores(y, preds, base)
+    assert scores.shape == (6,)
+    np.testing.assert_allclose(scores, [r2_score(y, p, base) for p in preds], rtol=1e-12)
+    assert np.diff(scores).max() < 0  # more noise, lower R^2
+    assert np.isnan(r2_scores(np.ones((5, 1)), np.zeros((2, 5, 1)))).all()
 
 
 def test_split_refuses_overlap_and_states_itself():

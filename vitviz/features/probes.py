@@ -100,17 +100,31 @@ def r2_score(y: np.ndarray, pred: np.ndarray, baseline: np.ndarray | None = None
         y, pred: ``(N, k)``.
         baseline: optional ``(k,)``.
     """
-    y = np.asarray(y, dtype=np.float64)
     p = np.asarray(pred, dtype=np.float64)
+    return float(r2_scores(y, (p[:, None] if p.ndim == 1 else p)[None], baseline)[0])
+
+
+def r2_scores(y: np.ndarray, preds: np.ndarray, baseline: np.ndarray | None = None) -> np.ndarray:
+    """:func:`r2_score` of several predictions of the same targets at once (one per ridge strength).
+
+    Args:
+        y: ``(N, k)`` (or ``(N,)``).
+        preds: ``(A, N, k)``.
+        baseline: optional ``(k,)``.
+
+    Returns:
+        ``(A,)`` float64; NaN where every column lacks spread.
+    """
+    y = np.asarray(y, dtype=np.float64)
     y = y[:, None] if y.ndim == 1 else y
-    p = p[:, None] if p.ndim == 1 else p
+    p = np.asarray(preds, dtype=np.float64)
     ref = y.mean(axis=0) if baseline is None else np.asarray(baseline, dtype=np.float64).reshape(-1)
     ss_tot = ((y - ref) ** 2).sum(axis=0)
-    ss_res = ((y - p) ** 2).sum(axis=0)
     ok = ss_tot > 1e-12 * max(1.0, float(np.abs(y).max(initial=0.0)) ** 2)
     if not ok.any():
-        return float("nan")
-    return float(np.mean(1.0 - ss_res[ok] / ss_tot[ok]))
+        return np.full(p.shape[0], np.nan)
+    ss_res = ((y[None] - p) ** 2).sum(axis=1)  # (A, k)
+    return np.mean(1.0 - ss_res[:, ok] / ss_tot[ok], axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -300,12 +314,13 @@ def probe_layer(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, n
         total = total + p
     cv = {name: np.zeros(len(alphas)) for name in names}
     for held, part in zip(folds, parts):
-        pred = solve_ridge(total - part, alphas).predict(x_fit[held])  # (A, n_held, K)
+        rest = total - part
+        pred = solve_ridge(rest, alphas).predict(x_fit[held])  # (A, n_held, K)
+        y_held = y_fit[held]
         for name in names:
             sl = cols[name]
-            base = (total - part).sy[sl] / (total - part).n
-            cv[name] += np.array([np.nan_to_num(r2_score(y_fit[held][:, sl], p[:, sl], base), nan=-np.inf)
-                                  for p in pred]) / len(folds)
+            cv[name] += np.nan_to_num(r2_scores(y_held[:, sl], pred[:, :, sl], rest.sy[sl] / rest.n),
+                                      nan=-np.inf) / len(folds)
     full = solve_ridge(total, alphas)
     x_score, y_score = _stack(features, split.score), _stack(ys, split.score)
     pred = full.predict(x_score)
