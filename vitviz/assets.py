@@ -32,6 +32,12 @@ def example_images() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jpg")) + sorted(str(p) for p in folder.glob("*.png"))
 
 
+def default_example() -> str | None:
+    """The example photo every tab of the app starts with (the second, else the first; None without examples)."""
+    examples = example_images()
+    return examples[1] if len(examples) > 1 else (examples[0] if examples else None)
+
+
 def image_or_example(text: str) -> Path:
     """A file path, or the bundled example photo of that name (``chelsea``, ``coffee.jpg``): the CLI's IMAGE,
     so the README's command lines work from any directory. A name that is neither stays a path (the command

@@ -91,7 +91,7 @@ def test_warm_probes_prepares_every_fit_a_new_photo_needs(photo_path, tmp_path):
 
     from PIL import Image
 
-    photo = tmp_path / "new.png"  # no example photo: fitted on all of them
+    photo = tmp_path / "new.png"  # no example photo: fitted on the photos of the first view (probe_tables)
     Image.open(photo_path).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(photo)
     model = load_choice("mae-tiny")
     probes._DESIGNS.clear()
@@ -105,3 +105,27 @@ def test_warm_probes_prepares_every_fit_a_new_photo_needs(photo_path, tmp_path):
     assert ready > 0 and len(probes._DESIGNS) == ready
     assert np.array_equal(warm.r2, cold.r2) and np.array_equal(warm_control.r2, cold_control.r2)
     assert np.array_equal(warm.alpha, cold.alpha)
+
+
+def test_a_new_photos_probes_reuse_the_fits_of_the_tabs_first_view(photo_path, tmp_path):
+    """A photo that is no example is fitted on the photos the first view (the default example) is fitted on,
+    so its probes need no new decomposition (65 of them on dinov2-small: 1.4 s on a 2-core CPU)."""
+    from PIL import Image
+
+    from vitviz.assets import default_example
+    from vitviz.features import probes
+    from vitviz.models.loading import load_choice
+    from vitviz.views import features as v
+
+    model = load_choice("mae-tiny")
+    probes._DESIGNS.clear()
+    v._PROBES.clear()
+    first, _ = v.probe_tables(model, default_example())
+    made = len(probes._DESIGNS)
+    photo = tmp_path / "new.png"
+    Image.open(photo_path).transpose(Image.Transpose.FLIP_TOP_BOTTOM).save(photo)
+    table, _ = v.probe_tables(model, photo)
+    assert made > 0 and len(probes._DESIGNS) == made  # every fit's decomposition was there
+    fitted = [table.split.names[i] for i in table.split.fit]
+    assert fitted == [first.split.names[i] for i in first.split.fit]  # the same fitting photos
+    assert len(fitted) == len(example_images()) - 1 and table.split.names[0] == "this image"

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cache import LRU
+from ..models.runner import pause_point
 
 #: Ridge strengths tried by cross-validation, relative to the mean eigenvalue of X^T X.
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in 10.0 ** np.arange(-4, 3))
@@ -105,16 +106,7 @@ def r2_score(y: np.ndarray, pred: np.ndarray, baseline: np.ndarray | None = None
 
 
 def r2_scores(y: np.ndarray, preds: np.ndarray, baseline: np.ndarray | None = None) -> np.ndarray:
-    """:func:`r2_score` of several predictions of the same targets at once (one per ridge strength).
-
-    Args:
-        y: ``(N, k)`` (or ``(N,)``).
-        preds: ``(A, N, k)``.
-        baseline: optional ``(k,)``.
-
-    Returns:
-        ``(A,)`` float64; NaN where every column lacks spread.
-    """
+    """:func:`r2_score` of ``(A, N, k)`` predictions of the same ``(N, k)`` targets at once -> ``(A,)`` float64."""
     y = np.asarray(y, dtype=np.float64)
     y = y[:, None] if y.ndim == 1 else y
     p = np.asarray(preds, dtype=np.float64)
@@ -314,6 +306,7 @@ def probe_layer(features: Sequence[np.ndarray], targets: Sequence[Mapping[str, n
         total = total + p
     cv = {name: np.zeros(len(alphas)) for name in names}
     for held, part in zip(folds, parts):
+        pause_point()  # a shared host may let a quick view run first (vitviz.models.runner)
         rest = total - part
         pred = solve_ridge(rest, alphas).predict(x_fit[held])  # (A, n_held, K)
         y_held = y_fit[held]

@@ -31,14 +31,14 @@ from typing import Any
 import gradio as gr
 
 from . import js
+from ..assets import default_example
 from .common import example_images
 from .serve.examples import after_example_click
 
 
 def default_image() -> str | None:
     """The image every tab starts with: one of the bundled examples (the same one everywhere)."""
-    examples = example_images()
-    return examples[1] if len(examples) > 1 else (examples[0] if examples else None)
+    return default_example()
 
 
 def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop, paste or webcam)",
