@@ -224,3 +224,27 @@ def test_live_frames_contact() -> None:
     assert {"__contains__", "__getitem__"} <= set(vars(state_holder.StateHolder))
     assert "block.stateful" in inspect.getsource(state_holder.SessionState.__getitem__)
     assert {"blocks", "event_id"} <= set(vars(context.LocalContext))
+
+
+def test_courtesy_contact() -> None:
+    """courtesy reads, at every module's forward, the event its thread runs (``gradio.context.LocalContext``:
+    ``blocks`` and ``event_id``, set for the handler's thread; the event by ``Queue.event_ids_to_events``, its
+    id ``Event._id``) and the queue's running events (``active_jobs``); torch calls a global forward pre-hook
+    with ``(module, args)``."""
+    import torch
+    from gradio import context, queueing
+
+    assert {"blocks", "event_id"} <= set(vars(context.LocalContext))
+    assert "self._id = uuid.uuid4().hex" in inspect.getsource(queueing.Event.__init__)
+    source = inspect.getsource(queueing.Queue)
+    assert "self.event_ids_to_events[event._id] = event" in source and "self.active_jobs" in source
+    from gradio import utils
+
+    assert "LocalContext.event_id.set(event_id)" in inspect.getsource(utils)  # in the handler's thread
+    calls = []
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda m, a: calls.append(type(m).__name__))
+    try:
+        torch.nn.Sequential(torch.nn.Linear(2, 2))(torch.ones(1, 2))
+    finally:
+        handle.remove()
+    assert calls == ["Sequential", "Linear"]

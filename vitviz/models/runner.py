@@ -13,8 +13,12 @@ A marked function takes the loaded model and plain data (arrays, numbers, string
 inputs to the model's device itself, and returns results on the CPU; :func:`execute` moves any
 tensor left on a device to the CPU (a ZeroGPU worker sends its results back pickled).
 
-The installed decorator is the module's one piece of mutable state, set by one explicit call
-under a lock (``install(None)`` removes it).
+A long computation of the library calls :func:`pause_point` between its steps (a layer's probes, ...):
+nothing by default; a shared host installs what it does there with :func:`install_pause` (vitviz's server
+lets a visitor's quick view run first, ``vitviz.ui.serve.courtesy``).
+
+The installed decorator and pause are the module's mutable state, each set by one explicit call under a
+lock (``install(None)``, ``install_pause(None)`` remove them).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _LOCK = threading.Lock()
 _runner: Callable[..., Any] | None = None
+_pause: Callable[[], None] | None = None
 _local = threading.local()
 
 
@@ -41,6 +46,21 @@ def install(decorator: Callable[[Callable[..., Any]], Callable[..., Any]] | None
     global _runner
     with _LOCK:
         _runner = None if decorator is None else decorator(execute)
+
+
+def install_pause(pause: Callable[[], None] | None) -> None:
+    """Call ``pause()`` at every :func:`pause_point` (None: nothing again)."""
+    global _pause
+    with _LOCK:
+        _pause = pause
+
+
+def pause_point() -> None:
+    """A point between two steps of a long computation where a host may let other work run first
+    (:func:`install_pause`); returns at once when nothing is installed."""
+    pause = _pause
+    if pause is not None:
+        pause()
 
 
 def installed() -> bool:

@@ -19,6 +19,8 @@ behaviour it changes, and ``tests/ui/test_serve_contacts.py`` fails if Gradio ch
 * :mod:`.limits` -- ``gradio.queueing.Queue.push`` and the queue's internals (caps per
   session and address, cost classes read at queue time, fair order, instant answers);
 * :mod:`.turns` -- ``gradio.queueing.Queue.get_events`` (a flooding client never takes a group's last slot);
+* :mod:`.courtesy` -- ``gradio.context.LocalContext`` and the queue's running events, read at every module's
+  forward (a global forward pre-hook): long work and a flood's calls pause while another visitor's view runs;
 * :mod:`.pageconfig` -- ``Blocks.get_config_file`` and ``Blocks.get_api_info`` (a small
   page configuration; the API description whole but without server paths);
 * :mod:`.http` -- ASGI middleware (door caps, one image per upload, static files from
@@ -81,7 +83,7 @@ def install_process() -> None:
     page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU, else
     each on its share of the CPU's cores."""
     check_gradio()
-    from . import errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, turns, zerogpu
+    from . import courtesy, errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, turns, zerogpu
 
     errors.install()
     image_cache.install()
@@ -89,6 +91,7 @@ def install_process() -> None:
     sessions.install()
     limits.install()
     turns.install()
+    courtesy.install()
     pageconfig.install()
     http.install()
     if not zerogpu.install():

@@ -16,7 +16,8 @@ runs on :func:`share` threads:
   mae-tiny's frame took 28 ms on one thread and 64 ms on two at load 7.7 on this 2-core VM, 57 and 531 ms
   at load 12 (``OMP_WAIT_POLICY=PASSIVE``; issue 30);
 * a view (any other group; tens of milliseconds each): every core when no other model call is
-  running, else its share of them (``cores // calls``, at least 1).
+  running, else its share of them (``cores // calls``, at least 1). A call that does not yield
+  (:mod:`.courtesy`) leaves out of ``calls`` those that do: they pause while it runs.
 
 The group is that of the Gradio event the call runs for (``gradio.context.LocalContext``, read in the
 handler's thread); a call outside an event (start-up, tests) is a view. torch keeps the intra-op thread
@@ -31,8 +32,9 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from ...models import runner
+from . import courtesy
 
-_RUNNING: dict[int, str] = {}  # thread id -> concurrency group of the model call it runs
+_RUNNING: dict[int, tuple[str, bool]] = {}  # thread id -> (group of the model call it runs, yields: .courtesy)
 _LOCK = threading.Lock()
 
 
@@ -76,10 +78,10 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
 
         from ... import settings
 
-        me, group = threading.get_ident(), current_group()
-        with _LOCK:
-            others = [g for t, g in _RUNNING.items() if t != me]
-            _RUNNING[me] = group
+        me, group, yields = threading.get_ident(), current_group(), courtesy.yielding()
+        with _LOCK:  # a call that does not yield leaves out those that do: they pause while it runs
+            others = [g for t, (g, y) in _RUNNING.items() if t != me and (yields or not y)]
+            _RUNNING[me] = (group, yields)
         previous = torch.get_num_threads()
         torch.set_num_threads(share(group, others, settings.threads()))
         try:

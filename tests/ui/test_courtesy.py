@@ -1,0 +1,148 @@
+"""Long work and a flood's calls pause while another visitor's view runs (issue 32, row 2): vitviz.ui.serve.courtesy."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from vitviz.models import runner
+from vitviz.ui.serve import courtesy, limits, turns
+
+
+class _Queue(SimpleNamespace):
+    """Gradio's queue as courtesy reads it: running events (``active_jobs``), waiting ones, events by id."""
+
+
+def _app() -> tuple[SimpleNamespace, _Queue]:
+    queue = _Queue(event_queue_per_concurrency_id={}, active_jobs=[], event_ids_to_events={})
+    blocks = SimpleNamespace(vitviz_limits=object(), _queue=queue)
+    return blocks, queue
+
+
+def _running(queue: _Queue, address: str, group: str, session: str = "s") -> SimpleNamespace:
+    event = SimpleNamespace(_id=f"e{len(queue.event_ids_to_events)}", vitviz_address=address, session_hash=session,
+                            concurrency_id=group)
+    queue.event_ids_to_events[event._id] = event
+    queue.active_jobs.append([event])
+    return event
+
+
+def _in_event(blocks: SimpleNamespace, event: SimpleNamespace, fn, *args):  # noqa: ANN001, ANN202
+    """Run ``fn(*args)`` in a new thread as the handler of ``event`` (Gradio's LocalContext set)."""
+    from gradio.context import LocalContext
+
+    done = threading.Event()
+    out: dict = {}
+
+    def body() -> None:
+        LocalContext.blocks.set(blocks)
+        LocalContext.event_id.set(event._id)
+        out["value"] = fn(*args)
+        done.set()
+
+    thread = threading.Thread(target=contextvars.Context().run, args=(body,), daemon=True)
+    thread.start()
+    return thread, done, out
+
+
+def _end(queue: _Queue, event: SimpleNamespace) -> None:
+    queue.active_jobs = [job for job in queue.active_jobs if job[0] is not event]
+
+
+def test_a_heavy_call_pauses_while_another_visitors_view_runs_and_goes_on_when_it_ends():
+    blocks, queue = _app()
+    heavy = _running(queue, "10.3.0.1", limits.HEAVY)
+    view = _running(queue, "10.1.0.1", limits.VIEW)
+    seen: dict = {}
+
+    def work() -> None:
+        courtesy.give_way()
+        seen["view still running"] = any(job[0] is view for job in queue.active_jobs)
+
+    thread, done, _ = _in_event(blocks, heavy, work)
+    assert not done.wait(0.3)  # paused: the visitor's view runs
+    _end(queue, view)
+    thread.join(10)
+    assert done.is_set() and seen == {"view still running": False}
+
+
+def test_a_visitors_own_view_a_flooders_view_or_a_view_in_its_own_client_never_pause_a_call():
+    blocks, queue = _app()
+    heavy = _running(queue, "10.3.0.1", limits.HEAVY)
+    _running(queue, "10.3.0.1", limits.VIEW)  # the heavy call's own client
+    for _ in range(turns.FLOOD_HELD):
+        _running(queue, "10.4.0.1", limits.VIEW)  # a flooding client's views
+    thread, done, _ = _in_event(blocks, heavy, courtesy.give_way)
+    thread.join(10)
+    assert done.is_set()
+    # a view of a client that does not flood never yields, whoever else runs
+    other = _running(queue, "10.5.0.1", limits.VIEW)
+    _running(queue, "10.6.0.1", limits.VIEW)
+    thread, done, out = _in_event(blocks, other, courtesy.yielding)
+    thread.join(10)
+    assert done.is_set() and out["value"] is False
+
+
+def test_a_flooding_clients_view_yields_to_a_visitors_view():
+    blocks, queue = _app()
+    flood = [_running(queue, "10.3.0.2", limits.VIEW) for _ in range(turns.FLOOD_HELD)]
+    visitor = _running(queue, "10.1.0.1", limits.VIEW)
+    thread, done, _ = _in_event(blocks, flood[0], courtesy.give_way)
+    assert not done.wait(0.3)
+    _end(queue, visitor)
+    thread.join(10)
+    assert done.is_set()
+
+
+def test_a_paused_call_waits_within_its_allowance_then_goes_on(monkeypatch):
+    blocks, queue = _app()
+    monkeypatch.setattr(courtesy, "GRACE_S", 0.05)
+    heavy = _running(queue, "10.3.0.1", limits.HEAVY)
+    _running(queue, "10.1.0.1", limits.VIEW)  # a view that never ends
+    thread, done, _ = _in_event(blocks, heavy, courtesy.give_way)
+    thread.join(30)
+    assert done.is_set()  # went on although the view still runs
+
+
+def test_every_model_forward_is_a_pause_point_once_installed():
+    """The global forward pre-hook: a heavy call's model pauses inside its forward, not only between calls."""
+    courtesy.install()
+    blocks, queue = _app()
+    heavy = _running(queue, "10.3.0.1", limits.HEAVY)
+    view = _running(queue, "10.1.0.1", limits.VIEW)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    thread, done, out = _in_event(blocks, heavy, lambda: net(torch.ones(1, 4)).shape)
+    assert not done.wait(0.3)
+    _end(queue, view)
+    thread.join(10)
+    assert done.is_set() and tuple(out["value"]) == (1, 4)
+    # and the library's own loops (probes per fold) through the runner seam
+    view = _running(queue, "10.1.0.1", limits.VIEW)
+    thread, done, _ = _in_event(blocks, heavy, runner.pause_point)
+    assert not done.wait(0.3)
+    _end(queue, view)
+    thread.join(10)
+    assert done.is_set()
+
+
+def test_outside_a_queued_event_a_pause_point_returns_at_once():
+    courtesy.install()
+    assert courtesy.yielding() is False
+    courtesy.give_way()  # no event context: returns
+    assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).shape == (1, 2)
+
+
+@pytest.mark.parametrize("yields, expected", [(False, 2), (True, 1)])
+def test_a_call_that_does_not_yield_takes_every_core_beside_one_that_does(monkeypatch, yields, expected):
+    from vitviz.ui.serve import threads
+
+    monkeypatch.setattr(threads, "_RUNNING", {-1: (limits.HEAVY, True)})  # a paused heavy call
+    monkeypatch.setattr(courtesy, "yielding", lambda: yields)
+    monkeypatch.setattr(threads, "current_group", lambda: limits.VIEW)
+    monkeypatch.setattr("vitviz.settings.threads", lambda: 2)
+    used = threads.shared(lambda fn, args, kwargs: torch.get_num_threads())(None, (), {})
+    assert used == expected
