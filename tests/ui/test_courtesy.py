@@ -146,3 +146,26 @@ def test_a_call_that_does_not_yield_takes_every_core_beside_one_that_does(monkey
     monkeypatch.setattr("vitviz.settings.threads", lambda: 2)
     used = threads.shared(lambda fn, args, kwargs: torch.get_num_threads())(None, (), {})
     assert used == expected
+
+
+def test_a_handlers_start_and_end_are_pause_points():
+    """Every endpoint's error wrapper (vitviz.ui.common.user_errors) pauses a yielding call before its work
+    (decoding the photo) and after it (before Gradio draws the answer)."""
+    from vitviz.ui.common import user_errors
+
+    courtesy.install()
+    blocks, queue = _app()
+    heavy = _running(queue, "10.3.0.1", limits.HEAVY)
+    view = _running(queue, "10.1.0.1", limits.VIEW)
+    started = threading.Event()
+
+    @user_errors
+    def handler() -> str:
+        started.set()
+        return "drawn"
+
+    thread, done, out = _in_event(blocks, heavy, handler)
+    assert not done.wait(0.3) and not started.is_set()  # paused before its work
+    _end(queue, view)
+    thread.join(10)
+    assert done.is_set() and out["value"] == "drawn"

@@ -10,15 +10,29 @@ from types import SimpleNamespace
 def test_warm_up_waits_for_the_server_then_runs(monkeypatch):
     from vitviz.ui import warmup
 
+    import os
+
+    import torch
+
     monkeypatch.setenv("VITVIZ_WARMUP", "1")
     ran = threading.Event()
-    monkeypatch.setattr(warmup, "warm", ran.set)
+    seen: dict = {}
+
+    def warm() -> None:
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        seen["threads"] = torch.get_num_threads()
+        ran.set()
+
+    monkeypatch.setattr(warmup, "warm", warm)
     demo = SimpleNamespace(is_running=False)
     thread = warmup.start(demo)
     time.sleep(0.5)
     assert not ran.is_set() and thread.daemon  # not before the app listens; never keeps the process alive
     demo.is_running = True
     assert ran.wait(5)
+    # at the lowest priority, on one thread: a visitor's request always gets the cores first
+    assert seen == {"nice": warmup.IDLE_NICE, "threads": 1}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != warmup.IDLE_NICE  # only that thread
 
 
 def test_a_failing_step_is_one_log_line_and_the_next_step_runs(monkeypatch, caplog):

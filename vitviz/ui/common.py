@@ -17,6 +17,7 @@ from ..assets import example_images
 from ..cache import LRU
 from ..core.images import file_digest
 from ..errors import ImageError, ModelUnavailable
+from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 
 __all__ = ["as_seed", "example_images", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
@@ -70,13 +71,18 @@ def user_errors(fn: F) -> F:
     """Map library errors to ``gr.Error`` so the user reads a sentence, not a traceback.
 
     The log gets one line per user error (no traceback); unexpected exceptions are
-    logged with their traceback and reported generically; the server stays up.
+    logged with their traceback and reported generically; the server stays up. Its start and end are pause
+    points (:func:`vitviz.models.runner.pause_point`): on a shared host a long or flooding call lets another
+    visitor's view run first there (``serve/courtesy.py``), before its decoding and its drawing too.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            pause_point()
+            out = fn(*args, **kwargs)
+            pause_point()
+            return out
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message
             raise gr.Error(report(fn.__name__, exc), print_exception=False) from None
 

@@ -9,11 +9,13 @@
 - computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
   curve length (each new token count cost ~0.25 s on a process's first use).
 
-Off unless ``VITVIZ_WARMUP=1``: it is for a host that starts well before its first visitor. Measured in
+The thread runs at the lowest CPU priority on one intra-op thread (:func:`idle_priority`): the kernel gives it
+a core only when no visitor's request wants one. Off unless ``VITVIZ_WARMUP=1``. Measured in
 ``bench/README.md`` (issue 34, session 11): in-process, a new photo's Features view took 2.1-2.8 s after it
-against 5.9 s, Explain's curves 1.8 s against 3.1 s; but in a page that opens the tabs right after the start
-(``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower. Only
-caches fill; no result changes, and a failing step is one log line (the tab computes the same on first use).
+against 5.9 s, Explain's curves 1.8 s against 3.1 s; but at normal priority, in a page that opens the tabs right
+after the start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them
+slower (session 12: at idle priority, see there). Only caches fill; no result changes, and a failing step is
+one log line (the tab computes the same on first use).
 """
 
 from __future__ import annotations
@@ -47,7 +49,28 @@ def _after_launch(demo: Any) -> None:
         if time.monotonic() > deadline:
             return
         time.sleep(0.2)
+    idle_priority()
     warm()
+
+
+#: The warm-up thread's nice value: the kernel gives it a core only when no visitor's work wants one.
+IDLE_NICE = 19
+
+
+def idle_priority() -> bool:
+    """Run the calling thread at :data:`IDLE_NICE` (Linux: a thread's own nice value) on one intra-op thread
+    (torch keeps that count per thread, and numpy's BLAS runs on one in the app), so it never takes a core
+    from a visitor's request. False where the system does not allow it (the thread then runs as it was)."""
+    import os
+
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IDLE_NICE)
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 def warm() -> None:
