@@ -286,9 +286,9 @@ def probe_tables(model: LoadedModel, image: Any) -> tuple[ProbeTable, ProbeTable
         for t in sets:
             feats.append([t.tokens[i][t.layouts[i].num_prefix:] for i in range(t.num_layers)])
             by_size: dict[int, dict] = {}  # a plain ViT's layers share one grid: its targets are computed once
-            targets.append([by_size.setdefault(t.patch_size(i), patch_targets(t.image, t.patch_size(i)))
-                            if t.patch_size(i) not in by_size else by_size[t.patch_size(i)]
-                            for i in range(t.num_layers)])
+            for size in {t.patch_size(i) for i in range(t.num_layers)}:
+                by_size[size] = patch_targets(t.image, size)
+            targets.append([by_size[t.patch_size(i)] for i in range(t.num_layers)])
         split = ProbeSplit(tuple(range(1, len(sets))), (0,), ("this image",) + tuple(n for n, _ in others))
         return _by_layer(feats, targets, split, lt.names)
 
