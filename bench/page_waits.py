@@ -3,6 +3,7 @@
 Usage::
 
     python bench/page_waits.py [--before DIR] [--rounds 2] [--scenarios heads-click tabs] [--port 7760]
+                               [--after-env NAME=VALUE ...]
 
 Each round starts ``python app.py`` of each checkout in turn (its own environment, a loopback
 port) and drives it with headless Chromium (``/usr/bin/chromium``, 1280×720), timed in
@@ -92,13 +93,14 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def start_app(tree: Path, port: int, log: Path, tries: int = 3) -> subprocess.Popen:
+def start_app(tree: Path, port: int, log: Path, tries: int = 3, extra_env: dict[str, str] | None = None
+              ) -> subprocess.Popen:
     """``python app.py`` of ``tree`` on ``port``, once ``GET /`` answers. Started again (up to ``tries``
     times) when it exits early: under load, Gradio's own check that it answers on localhost (a 3 s HEAD)
     can fail and stop the start ("When localhost is not accessible...")."""
     for attempt in range(tries):
         try:
-            return _start_once(tree, port, log)
+            return _start_once(tree, port, log, extra_env or {})
         except RuntimeError:
             if attempt == tries - 1:
                 raise
@@ -106,9 +108,9 @@ def start_app(tree: Path, port: int, log: Path, tries: int = 3) -> subprocess.Po
     raise AssertionError("unreachable")
 
 
-def _start_once(tree: Path, port: int, log: Path) -> subprocess.Popen:
+def _start_once(tree: Path, port: int, log: Path, extra_env: dict[str, str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(tree), "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False"}
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False", **extra_env}
     proc = subprocess.Popen(APP_COMMAND, cwd=tree, env=env, stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
     deadline = time.time() + 600
@@ -167,11 +169,12 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
-def run_tree(tree: Path, scenario: str, port: int, tmp: Path) -> dict[str, float]:
-    """One scenario on a fresh app of ``tree`` and a fresh browser."""
+def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[str, str] | None = None
+             ) -> dict[str, float]:
+    """One scenario on a fresh app of ``tree`` (``extra_env`` added to its environment) and a fresh browser."""
     from playwright.sync_api import sync_playwright
 
-    proc = start_app(tree, port, tmp / "app.log")
+    proc = start_app(tree, port, tmp / "app.log", extra_env=extra_env)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
@@ -191,15 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--port", type=int, default=7760)
+    ap.add_argument("--after-env", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="settings for the after checkout's app only (e.g. VITVIZ_WARMUP=1; --before . compares a setting)")
     args = ap.parse_args(argv)
+    after_env = dict(kv.split("=", 1) for kv in args.after_env)
     trees = {"after": ROOT} if args.before is None else {"before": args.before.resolve(), "after": ROOT}
     results: dict[str, dict[str, list[float]]] = {}
-    print(f"load average before: {loadavg()}", flush=True)
+    print(f"load average before: {loadavg()}; after's settings: {after_env or 'none'}", flush=True)
     with tempfile.TemporaryDirectory() as d:
         for scenario in args.scenarios:
             for r in range(args.rounds):
                 for t, tree in trees.items():
-                    for row, s in run_tree(tree, scenario, args.port, Path(d)).items():
+                    env = after_env if t == "after" else None
+                    for row, s in run_tree(tree, scenario, args.port, Path(d), env).items():
                         results.setdefault(row, {k: [] for k in trees})[t].append(s)
                     print(f"  {scenario} round {r + 1} {t} done (load {loadavg()})", file=sys.stderr, flush=True)
     print(f"load average after: {loadavg()}")

@@ -15,7 +15,7 @@ import json
 import pickle
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from ..errors import ModelUnavailable
-from .build import create_timm
+from .build import create_timm, parameters_on_meta
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .own_file import export_fp16
 
@@ -130,6 +130,52 @@ def load_strict(module: nn.Module, state_dict: Mapping[str, torch.Tensor], what:
     return module
 
 
+def build_strict(build: Callable[[], nn.Module], state_dict: Mapping[str, torch.Tensor], what: str,
+                 hint: str = "", computed: bool = False) -> nn.Module:
+    """``load_strict(build(), state_dict, ...)`` without drawing the random weights the checkpoint replaces.
+
+    ``build`` runs under :func:`~vitviz.models.build.parameters_on_meta`; the checkpoint's tensors (cast to each
+    entry's dtype) become the parameters and persistent buffers (``assign=True``), and computed buffers that
+    were made from a parameter's device are computed again (timm's ``init_non_persistent_buffers``). Where a
+    module cannot be built or completed that way, it is built and loaded as usual: same result, slower.
+
+    Args:
+        computed: accept keys naming a *non-persistent* buffer when they equal the value the module computes.
+
+    Raises:
+        ModelUnavailable: as :func:`load_strict`; or a non-persistent buffer's key whose value differs.
+    """
+    try:
+        with parameters_on_meta():
+            module = build()
+    except Exception:  # noqa: BLE001 - an __init__ that reads a parameter's values: the usual way below
+        module = None
+    sd, extra = dict(state_dict), {}
+    if computed:
+        ref = module if module is not None else build()
+        keep = set(ref.state_dict())
+        extra = {k: sd.pop(k) for k in [k for k, _ in ref.named_buffers() if k in sd and k not in keep]}
+    if module is not None:
+        expected = module.state_dict()
+        check_keys(set(expected), set(sd), what, hint)
+        for k, v in sd.items():
+            if tuple(v.shape) != tuple(expected[k].shape):
+                raise ModelUnavailable(f"{what}: {k} has shape {tuple(v.shape)}, expected {tuple(expected[k].shape)}")
+        module.load_state_dict({k: v.to(expected[k].dtype) for k, v in sd.items()}, strict=True, assign=True)
+        for sub in module.modules():
+            if any(b.is_meta for b in sub.buffers(recurse=False)) and hasattr(sub, "init_non_persistent_buffers"):
+                sub.init_non_persistent_buffers()
+        if any(t.is_meta for t in (*module.parameters(), *module.buffers())):
+            module = None
+    if module is None:
+        module = load_strict(build(), sd, what, hint)
+    buffers = dict(module.named_buffers())
+    for key, value in extra.items():
+        if value.shape != buffers[key].shape or not torch.equal(value.to(buffers[key].dtype), buffers[key]):
+            raise ModelUnavailable(f"{what}: {key} differs from the value the model computes")
+    return module
+
+
 def build_mae_strict(config: MAEConfig, state_dict: dict[str, torch.Tensor], what: str) -> MaskedAutoencoderViT:
     """Build an MAE and load ``state_dict`` strictly (every key, every shape).
 
@@ -167,21 +213,7 @@ def load_timm_strict(timm_name: str, state_dict: Mapping[str, torch.Tensor], wha
         ModelUnavailable: naming missing or unexpected keys, a wrong shape, or a
         non-persistent buffer that differs.
     """
-    model = create_timm(timm_name)
-    expected = model.state_dict()
-    buffers = dict(model.named_buffers())
-    sd = dict(state_dict)
-    for key in [k for k in sd if k not in expected and k in buffers]:
-        value = sd.pop(key)
-        if value.shape != buffers[key].shape or not torch.equal(value.to(buffers[key].dtype), buffers[key]):
-            raise ModelUnavailable(f"{what}: {key} differs from the value the model computes")
-    check_keys(set(expected), set(sd), what)
-    for key, value in sd.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise ModelUnavailable(f"{what}: {key} has shape {tuple(value.shape)}, expected {tuple(expected[key].shape)}")
-    with torch.no_grad():
-        model.load_state_dict(sd, strict=True)
-    return model
+    return build_strict(lambda: create_timm(timm_name), state_dict, what, computed=True)
 
 
 def _hf_config_expectations(c: MAEConfig) -> dict[str, object]:

@@ -26,8 +26,8 @@ from ..errors import ModelUnavailable
 from . import local, reach
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
-from .checkpoint import (build_mae_strict, check_hf_config, check_keys, load_strict, load_timm_strict, read_mae_file,
-                         read_state_dict, weights_digest)
+from .checkpoint import (build_mae_strict, build_strict, check_hf_config, check_keys, load_strict, load_timm_strict,
+                         read_mae_file, read_state_dict, weights_digest)
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
 from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm, warm_up
 from .kernels import kernel_mode, optimize_for_inference
@@ -238,7 +238,7 @@ def _build_token_model(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, Dat
         raise ModelUnavailable(f"{what} is not a {fmt} file (format={meta.get('format')!r})")
     config = config_cls.from_dict(json.loads(meta["config"]))
     with isolated_seed(RANDOM_INIT_SEED):
-        module = load_strict(cls(config), sd, what)
+        module = build_strict(lambda: cls(config), sd, what)
     if isinstance(module, VQKD):
         attach_teacher(module, lambda n, size: load_teacher(n, size))
     return module, DataConfig(input_size=config.img_size), False
@@ -265,8 +265,9 @@ def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConf
     else:
         sd = hf_to_timm(read_state_dict(hit.path, what), arch, what)
     with isolated_seed(RANDOM_INIT_SEED):
-        module = build_dinov2(arch, spec.input_size)
-    return load_strict(module, at_input_size(sd, arch, spec.input_size), what), dinov2_data_config(spec.input_size), origin
+        module = build_strict(lambda: build_dinov2(arch, spec.input_size), at_input_size(sd, arch, spec.input_size),
+                              what)
+    return module, dinov2_data_config(spec.input_size), origin
 
 
 def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:

@@ -173,7 +173,7 @@ def build(la: LocalArch) -> tuple[nn.Module, DataConfig, bool]:
         ModelUnavailable: the file changed into something else, or does not load strictly.
     """
     from .build import RANDOM_INIT_SEED, isolated_seed
-    from .checkpoint import build_mae_strict, load_strict
+    from .checkpoint import build_mae_strict, build_strict
 
     ck = read_local(la.entry.path)
     now = describe(la.entry, ck)
@@ -184,15 +184,13 @@ def build(la: LocalArch) -> tuple[nn.Module, DataConfig, bool]:
         return _build_beit(la, ck, what), la.data_config, False
     if la.swin is not None:
         with isolated_seed(RANDOM_INIT_SEED):
-            module = swin_module(la.swin)
-        return load_strict(module, ck.state_dict, what), la.data_config, False
+            return build_strict(lambda: swin_module(la.swin), ck.state_dict, what), la.data_config, False
     a = la.arch
     assert a is not None
     if a.kind == "mae":
         return build_mae_strict(_mae_config(a, la.norm_pix), ck.state_dict, what), la.data_config, la.norm_pix
     with isolated_seed(RANDOM_INIT_SEED):
-        module = vit_module(a)
-    return load_strict(module, ck.state_dict, what), la.data_config, False
+        return build_strict(lambda: vit_module(a), ck.state_dict, what), la.data_config, False
 
 
 def _mae_config(a: Arch, norm_pix: bool) -> MAEConfig:
