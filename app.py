@@ -26,5 +26,5 @@ serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/s
 if __name__ == "__main__":
     from vitviz.ui import warmup
 
-    warmup.start(demo)  # VITVIZ_WARMUP=1: once listening, the dinov2-small tabs' shared work (vitviz/ui/warmup.py)
+    warmup.start(demo)  # once listening, at idle priority: the dinov2-small tabs' shared work (vitviz/ui/warmup.py)
     demo.launch(**launch_options(), **options)

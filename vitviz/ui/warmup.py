@@ -10,12 +10,12 @@
   curve length (each new token count cost ~0.25 s on a process's first use).
 
 The thread runs at the lowest CPU priority on one intra-op thread (:func:`idle_priority`): the kernel gives it
-a core only when no visitor's request wants one. Off unless ``VITVIZ_WARMUP=1``. Measured in
-``bench/README.md`` (issue 34, session 11): in-process, a new photo's Features view took 2.1-2.8 s after it
-against 5.9 s, Explain's curves 1.8 s against 3.1 s; but at normal priority, in a page that opens the tabs right
-after the start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them
-slower (session 12: at idle priority, see there). Only caches fill; no result changes, and a failing step is
-one log line (the tab computes the same on first use).
+a core only when no visitor's request wants one. On unless ``VITVIZ_WARMUP=0``. Measured in
+``bench/README.md`` (issue 34): at normal priority (session 11), in a page that opens the tabs right after the
+start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower; at
+idle priority (session 13, the same page run with and without it) no tab was slower beyond the run's spread
+and a new photo's Features tab took 1.91 s against 3.29 s. Only caches fill; no result changes, and a failing
+step is one log line (the tab computes the same on first use).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ WAIT_S = 600.0
 
 def start(demo: Any) -> threading.Thread | None:
     """Run :func:`warm` in a daemon thread once ``demo`` is launched (``demo.is_running``); None when
-    ``VITVIZ_WARMUP`` is 0."""
+    ``VITVIZ_WARMUP`` is 0 (the default is 1)."""
     from .. import settings
 
     if not settings.get("VITVIZ_WARMUP"):
