@@ -68,6 +68,14 @@ def nbytes(value: Any) -> int:
 _BUDGETED: weakref.WeakSet[LRU] = weakref.WeakSet()
 _BUDGET_LOCK = threading.Lock()
 _TICKS = itertools.count()  # process-wide recency: a higher tick was used more recently
+_WAITING = [0]  # threads waiting now for a value another thread computes (get_or_compute), all caches
+_WAITING_LOCK = threading.Lock()
+
+
+def waiting_for_compute() -> int:
+    """How many threads wait now in :meth:`LRU.get_or_compute` for a value another thread is computing (a
+    background computation must not pause then: someone needs its result)."""
+    return _WAITING[0]
 
 
 def budget_bytes() -> int:
@@ -236,7 +244,15 @@ class LRU(Generic[K, V]):
                 self._touch(key)
                 return self._data[key]
             key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
+        if not key_lock.acquire(blocking=False):  # another thread computes it: wait, and say so
+            with _WAITING_LOCK:
+                _WAITING[0] += 1
+            try:
+                key_lock.acquire()
+            finally:
+                with _WAITING_LOCK:
+                    _WAITING[0] -= 1
+        try:
             with self._lock:
                 if key in self._data:
                     self._touch(key)
@@ -251,8 +267,10 @@ class LRU(Generic[K, V]):
                 self.computed += 1
                 self._store(key, value, size)
                 self._trim()
-            self._after_store()
-            return value
+        finally:
+            key_lock.release()
+        self._after_store()
+        return value
 
     def evict(self, predicate: Callable[[K, V], bool], keep: int = 0) -> int:
         """Drop the entries for which ``predicate(key, value)`` holds, but the ``keep`` most recent of them.

@@ -169,3 +169,48 @@ def test_a_handlers_start_and_end_are_pause_points():
     _end(queue, view)
     thread.join(10)
     assert done.is_set() and out["value"] == "drawn"
+
+
+def test_background_work_sleeps_while_any_call_runs_unless_a_call_waits_for_its_result():
+    from vitviz.cache import LRU, waiting_for_compute
+
+    _, queue = _app()
+    view = _running(queue, "10.1.0.1", limits.VIEW)
+    woke = threading.Event()
+
+    def work() -> None:
+        with courtesy.background(queue):
+            courtesy.give_way()  # a pause point of the app's warm-up
+        woke.set()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    assert not woke.wait(0.3)  # a visitor's call runs: the background work sleeps
+    _end(queue, view)
+    assert woke.wait(2)
+    thread.join()
+
+    # A call that waits for a value the background work computes: it does not sleep then.
+    _running(queue, "10.1.0.1", limits.VIEW)
+    cache: LRU[str, int] = LRU(4)
+    started, gave_way = threading.Event(), threading.Event()
+
+    def compute() -> int:
+        started.set()
+        while waiting_for_compute() == 0:
+            threading.Event().wait(0.01)
+        courtesy.give_way()  # must return: someone waits for this value
+        gave_way.set()
+        return 7
+
+    def background() -> None:
+        with courtesy.background(queue):
+            cache.get_or_compute("k", compute)
+
+    worker = threading.Thread(target=background, daemon=True)
+    worker.start()
+    assert started.wait(2)
+    assert cache.get_or_compute("k", lambda: 0) == 7  # waits for the background's value, which is not held back
+    assert gave_way.is_set() and waiting_for_compute() == 0
+    worker.join()
+    assert not getattr(courtesy._local, "background", None)  # the mark ends with the block

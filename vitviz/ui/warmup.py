@@ -50,7 +50,10 @@ def _after_launch(demo: Any) -> None:
             return
         time.sleep(0.2)
     idle_priority()
-    warm()
+    from .serve import courtesy
+
+    with courtesy.background(getattr(demo, "_queue", None)):
+        warm()
 
 
 #: The warm-up thread's nice value: the kernel gives it a core only when no visitor's work wants one.

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +105,41 @@ def yielding() -> bool:
     return _state(*found, time.monotonic()).yields
 
 
+@contextmanager
+def background(queue: Any) -> Iterator[None]:
+    """Work of this thread in the block (the app's warm-up) is background work for ``queue``'s events: at every
+    pause point it sleeps while any event runs, so a niced thread never holds the interpreter's lock a visitor's
+    call needs. It does not sleep while a thread waits for a value it is computing
+    (:func:`vitviz.cache.waiting_for_compute`: a visitor needs its result) nor longer than
+    :data:`BACKGROUND_MAX_S` at one pause point."""
+    _local.background = queue
+    try:
+        yield
+    finally:
+        _local.background = None
+
+
+#: Longest sleep of background work at one pause point, in seconds.
+BACKGROUND_MAX_S = 30.0
+
+
+def _background_wait(queue: Any) -> None:
+    from ...cache import waiting_for_compute
+    from .limits import _running
+
+    start = time.monotonic()
+    while _running(queue) and not waiting_for_compute() and time.monotonic() - start < BACKGROUND_MAX_S:
+        time.sleep(POLL_S)
+
+
 def give_way() -> None:
-    """A pause point: a yielding call sleeps while a priority call runs, within its allowance (module doc)."""
+    """A pause point: a yielding call sleeps while a priority call runs, within its allowance (module doc);
+    background work (:func:`background`) sleeps while any call runs."""
     found = _current()
     if found is None:
+        queue = getattr(_local, "background", None)
+        if queue is not None:
+            _background_wait(queue)
         return
     queue, event = found
     start = time.monotonic()
