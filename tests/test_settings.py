@@ -30,7 +30,7 @@ def test_values_are_read_when_asked(monkeypatch):
     monkeypatch.setenv("VITVIZ_MAX_MODELS", "5")
     assert settings.get("VITVIZ_MAX_MODELS") == 5
     monkeypatch.setenv("VITVIZ_MAX_MODELS", "")
-    assert settings.get("VITVIZ_MAX_MODELS") == 3
+    assert settings.get("VITVIZ_MAX_MODELS") == 8
     monkeypatch.setenv("VITVIZ_ONEDNN", "off")
     assert settings.get("VITVIZ_ONEDNN") is False
     monkeypatch.setenv("VITVIZ_PRECISION", "BF16")

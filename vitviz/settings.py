@@ -204,7 +204,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "bf16); fp32; bf16 (autocast anywhere); int8 (CPU, dynamically quantised linear layers)."),
     Setting("VITVIZ_ONEDNN", "1", _flag,
             "1: CPU models run their linear layers on oneDNN-packed weights; 0: plain PyTorch."),
-    Setting("VITVIZ_MAX_MODELS", "3", _int(1, 64), "Loaded models kept in memory (least recently used go first)."),
+    Setting("VITVIZ_MAX_MODELS", "8", _int(1, 64), "Loaded models kept in memory (least recently used go first)."),
     Setting("VITVIZ_ATTENTION_CACHE", "6", _int(1, 1024),
             "Captured attention results kept (image, model, mask, part); a ViT-B entry is about 22 MB."),
     Setting("VITVIZ_SWEEP_CACHE", "24", _int(1, 100_000),
@@ -221,7 +221,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "The app deletes the files it handed to browsers (panels, exports, CSVs) after this many seconds."),
     Setting("VITVIZ_CONCURRENCY", "2", _int(1, 256), "Requests the app computes at once (match the cores)."),
     Setting("VITVIZ_WARMUP", "1", _flag, "1: once python app.py listens, a background thread at the lowest CPU "
-            "priority prepares the dinov2-small tabs' first views (vitviz/ui/warmup.py); 0: off."),
+            "priority prepares the tabs' first views (vitviz/ui/warmup.py); 0: off."),
     Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues before turning new ones away."),    # --- serving a public host (issue 16); see vitviz/ui/serve/limits.py and vitviz/models/reach.py
     Setting("VITVIZ_PUBLIC", "auto", _choice("auto", "0", "1"),
             "Public-host mode: downloads only of VITVIZ_DOWNLOADS, one large model resident, Compute "

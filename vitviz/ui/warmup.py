@@ -7,7 +7,12 @@
   (:func:`vitviz.views.features.warm_probes`: the example photos' tokens and each fit's eigendecomposition);
   the first view also builds the kernels and chart code a new photo's view uses;
 - computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
-  curve length (each new token count cost ~0.25 s on a process's first use).
+  curve length (each new token count cost ~0.25 s on a process's first use);
+- loads the BEiT tab's four models (and vq-kd-tiny's teacher) and computes what its first view shares with
+  every photo: the codebook mosaic and each tokenizer's codes of the example photos;
+- computes the Swin tab's first relative-position-bias view (it builds the random-weight swin-tiny).
+
+Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by default).
 
 The thread runs at the lowest CPU priority on one intra-op thread (:func:`idle_priority`): the kernel gives it
 a core only when no visitor's request wants one. On unless ``VITVIZ_WARMUP=0``. Measured in
@@ -77,8 +82,8 @@ def idle_priority() -> bool:
 
 
 def warm() -> None:
-    """Prepare the first use of the dinov2-small tabs, one log line a step (a step that fails is skipped)."""
-    for name, step in (("features", _features), ("explain", _explain)):
+    """Prepare the first use of the tabs, one log line a step (a step that fails is skipped)."""
+    for name, step in (("features", _features), ("explain", _explain), ("beit", _beit), ("swin", _swin)):
         t0 = time.perf_counter()
         try:
             what = step()
@@ -119,3 +124,24 @@ def _explain() -> str:
     explain_tab.update_maps(image, choice, explain.PREDICTED, explain.ALL)
     explain_tab.update_curves(image, choice, explain.PREDICTED, explain.ALL, "drop", DEFAULT_STEPS)
     return f"{choice}'s first view computed"
+
+
+def _beit() -> str:
+    """What the BEiT tab's first view shares with every photo: its models, the codebook, the examples' codes."""
+    from ..models.loading import load_model
+    from ..views import beit_pair
+    from . import beit_tab
+
+    beit_tab.update_codebook(None)
+    for tokenizer, model in beit_pair.PAIRS:
+        beit_pair.example_ids(tokenizer)
+        load_model(model)
+    return f"{len(beit_pair.PAIRS) * 2} models loaded, the codebook and the example photos' codes computed"
+
+
+def _swin() -> str:
+    """The Swin tab's first bias view (stage 1, block 1, head 1: the tab's defaults), which builds swin-tiny."""
+    from . import swin_tab
+
+    swin_tab.swin_bias(1, 1, 1)
+    return "the first relative-position-bias view computed"
