@@ -13,8 +13,8 @@ from vitviz.ui.serve import limits, threads
 
 
 def test_heavy_calls_leave_a_core_a_view_takes_its_share_and_a_live_frame_one():
-    assert threads.share(limits.HEAVY, [], 2) == 1 and threads.share(limits.HEAVY, [limits.VIEW], 2) == 1
-    assert threads.share(limits.HEAVY, [], 8) == 7 and threads.share(limits.HEAVY, [], 1) == 1
+    assert threads.share(limits.HEAVY, [], 2) == 2 and threads.share(limits.HEAVY, [limits.VIEW], 2) == 1
+    assert threads.share(limits.HEAVY, [limits.VIEW], 8) == 7 and threads.share(limits.HEAVY, [], 1) == 1
     assert threads.share(limits.VIEW, [], 2) == 2  # alone: every core
     assert threads.share(limits.VIEW, [limits.HEAVY], 2) == 1  # beside a heavy call: the core it leaves
     assert threads.share(limits.LIVE, [], 2) == 1 and threads.share(limits.LIVE, [limits.VIEW], 8) == 1  # issue 30
@@ -63,8 +63,58 @@ def test_each_model_call_runs_on_its_groups_threads_and_restores_them(monkeypatc
         worker.join(30)
     finally:
         runner.install(None)
-    assert alone == 2 and seen == {"heavy": 1, "view": 1, "heavy after the view": 1}
+    assert alone == 2 and seen == {"heavy": 2, "view": 1, "heavy after the view": 2}
     assert after == {"heavy": 2}
+
+
+def test_a_heavy_call_gives_a_core_back_at_its_next_layer_while_another_call_runs(monkeypatch):  # noqa: ANN001
+    """Alone, a heavy call runs on every core; at the next module forward after another model call started,
+    on one fewer; after that call, on every core again (threads.rebalance, a forward pre-hook)."""
+    from vitviz import settings
+
+    monkeypatch.setattr(settings, "threads", lambda: 2)
+    groups = {}
+    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
+    layer = torch.nn.Identity()
+    heavy_in, view_in, view_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    @runner.runs_model
+    def heavy_forward() -> None:
+        layer(torch.zeros(1))
+        seen.append(torch.get_num_threads())
+        heavy_in.set()
+        assert view_in.wait(30)
+        layer(torch.zeros(1))  # a layer while the view runs
+        seen.append(torch.get_num_threads())
+        view_out.set()
+        assert release.wait(30)
+        layer(torch.zeros(1))  # a layer after it
+        seen.append(torch.get_num_threads())
+
+    release = threading.Event()
+
+    @runner.runs_model
+    def view_forward() -> None:
+        view_in.set()
+        assert view_out.wait(30)
+
+    def heavy_handler() -> None:
+        groups[threading.get_ident()] = limits.HEAVY
+        torch.set_num_threads(2)
+        heavy_forward()
+
+    threads.install()
+    try:
+        worker = threading.Thread(target=heavy_handler)
+        worker.start()
+        assert heavy_in.wait(30)
+        view_forward()
+        release.set()
+        worker.join(30)
+    finally:
+        runner.install(None)
+    assert seen == [2, 1, 2]
 
 
 def test_the_group_is_read_from_the_event_the_handler_runs_for():
