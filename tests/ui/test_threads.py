@@ -146,3 +146,49 @@ def test_the_served_app_installs_it_on_the_cpu_and_zerogpu_keeps_its_own():
         assert runner.installed()  # no `spaces` here: the thread share
     finally:
         runner.install(None)
+
+
+def test_background_work_keeps_its_threads_and_never_counts_beside_a_call(monkeypatch):  # noqa: ANN001
+    """The warm-up (courtesy.background) runs model calls on the one thread it set, and a visitor's heavy call
+    beside it still gets every core: the warm-up pauses while calls run."""
+    from vitviz import settings
+    from vitviz.ui.serve import courtesy
+
+    monkeypatch.setattr(settings, "threads", lambda: 2)
+    groups = {}
+    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
+    inside, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    @runner.runs_model
+    def warm_forward() -> None:
+        seen["warm-up"] = torch.get_num_threads()
+        inside.set()
+        assert release.wait(30)
+
+    @runner.runs_model
+    def heavy_forward() -> None:
+        seen["heavy"] = torch.get_num_threads()
+
+    def warm_up() -> None:
+        torch.set_num_threads(1)
+        with courtesy.background(None):
+            warm_forward()
+
+    def heavy_handler() -> None:
+        groups[threading.get_ident()] = limits.HEAVY
+        heavy_forward()
+
+    threads.install()
+    try:
+        worker = threading.Thread(target=warm_up)
+        worker.start()
+        assert inside.wait(30)
+        heavy = threading.Thread(target=heavy_handler)
+        heavy.start()
+        heavy.join(30)
+        release.set()
+        worker.join(30)
+    finally:
+        runner.install(None)
+    assert seen == {"warm-up": 1, "heavy": 2}

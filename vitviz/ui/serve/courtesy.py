@@ -112,11 +112,16 @@ def background(queue: Any) -> Iterator[None]:
     call needs. It does not sleep while a thread waits for a value it is computing
     (:func:`vitviz.cache.waiting_for_compute`: a visitor needs its result) nor longer than
     :data:`BACKGROUND_MAX_S` at one pause point."""
-    _local.background = queue
+    _local.background = (queue,)  # a tuple: set even where there is no queue (no app to give way to)
     try:
         yield
     finally:
         _local.background = None
+
+
+def in_background() -> bool:
+    """True in a thread doing :func:`background` work."""
+    return getattr(_local, "background", None) is not None
 
 
 #: Longest sleep of background work at one pause point, in seconds.
@@ -137,9 +142,9 @@ def give_way() -> None:
     background work (:func:`background`) sleeps while any call runs."""
     found = _current()
     if found is None:
-        queue = getattr(_local, "background", None)
-        if queue is not None:
-            _background_wait(queue)
+        marked = getattr(_local, "background", None)
+        if marked is not None and marked[0] is not None:
+            _background_wait(marked[0])
         return
     queue, event = found
     start = time.monotonic()

@@ -81,6 +81,9 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
 
         from ... import settings
 
+        if courtesy.in_background():  # the warm-up: its own one thread, and no call counts it (it pauses)
+            return execute(fn, args, kwargs)
+
         me, group, yields = threading.get_ident(), current_group(), courtesy.yielding()
         with _LOCK:  # a call that does not yield leaves out those that do: they pause while it runs
             _RUNNING[me] = (group, yields)
