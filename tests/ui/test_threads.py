@@ -149,7 +149,7 @@ def test_the_served_app_installs_it_on_the_cpu_and_zerogpu_keeps_its_own():
 
 
 def test_background_work_keeps_its_threads_and_never_counts_beside_a_call(monkeypatch):  # noqa: ANN001
-    """The warm-up (courtesy.background) runs model calls on the one thread it set, and a visitor's heavy call
+    """The warm-up (courtesy.background) runs model calls on the threads it set, and a visitor's heavy call
     beside it still gets every core: the warm-up pauses while calls run."""
     from vitviz import settings
     from vitviz.ui.serve import courtesy

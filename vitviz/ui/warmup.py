@@ -14,8 +14,9 @@
 
 Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by default).
 
-The thread runs at the lowest CPU priority on one intra-op thread (:func:`idle_priority`): the kernel gives it
-a core only when no visitor's request wants one. On unless ``VITVIZ_WARMUP=0``. Measured in
+The thread runs at the lowest CPU priority (:func:`idle_priority`): the kernel gives it a core only when no
+visitor's request wants one; and at every pause point it sleeps while any call runs
+(:func:`vitviz.ui.serve.courtesy.background`). On unless ``VITVIZ_WARMUP=0``. Measured in
 ``bench/README.md`` (issue 34): at normal priority (session 11), in a page that opens the tabs right after the
 start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower; at
 idle priority (session 13, the same page run with and without it) no tab was slower beyond the run's spread
@@ -66,18 +67,24 @@ IDLE_NICE = 19
 
 
 def idle_priority() -> bool:
-    """Run the calling thread at :data:`IDLE_NICE` (Linux: a thread's own nice value) on one intra-op thread
-    (torch keeps that count per thread, and numpy's BLAS runs on one in the app), so it never takes a core
-    from a visitor's request. False where the system does not allow it (the thread then runs as it was)."""
+    """Run the calling thread at :data:`IDLE_NICE` (Linux: a thread's own nice value), so it never takes a core
+    from a visitor's request, on the intra-op threads a visitor's call gets when alone (``VITVIZ_THREADS``):
+    oneDNN builds its kernels per thread count, so kernels built on one thread would be built again for the
+    visitor's two (about 1.6 s of Explain's first curves, session 13). The threads OpenMP starts for this
+    thread are made after the priority is set and inherit it. False where the system does not allow it (the
+    thread then runs as it was)."""
     import os
 
     import torch
 
-    torch.set_num_threads(1)
+    from .. import settings
+
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IDLE_NICE)
     except (AttributeError, OSError):
         return False
+    finally:
+        torch.set_num_threads(settings.threads())
     return True
 
 

@@ -126,6 +126,9 @@ def in_background() -> bool:
 
 #: Longest sleep of background work at one pause point, in seconds.
 BACKGROUND_MAX_S = 30.0
+#: Seconds between two looks of sleeping background work: each look takes the interpreter's lock from a
+#: visitor's call, at the lowest CPU priority (a thread that holds the lock while the kernel runs others).
+BACKGROUND_POLL_S = 0.05
 
 
 def _background_wait(queue: Any) -> None:
@@ -134,7 +137,7 @@ def _background_wait(queue: Any) -> None:
 
     start = time.monotonic()
     while _running(queue) and not waiting_for_compute() and time.monotonic() - start < BACKGROUND_MAX_S:
-        time.sleep(POLL_S)
+        time.sleep(BACKGROUND_POLL_S)
 
 
 def give_way() -> None:

@@ -81,7 +81,7 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
 
         from ... import settings
 
-        if courtesy.in_background():  # the warm-up: its own one thread, and no call counts it (it pauses)
+        if courtesy.in_background():  # the warm-up: the threads it set, and no call counts it (it pauses)
             return execute(fn, args, kwargs)
 
         me, group, yields = threading.get_ident(), current_group(), courtesy.yielding()
