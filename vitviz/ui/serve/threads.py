@@ -39,6 +39,7 @@ from . import courtesy
 
 _RUNNING: dict[int, tuple[str, bool]] = {}  # thread id -> (group of the model call it runs, yields: .courtesy)
 _LOCK = threading.Lock()
+_HEAVY_CALL = threading.local()  # .cores: VITVIZ_THREADS while this thread runs a heavy model call, else 0
 
 
 def share(group: str, others: Collection[str], cores: int) -> int:
@@ -88,11 +89,15 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
         with _LOCK:  # a call that does not yield leaves out those that do: they pause while it runs
             _RUNNING[me] = (group, yields)
             others = _others(me)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(share(group, others, settings.threads()))
+        from .limits import HEAVY
+
+        previous, cores = torch.get_num_threads(), settings.threads()
+        torch.set_num_threads(share(group, others, cores))
+        _HEAVY_CALL.cores = cores if group == HEAVY else 0
         try:
             return execute(fn, args, kwargs)
         finally:
+            _HEAVY_CALL.cores = 0
             torch.set_num_threads(previous)
             with _LOCK:
                 _RUNNING.pop(me, None)
@@ -110,18 +115,16 @@ def _others(me: int) -> list[str]:
 def rebalance() -> None:
     """A heavy call's threads decided again (:func:`share`), at the start of every module's forward: every core
     while it runs alone, one fewer while another model call runs. Returns at once in any other thread."""
-    from .limits import HEAVY
-
-    me = threading.get_ident()
-    mine = _RUNNING.get(me)
-    if mine is None or mine[0] != HEAVY:
+    cores = getattr(_HEAVY_CALL, "cores", 0)
+    if not cores:
         return
     import torch
 
-    from ... import settings
+    from .limits import HEAVY
 
+    me = threading.get_ident()
     with _LOCK:
-        want = share(HEAVY, _others(me), settings.threads())
+        want = share(HEAVY, _others(me), cores)
     if torch.get_num_threads() != want:
         torch.set_num_threads(want)
 
