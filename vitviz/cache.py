@@ -20,7 +20,8 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
@@ -68,14 +69,32 @@ def nbytes(value: Any) -> int:
 _BUDGETED: weakref.WeakSet[LRU] = weakref.WeakSet()
 _BUDGET_LOCK = threading.Lock()
 _TICKS = itertools.count()  # process-wide recency: a higher tick was used more recently
-_WAITING = [0]  # threads waiting now for a value another thread computes (get_or_compute), all caches
+_WAITING = [0]  # threads waiting now for another thread: its computation of a value (get_or_compute), or a lock
 _WAITING_LOCK = threading.Lock()
 
 
-def waiting_for_compute() -> int:
-    """How many threads wait now in :meth:`LRU.get_or_compute` for a value another thread is computing (a
-    background computation must not pause then: someone needs its result)."""
+def waiting_on_others() -> int:
+    """How many threads wait now for another thread to finish something: a value it computes
+    (:meth:`LRU.get_or_compute`) or a lock it holds (:func:`acquired`). Background work must not pause then:
+    someone may need what it holds."""
     return _WAITING[0]
+
+
+@contextmanager
+def acquired(lock: Any) -> Iterator[None]:
+    """``with lock:``, counting this thread in :func:`waiting_on_others` while another thread holds the lock."""
+    if not lock.acquire(blocking=False):
+        with _WAITING_LOCK:
+            _WAITING[0] += 1
+        try:
+            lock.acquire()
+        finally:
+            with _WAITING_LOCK:
+                _WAITING[0] -= 1
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def budget_bytes() -> int:
@@ -244,15 +263,7 @@ class LRU(Generic[K, V]):
                 self._touch(key)
                 return self._data[key]
             key_lock = self._key_locks.setdefault(key, threading.Lock())
-        if not key_lock.acquire(blocking=False):  # another thread computes it: wait, and say so
-            with _WAITING_LOCK:
-                _WAITING[0] += 1
-            try:
-                key_lock.acquire()
-            finally:
-                with _WAITING_LOCK:
-                    _WAITING[0] -= 1
-        try:
+        with acquired(key_lock):  # another thread computing it: wait, counted (waiting_on_others)
             with self._lock:
                 if key in self._data:
                     self._touch(key)
@@ -267,8 +278,6 @@ class LRU(Generic[K, V]):
                 self.computed += 1
                 self._store(key, value, size)
                 self._trim()
-        finally:
-            key_lock.release()
         self._after_store()
         return value
 

@@ -172,7 +172,7 @@ def test_a_handlers_start_and_end_are_pause_points():
 
 
 def test_background_work_sleeps_while_any_call_runs_unless_a_call_waits_for_its_result():
-    from vitviz.cache import LRU, waiting_for_compute
+    from vitviz.cache import LRU, waiting_on_others
 
     _, queue = _app()
     view = _running(queue, "10.1.0.1", limits.VIEW)
@@ -197,7 +197,7 @@ def test_background_work_sleeps_while_any_call_runs_unless_a_call_waits_for_its_
 
     def compute() -> int:
         started.set()
-        while waiting_for_compute() == 0:
+        while waiting_on_others() == 0:
             threading.Event().wait(0.01)
         courtesy.give_way()  # must return: someone waits for this value
         gave_way.set()
@@ -211,6 +211,33 @@ def test_background_work_sleeps_while_any_call_runs_unless_a_call_waits_for_its_
     worker.start()
     assert started.wait(2)
     assert cache.get_or_compute("k", lambda: 0) == 7  # waits for the background's value, which is not held back
-    assert gave_way.is_set() and waiting_for_compute() == 0
+    assert gave_way.is_set() and waiting_on_others() == 0
     worker.join()
     assert not getattr(courtesy._local, "background", None)  # the mark ends with the block
+
+
+def test_background_work_holding_the_attention_capture_does_not_sleep_while_a_call_waits_for_it():
+    """The capture lock is held for a whole forward (its pause points): a view that needs it is counted as
+    waiting (cache.acquired), so the background work goes on instead of sleeping."""
+    from vitviz.cache import waiting_on_others
+    from vitviz.explain import capture
+
+    _, queue = _app()
+    _running(queue, "10.1.0.1", limits.VIEW)
+    holding, done = threading.Event(), threading.Event()
+
+    def background() -> None:
+        with courtesy.background(queue), capture.acquired(capture._CAPTURE_LOCK):
+            holding.set()
+            while waiting_on_others() == 0:
+                threading.Event().wait(0.01)
+            courtesy.give_way()  # must return: the view waits for this lock
+            done.set()
+
+    worker = threading.Thread(target=background, daemon=True)
+    worker.start()
+    assert holding.wait(2)
+    with capture.acquired(capture._CAPTURE_LOCK):  # the view's capture waits for the lock, counted
+        assert done.is_set()
+    worker.join(5)
+    assert waiting_on_others() == 0

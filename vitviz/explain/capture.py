@@ -38,6 +38,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..cache import acquired
+
 #: Serialises captures: hooks are set on modules shared between requests.
 _CAPTURE_LOCK = threading.RLock()
 #: ``id``s of the attention modules the current thread is capturing.
@@ -68,7 +70,7 @@ def thread_local_fusion(module: nn.Module) -> nn.Module:
     state dict unchanged) whose ``fused_attn`` property is False only in a thread
     inside :func:`capturing` for this module.
     """
-    with _CAPTURE_LOCK:
+    with acquired(_CAPTURE_LOCK):
         cls = type(module)
         if isinstance(module, _PerThreadFusion):
             return module
@@ -132,7 +134,7 @@ def capturing(modules: Sequence[nn.Module], keep_graph: bool = False) -> Iterato
     """
     thread = threading.get_ident()
     store: list[list[torch.Tensor]] = [[] for _ in modules]
-    with _CAPTURE_LOCK:
+    with acquired(_CAPTURE_LOCK):
         handles = []
         outer = getattr(_LOCAL, "modules", None)
         try:
@@ -203,7 +205,7 @@ def capture_block_tokens(blocks: Sequence[nn.Module], run: Callable[[], Any]) ->
         if threading.get_ident() == thread:
             store.append((output[0] if isinstance(output, tuple) else output).detach())
 
-    with _CAPTURE_LOCK:
+    with acquired(_CAPTURE_LOCK):
         handles = [blocks[0].register_forward_pre_hook(pre)]
         try:
             handles += [b.register_forward_hook(partial(post, s)) for b, s in zip(blocks, outs)]
@@ -275,7 +277,7 @@ def capture_gradients(blocks: Sequence[nn.Module], run: Callable[[], Any],
         if threading.get_ident() == thread:
             entering.append(inputs[0])
 
-    with _CAPTURE_LOCK:
+    with acquired(_CAPTURE_LOCK):
         handles = [blocks[0].register_forward_pre_hook(leaf)]
         try:
             handles.append(blocks[-1].register_forward_pre_hook(last))

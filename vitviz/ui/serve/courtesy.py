@@ -109,8 +109,8 @@ def yielding() -> bool:
 def background(queue: Any) -> Iterator[None]:
     """Work of this thread in the block (the app's warm-up) is background work for ``queue``'s events: at every
     pause point it sleeps while any event runs, so a niced thread never holds the interpreter's lock a visitor's
-    call needs. It does not sleep while a thread waits for a value it is computing
-    (:func:`vitviz.cache.waiting_for_compute`: a visitor needs its result) nor longer than
+    call needs. It does not sleep while a thread waits for another (:func:`vitviz.cache.waiting_on_others`: a
+    value this work computes, or a lock it holds, such as the attention capture's) nor longer than
     :data:`BACKGROUND_MAX_S` at one pause point."""
     _local.background = (queue,)  # a tuple: set even where there is no queue (no app to give way to)
     try:
@@ -125,18 +125,18 @@ def in_background() -> bool:
 
 
 #: Longest sleep of background work at one pause point, in seconds.
-BACKGROUND_MAX_S = 30.0
+BACKGROUND_MAX_S = 5.0
 #: Seconds between two looks of sleeping background work: each look takes the interpreter's lock from a
 #: visitor's call, at the lowest CPU priority (a thread that holds the lock while the kernel runs others).
 BACKGROUND_POLL_S = 0.05
 
 
 def _background_wait(queue: Any) -> None:
-    from ...cache import waiting_for_compute
+    from ...cache import waiting_on_others
     from .limits import _running
 
     start = time.monotonic()
-    while _running(queue) and not waiting_for_compute() and time.monotonic() - start < BACKGROUND_MAX_S:
+    while _running(queue) and not waiting_on_others() and time.monotonic() - start < BACKGROUND_MAX_S:
         time.sleep(BACKGROUND_POLL_S)
 
 
