@@ -150,9 +150,10 @@ def build_strict(build: Callable[[], nn.Module], state_dict: Mapping[str, torch.
             module = build()
     except Exception:  # noqa: BLE001 - an __init__ that reads a parameter's values: the usual way below
         module = None
+    built = None if module is not None else build()  # the usual build, made once where the meta one failed
     sd, extra = dict(state_dict), {}
     if computed:
-        ref = module if module is not None else build()
+        ref = module if module is not None else built
         keep = set(ref.state_dict())
         extra = {k: sd.pop(k) for k in [k for k, _ in ref.named_buffers() if k in sd and k not in keep]}
     if module is not None:
@@ -168,7 +169,7 @@ def build_strict(build: Callable[[], nn.Module], state_dict: Mapping[str, torch.
         if any(t.is_meta for t in (*module.parameters(), *module.buffers())):
             module = None
     if module is None:
-        module = load_strict(build(), sd, what, hint)
+        module = load_strict(built if built is not None else build(), sd, what, hint)
     buffers = dict(module.named_buffers())
     for key, value in extra.items():
         if value.shape != buffers[key].shape or not torch.equal(value.to(buffers[key].dtype), buffers[key]):

@@ -108,7 +108,7 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
 def _others(me: int) -> list[str]:
     """The groups of the model calls running in other threads that count beside this thread's call (one that
     does not yield leaves out those that do: they pause while it runs). Call under ``_LOCK``."""
-    group, yields = _RUNNING[me]
+    yields = _RUNNING[me][1]
     return [g for t, (g, y) in _RUNNING.items() if t != me and (yields or not y)]
 
 
