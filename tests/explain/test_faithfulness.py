@@ -137,14 +137,27 @@ def test_random_order_baseline_is_the_mean_of_permutation_curves(model, image):
     # each baseline row is exactly the curve of that order, computed as if it were a map's ranking
     x = model_input(e.image, model.data_config, model.device)
     alone = curves_for(model.module, x, {f"o{k}": o for k, o in enumerate(orders)}, e.target, "drop", 4)
+    backwards = curves_for(model.module, x, {f"o{k}": o[::-1] for k, o in enumerate(orders)}, e.target, "drop", 4)
     for k in range(3):
         np.testing.assert_allclose(c.random_deletion[k], alone.deletion[f"o{k}"], rtol=1e-5, atol=1e-8)
-        np.testing.assert_allclose(c.random_insertion[k], alone.insertion[f"o{k}"], rtol=1e-5, atol=1e-8)
+        # insertion runs along the reversed order: the deletion curve read from the other end (P = 16, even)
+        np.testing.assert_allclose(c.random_insertion[k], backwards.insertion[f"o{k}"], rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(c.random_insertion[k], c.random_deletion[k][::-1], rtol=1e-5, atol=1e-8)
     d_mean, d_std, i_mean, i_std = c.random_auc()
     d_each = [alone.auc()[f"o{k}"][0] for k in range(3)]
     assert d_mean == pytest.approx(np.mean(d_each), rel=1e-5) and d_std == pytest.approx(np.std(d_each), abs=1e-6)
-    assert 0 <= i_mean <= 1
+    assert (i_mean, i_std) == pytest.approx((d_mean, d_std), rel=1e-5)  # equal areas: chance is 0 difference
     # endpoints are shared with every map: full input first on deletion, empty first on insertion
     assert c.random_deletion[:, 0] == pytest.approx(c.deletion[METHODS[0]][0], abs=1e-6)
     assert c.random_insertion[:, 0] == pytest.approx(c.insertion[METHODS[0]][0], abs=1e-6)
     assert faithfulness(model, image, steps=4, explanation=e, random=0).random_auc() is None
+
+
+def test_random_baseline_runs_each_order_once(model, image):
+    """The baseline's insertion inputs are its deletion inputs: R orders add R x (S - 1) distinct inputs,
+    not twice that (the full and the empty input are the maps' own)."""
+    e = explain_maps(model, image)
+    with_maps, with_baseline = {}, {}
+    faithfulness(model, image, steps=4, explanation=e, random=0, known=with_maps)
+    faithfulness(model, image, steps=4, explanation=e, random=3, known=with_baseline)
+    assert len(with_baseline) - len(with_maps) == 3 * (4 - 1)

@@ -23,6 +23,16 @@ token is the embedding of a zero patch, and the encoder runs once per *distinct*
 kept patches, batched (sets shared by several maps, such as the full and the empty
 input, run once; ``drop`` batches sets of equal size together).
 
+The baseline: the same curves along ``R`` random orders of the patches (seeded), what a map
+that knows nothing gives. A random order's insertion curve runs along the *reverse* of the order
+its deletion curve uses: the first ``k`` patches of the reversed order are the last ``k`` of the
+order, exactly the patches its deletion keeps after removing ``P - k``. So the baseline's
+insertion inputs are its deletion inputs and run once (half the baseline's forward passes), and
+each curve is still that of a uniformly random order (the reverse of one is one too). Where the
+points are symmetric (:func:`step_counts`: any even ``P``), the insertion curve is the deletion
+curve read from the other end and the two areas of each order are equal: a random order's
+insertion minus deletion area is 0, the chance level a map's difference is read against.
+
 Precision: the curves may run in bfloat16 (``precision="bf16"``, a bf16 copy of the model,
 :func:`vitviz.models.kernels.bf16_copy`); the app does so on a CPU that multiplies bf16 in
 hardware (:func:`vitviz.models.precision.curve_precision`), where it is 2.6-3.4x faster. Its
@@ -97,7 +107,9 @@ def step_counts(num_patches: int, steps: int) -> np.ndarray:
     """Patches removed (or inserted) at each point: ``round(linspace(0, P, S + 1))``.
 
     Returns:
-        ``(S + 1,)`` int64, strictly increasing from 0 to ``P``.
+        ``(S + 1,)`` int64, strictly increasing from 0 to ``P``; symmetric
+        (``P - counts[::-1] == counts``) for an even ``P``, such as every Explain model's 196 or 256
+        (rounding half to even), so a curve read from the other end has the same points.
 
     Raises:
         ValueError: ``steps`` not a whole number in ``1..P``.
@@ -223,7 +235,8 @@ class Curves:
         target: class index.
         random_deletion, random_insertion: ``(R, S + 1)`` the same curves for ``R`` random
             orders of the patches (:func:`random_orders`; ``R`` may be 0): the chance level an
-            area is read against.
+            area is read against. Row ``r`` of the insertion curves runs along the reverse of
+            order ``r`` (module docstring): for an even ``P``, row ``r`` of the deletion curves read backwards.
         precision: the forward passes' arithmetic, ``fp32`` or ``bf16`` (module docstring).
     """
 
@@ -291,7 +304,8 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
             class-independent maps' orders), so a caller keeping this dict per image and
             removal runs each distinct input once. The curves are the same numbers as
             without it.
-        random: also this many random orders (:func:`random_orders`), the baseline.
+        random: also this many random orders (:func:`random_orders`), the baseline (insertion
+            along each order's reverse, module docstring).
         precision: ``bf16`` runs the inputs on :func:`vitviz.models.kernels.bf16_copy` of ``module``
             (``known`` must then hold bf16 rows only).
     """
@@ -300,10 +314,12 @@ def curves_for(module: nn.Module, x: torch.Tensor, rankings: dict[str, np.ndarra
         module = bf16_copy(module)
     p = int(next(iter(rankings.values())).shape[0])
     counts = step_counts(p, steps)
-    orders: dict[Any, np.ndarray] = dict(rankings)
+    # key -> (deletion order, insertion order): a map's ranking for both; a random order's insertion runs
+    # along its reverse (module docstring), so it reuses that order's deletion inputs
+    orders: dict[Any, tuple[np.ndarray, np.ndarray]] = {m: (np.asarray(o), np.asarray(o)) for m, o in rankings.items()}
     baseline = [("random", i) for i in range(int(random))]
-    orders.update(zip(baseline, random_orders(p, int(random))))
-    sets = {(m, c): kept_patches(np.asarray(order), counts, c) for m, order in orders.items()
+    orders.update((b, (o, o[::-1])) for b, o in zip(baseline, random_orders(p, int(random))))
+    sets = {(m, c): kept_patches(pair[c == "insertion"], counts, c) for m, pair in orders.items()
             for c in ("deletion", "insertion")}
     rows = {} if known is None else known
     missing: dict[bytes, np.ndarray] = {}

@@ -80,8 +80,9 @@ HELP_CURVES = (
     "encoder was trained on subsets). The empty input is the class token(s) alone (drop) or an all-grey image (grey). Each curve has the "
     "chosen number of steps; every distinct input is run once.  \n"
     "**Read the areas against a random order** (grey dashed curves and the table's last row: the mean of "
-    "three random orders of the patches, the same for every map): removing the patches in a random order makes the deletion and "
-    "insertion curves move at about the same pace, so their areas come out close; a map earns the word "
+    "three random orders of the patches, the same for every map). A random order's insertion adds the patches in the "
+    "reverse of the order its deletion removes them, so both curves run through the same inputs, each once, and "
+    "their areas come out equal: for a random order, insertion − deletion is 0. A map earns the word "
     "*faithful* only when its deletion area is clearly below, and its insertion area clearly above, what a random "
     "order gives on the same image. *(RISE §4; MAE §3 for subsets)*"
 )
