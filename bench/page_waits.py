@@ -16,8 +16,8 @@ Python around the page's own events:
   cache has seen it) uploaded there and the MAE tab settled; then every other tab that
   shares the photo is opened in turn, each timed from the click on its button until its
   ready text is shown and none of its outputs is pending for 0.8 s (the time reported is
-  the moment they stopped being pending). The Explain tab also gets a row for its maps alone (drawn before its
-  curves, :data:`FIRST_VISUAL`).
+  the moment they stopped being pending). The Explain tab also gets rows for its maps alone and for its
+  curves' first drawing (both before it settles, :data:`FIRST_VISUAL`).
 
 Prints the median of each row per checkout, their ratio and the load average (``uptime``).
 """
@@ -73,14 +73,16 @@ async ([id, text, quiet, timeout]) => {
 }
 """
 
-#: Tabs that draw their key visual before the rest: label -> (elem_id, text, what), timed until the element holds
-#: the text (the maps come before the deletion/insertion curves).
-FIRST_VISUAL: dict[str, tuple[str, str, str]] = {"Explain": ("explain-maps-info", "explains", "maps")}
-#: Starts a watch (from now) for the element's text; its time in ms is left in ``window.__vitvizShownAt``.
-WATCH_JS = """([id, text]) => { window.__vitvizShownAt = null; const t0 = performance.now();
-  (async () => { while (!(document.getElementById(id) && document.getElementById(id).innerText.includes(text)))
-    await new Promise(r => setTimeout(r, 20));
-    window.__vitvizShownAt = performance.now() - t0; })(); }"""
+#: Tabs that draw parts of their view before the rest: label -> [(elem_id, text, what)], each timed until the
+#: element holds the text (Explain: the maps, then the curves' first drawing, before the curves settle).
+FIRST_VISUAL: dict[str, list[tuple[str, str, str]]] = {
+    "Explain": [("explain-maps-info", "explains", "maps"), ("explain-curves-info", "Areas under the curves", "curves")]}
+#: Starts a watch (from now) for each element's text; the time in ms is left in ``window.__vitvizShownAt[what]``.
+WATCH_JS = """(watches) => { window.__vitvizShownAt = {}; const t0 = performance.now();
+  for (const [id, text, what] of watches) (async () => {
+    while (!(document.getElementById(id) && document.getElementById(id).innerText.includes(text)))
+      await new Promise(r => setTimeout(r, 20));
+    window.__vitvizShownAt[what] = performance.now() - t0; })(); }"""
 
 #: Page coordinates of the centre of the Heads grid cell of (layer, head), 1-based.
 CELL_JS = """([layer, head]) => {
@@ -175,11 +177,12 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
     for label, (elem, text) in TABS.items():
         first = FIRST_VISUAL.get(label)
         if first:
-            page.evaluate(WATCH_JS, list(first))
+            page.evaluate(WATCH_JS, [list(w) for w in first])
         page.get_by_role("tab", name=label, exact=True).click()
         ms = page.evaluate(SETTLED_JS, [elem, text, 800, 600_000])
-        if first:
-            out[f"{label} tab opened with the new photo: {first[2]} shown"] = page.evaluate("window.__vitvizShownAt") / 1000
+        shown = page.evaluate("window.__vitvizShownAt") if first else {}
+        for _, _, what in first or ():
+            out[f"{label} tab opened with the new photo: {what} shown"] = shown.get(what, float("nan")) / 1000
         out[f"{label} tab opened with the new photo"] = ms / 1000
     return out
 

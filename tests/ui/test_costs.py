@@ -47,7 +47,7 @@ def test_an_undeclared_handler_is_heavy() -> None:
 
 
 def test_probes_explanations_curves_sweeps_are_heavy(demo) -> None:  # noqa: ANN001
-    for name in ("layer_probes", "explain", "update_curves", "run_sweep", "page_sweep", "scrub_payload", "export",
+    for name in ("layer_probes", "explain", "update_curves", "first_curves", "run_sweep", "page_sweep", "scrub_payload", "export",
                  "measure_attention"):
         assert _by_name(demo, name).concurrency_id == limits.HEAVY, name
     # Row 1 of issue 32: the Features tab's page-side update_all runs the layer probes.

@@ -76,6 +76,12 @@ def test_browser_shows_four_panels_curves_and_table(explain_url):
                 "names => names.every(n => document.querySelector('#explain-auc')?.innerText.includes(n))",
                 arg=list(names), timeout=300_000)
             page.locator("#explain-curves .js-plotly-plot").wait_for(timeout=120_000)
+            # a first pass on every other point may come first; the full curves (9 points) replace it
+            page.wait_for_function(
+                "() => { const t = document.querySelector('#explain-curves-info')?.innerText || ''; "
+                "return t.includes('9 points per curve') && !t.includes('First pass'); }", timeout=300_000)
+            assert "first pass" not in page.evaluate(
+                "() => document.querySelector('#explain-curves .js-plotly-plot').layout.title.text")
             traces = page.evaluate("() => document.querySelector('#explain-curves .js-plotly-plot').data.length")
             assert traces == 10  # a deletion and an insertion curve per method, and of the random orders
             info = page.locator("#explain-curves-info").inner_text()

@@ -88,3 +88,29 @@ def test_curves_in_each_precision_keep_their_own_rows_and_say_bf16(tiny, photo, 
 
 def fresh_maps(model: LoadedModel, e: mm.Explanation) -> dict[str, np.ndarray]:
     return mm.explain_maps(model, e.image, e.target).maps
+
+
+def test_the_first_pass_draws_every_other_point_and_the_full_pass_reuses_them(tiny, photo, monkeypatch):
+    """Issue 34: the page draws the curves on every other point first, then the rest; the full pass runs only
+    the points the first one did not, and once the full curves are cached the first pass is them."""
+    runs: list[int] = []
+    real = fm.class_softmax
+    monkeypatch.setattr(fm, "class_softmax", lambda module, x, present, *a: runs.append(len(present))
+                        or real(module, x, present, *a))
+    fig, rows, text = v.curves_view(photo, "x", "predicted", "all", "drop", 8, first_pass=True)
+    assert "First pass: 5 of the 9 points per curve" in text and "4 steps (first pass; 8 follow)" in fig.layout.title.text
+    _, e, quick = v.curves_for(photo, "x", "predicted", "drop", 4)
+    assert len(quick.counts) == 5 and len(runs) == 1
+    fig, rows, text = v.curves_view(photo, "x", "predicted", "all", "drop", 8)
+    assert "First pass" not in text and "first pass" not in fig.layout.title.text
+    _, _, full = v.curves_for(photo, "x", "predicted", "drop", 8)
+    # 4 maps and 3 random orders; the full pass runs only the odd points (deletion and insertion of each map,
+    # deletion alone of each random order, whose insertion runs through the same inputs)
+    assert runs[1] <= 4 * 2 * 4 + 3 * 4 and len(runs) == 2
+    for m in v.METHODS:  # the first pass's points are the full curves' every other point, unchanged
+        np.testing.assert_array_equal(quick.deletion[m], full.deletion[m][::2])
+        np.testing.assert_array_equal(quick.insertion[m], full.insertion[m][::2])
+    again = v.curves_view(photo, "x", "predicted", "all", "drop", 8, first_pass=True)[2]
+    assert "First pass" not in again and len(runs) == 2  # cached full curves: no first pass, nothing run
+    assert v.first_pass_steps(8) == 4 and v.first_pass_steps(7) is None and v.first_pass_steps(2) is None
+    assert "First pass" not in v.curves_view(photo, "x", "predicted", "all", "drop", 7, first_pass=True)[2]

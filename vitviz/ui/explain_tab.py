@@ -107,6 +107,18 @@ def update_curves(image: str | None, model: str, target: str | None, method: str
     return Curves(curves, auc, text)
 
 
+@cost(Cost.HEAVY)
+@user_errors
+def first_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
+                 steps: float) -> Curves:
+    """The page's quick first drawing of the curves: every other point (half the forward passes), or the full
+    curves where they are cached already; :func:`update_curves` follows with the rest. Not memoised: the cached
+    full curves are what a later visitor gets here."""
+    curves, auc, text = v.curves_view(image, model, v.page_class(target, model), method, removal, steps,
+                                      first_pass=True)
+    return Curves(curves, auc, text)
+
+
 def on_model(model: str) -> ModelPicked:
     """New model -> its note; the class goes back to the predicted one."""
     return ModelPicked(v.model_note(model), gr.update(value=v.PREDICTED))
@@ -154,11 +166,14 @@ def build(demo: gr.Blocks) -> Binder:
             ui.curves_text = gr.Markdown(elem_id="explain-curves-info")
 
     ui.endpoint(explain, api_name="explain")
-    maps, curves = ui.bind(update_maps), ui.bind(update_curves)
-    demo.load(**ui.bind(update_maps, quick=False)).then(**ui.bind(update_curves, quick=False))
-    ui.model.input(**ui.bind(on_model, quick=False, queue=False)).then(**maps).then(**curves)
-    gr.on([ui.new_image.change, ui.target.input, ui.method.input], **maps).then(**curves)
-    gr.on([ui.removal.input, ui.steps.release], **curves)
+    maps, first, curves = ui.bind(update_maps), ui.bind(first_curves), ui.bind(update_curves)
+    # the curves in two events, a first pass on every other point and then the rest (issue 34: the tab's first
+    # view within 3 s); between the two, other visitors' events run
+    demo.load(**ui.bind(update_maps, quick=False)).then(**ui.bind(first_curves, quick=False)).then(
+        **ui.bind(update_curves, quick=False))
+    ui.model.input(**ui.bind(on_model, quick=False, queue=False)).then(**maps).then(**first).then(**curves)
+    gr.on([ui.new_image.change, ui.target.input, ui.method.input], **maps).then(**first).then(**curves)
+    gr.on([ui.removal.input, ui.steps.release], **first).then(**curves)
     # what a person types in the class box replaces the label shown, so it searches the classes
     ui.target.focus(None, None, None, js=read_js("select_on_focus", elem_id="explain-class"), queue=False,
                     api_visibility="private")

@@ -94,7 +94,7 @@ HELP_RANDOM_CURVES = (
 
 #: Explanations and curves, keyed by model, image content, class index and settings.
 MAPS: LRU[tuple, tuple[LoadedModel, Explanation]] = LRU(8)
-CURVES: LRU[tuple, Curves] = LRU(8)
+CURVES: LRU[tuple, Curves] = LRU(16)
 #: The top-1 class of (model, image): "predicted" and that class's name share one explanation.
 PREDICTED_CLASS: LRU[tuple, int] = LRU(32)
 #: Softmax rows of the curves' inputs per (model, image, removal, precision), by kept-patch set
@@ -175,19 +175,33 @@ def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[Loaded
     return MAPS.get_or_compute(image_key + (t,), lambda: (model, explain_maps(model, view, t)))
 
 
+def first_pass_steps(steps: int) -> int | None:
+    """The steps of the quick first pass that the page draws before curves of ``steps`` steps: every other
+    point (``steps // 2``; for an even number those points are exactly every other point of the full curve,
+    :func:`vitviz.explain.faithfulness.step_counts`, so the full pass reuses all of them), or None where there
+    is none (an odd number, or fewer than 4 steps)."""
+    return steps // 2 if steps % 2 == 0 and steps >= 4 else None
+
+
 def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps: Any,
-               methods: tuple[str, ...] = METHODS) -> tuple[LoadedModel, Explanation, Curves]:
+               methods: tuple[str, ...] = METHODS, first_pass: bool = False
+               ) -> tuple[LoadedModel, Explanation, Curves]:
     """The maps and the (cached) deletion/insertion curves of ``methods``.
 
     Inputs that an earlier curve of this model, image and removal already ran (another
     class, method or number of steps) are not run again (:data:`ROWS`). The forward passes run
     in :func:`vitviz.models.precision.curve_precision`'s arithmetic (bf16 on a CPU that has it).
+    ``first_pass``: the curves of :func:`first_pass_steps` instead, unless those of ``steps`` are
+    already cached (then those: the page skips straight to them).
     """
     model, e = explanation_for(image, choice, target)
     r, s = check_removal(str(removal or "drop")), parse_steps(steps)
     precision = curve_precision(model.device)
     image_key = (model.choice, id(model.module), pixels_digest(e.image))
     key = image_key + (e.target, r, s, methods, precision)
+    quick = first_pass_steps(s) if first_pass else None
+    if quick is not None and key not in CURVES:
+        s, key = quick, image_key + (e.target, r, quick, methods, precision)
 
     def compute() -> Curves:
         rows_key = image_key + (r, precision)
@@ -319,13 +333,20 @@ def against_random(c: Curves) -> str:
 
 
 def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, removal: str = "drop",
-                steps: Any = DEFAULT_STEPS) -> tuple[go.Figure, list[list[Any]], str]:
-    """Deletion and insertion curves, the AUC table rows and a caption (no ranking of the maps on random weights)."""
-    model, e, c = curves_for(image, choice, target, removal, steps, parse_methods(method))
+                steps: Any = DEFAULT_STEPS, first_pass: bool = False) -> tuple[go.Figure, list[list[Any]], str]:
+    """Deletion and insertion curves, the AUC table rows and a caption (no ranking of the maps on random weights).
+
+    ``first_pass``: the page's quick first drawing (:func:`curves_for`), said so in the title and the caption
+    while it has fewer points than asked for.
+    """
+    model, e, c = curves_for(image, choice, target, removal, steps, parse_methods(method), first_pass)
     auc = c.auc()
     r = c.random_auc()
+    asked = parse_steps(steps)
+    partial = len(c.counts) - 1 < asked
     fig = faithfulness_figure(c.fractions, c.deletion, c.insertion, METHOD_NAMES, auc,
-                              f"{model.name}{_tag(e)}: {e.class_name}, {len(c.counts) - 1} steps",
+                              f"{model.name}{_tag(e)}: {e.class_name}, {len(c.counts) - 1} steps"
+                              + (f" (first pass; {asked} follow)" if partial else ""),
                               REMOVAL_NAMES[c.removal],
                               random=None if r is None else (c.random_deletion.mean(axis=0),
                                                              c.random_insertion.mean(axis=0)),
@@ -335,6 +356,9 @@ def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, 
     text = (f"Areas under the curves (↓: lower is more faithful, ↑: higher is). "
             f"Patches removed by **{REMOVAL_NAMES[c.removal]}**; {len(c.counts)} points per curve over "
             f"{c.num_patches} patches.")
+    if partial:
+        text = (f"**First pass: {len(c.counts)} of the {asked + 1} points per curve** (every other one); the other "
+                "points are being computed and will replace these curves, areas and sentences.  \n" + text)
     if c.precision == "bf16":
         text += (f" Computed in bfloat16 on this CPU (about 3x faster): areas within ±{BF16_AUC_TOLERANCE} of "
                  "float32 in vitviz's measurement (`VITVIZ_PRECISION=fp32` for float32).")
