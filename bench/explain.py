@@ -5,6 +5,7 @@ Usage::
 
     python bench/explain.py [--model vit-base] [--repeats 5] [--warmup 1] [--threads N] [--curves]
     python bench/explain.py --precision [--model dinov2-small-lab8]
+    python bench/explain.py --baseline 120 [--model dinov2-small-lab8]
 
 Random weights (no download; weights do not change the cost), batch 1 at the model's
 input size, one random image. The variants are timed in the same run, interleaved
@@ -29,6 +30,11 @@ its mirror image, the explanation's four maps and three random orders, 8 steps, 
 precision timed once per image (alternated; a fresh row store, so every input runs), and the largest
 difference of an area and of a single curve point. The model runs with its real weights when they are
 here (default dinov2-small-lab8: probabilities far from 1/C, where bf16's rounding shows).
+
+With ``--baseline N``, the app's random baseline (three orders; a random order's insertion runs along its
+reverse, so its two areas are equal) against ``N`` independent random orders for each curve, per example
+photo: the two estimate the same chance level when the independent deletion and insertion means agree with
+each other and with the app's, within their spread.
 """
 
 from __future__ import annotations
@@ -91,6 +97,43 @@ def precision_table(choice: str) -> int:
     return 0
 
 
+def baseline_table(choice: str, orders: int) -> int:
+    """The app's random baseline (:data:`~vitviz.explain.faithfulness.RANDOM_ORDERS` orders, insertion along each
+    order's reverse) against ``orders`` independent random orders, each curve along its own order, on the example
+    photos: is the chance level the same within the spread?"""
+    from vitviz.assets import example_images
+    from vitviz.explain.faithfulness import RANDOM_ORDERS, curves_for
+    from vitviz.models.loading import load_choice
+    from vitviz.models.precision import curve_precision
+
+    model = load_choice(choice)
+    precision = curve_precision(model.device)
+    print(f"# {choice}{' (random weights)' if model.random_init else ''}, drop, 8 steps, {precision}; "
+          f"{RANDOM_ORDERS} reversed-insertion orders (the app's) against {orders} independent orders "
+          f"(seed 123, deletion and insertion each along its own order); load "
+          f"{Path('/proc/loadavg').read_text().split()[0]}")
+    print("| photo | class | app: deletion = insertion area, mean ± std | independent: deletion | "
+          "independent: insertion |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    rng = np.random.default_rng(123)
+    for path in example_images():
+        e = explain_maps(model, path)
+        app = faithfulness(model, e.image, e.target, explanation=e, known={}, precision=precision)
+        d_mean, d_std, i_mean, _ = app.random_auc()
+        x = model_input(e.image, model.data_config, model.device)
+        p = app.num_patches
+        deletion = curves_for(model.module, x, {i: rng.permutation(p) for i in range(orders)}, e.target,
+                              precision=precision).auc()
+        insertion = curves_for(model.module, x, {i: rng.permutation(p) for i in range(orders)}, e.target,
+                               precision=precision).auc()
+        d = np.array([deletion[i][0] for i in range(orders)])
+        i = np.array([insertion[k][1] for k in range(orders)])
+        print(f"| {Path(path).stem} | {e.class_name} | {d_mean:.3f} ± {d_std:.3f} (insertion {i_mean:.3f}) | "
+              f"{d.mean():.3f} ± {d.std():.3f} (sem {d.std() / np.sqrt(orders):.3f}) | "
+              f"{i.mean():.3f} ± {i.std():.3f} (sem {i.std() / np.sqrt(orders):.3f}) |", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="vit-base", help="registry name (random weights)")
@@ -99,9 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--curves", action="store_true", help="also time the deletion/insertion curves once")
     ap.add_argument("--precision", action="store_true", help="curves in bf16 against fp32: time and error")
+    ap.add_argument("--baseline", type=int, metavar="N", default=0,
+                    help="the random baseline against N independent random orders on the example photos")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.baseline:
+        return baseline_table("dinov2-small-lab8" if args.model == "vit-base" else args.model, args.baseline)
     if args.precision:
         return precision_table("dinov2-small-lab8" if args.model == "vit-base" else args.model)
     model = load_model(args.model, random_init=True, device="cpu")
