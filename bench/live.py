@@ -339,4 +339,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.appserver import client_temp_folder  # gradio_client's empty download folders go with it
+
+    with client_temp_folder():
+        main()

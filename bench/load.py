@@ -268,4 +268,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.appserver import client_temp_folder  # gradio_client's empty download folders go with it
+
+    with client_temp_folder():
+        raise SystemExit(main())

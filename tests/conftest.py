@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tools.appserver import free_port, running_app  # noqa: F401 - free_port re-exported
+from tools.appserver import client_temp_folder, free_port, running_app  # noqa: F401 - free_port re-exported
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets" / "examples"
@@ -21,6 +21,13 @@ os.environ.setdefault("VITVIZ_PACKAGE_WEIGHTS", "0")
 # Apps the tests start do not warm up in the background (tests/ui/test_warmup.py tests it): the suite's CPU
 # and memory stay the tests' own on a 2-core machine.
 os.environ.setdefault("VITVIZ_WARMUP", "0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _client_downloads_leave_nothing():
+    """gradio_client's empty download folders go into a folder removed after the session (tools.appserver)."""
+    with client_temp_folder():
+        yield
 
 
 @pytest.fixture(scope="session")

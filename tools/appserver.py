@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -28,6 +29,24 @@ def stop(proc: subprocess.Popen, timeout: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextmanager
+def client_temp_folder() -> Iterator[Path]:
+    """This process's temp folder moved, for the duration, into a fresh folder removed on exit.
+
+    gradio_client (2.7) downloads every output file through ``<temp>/<40 hex digits>/`` and moves the file
+    on, but never removes that folder: a test run or a benchmark left thousands of empty folders in ``/tmp``
+    (4,647 after one session). Tests and benchmarks that call the app through ``gradio_client`` run inside
+    this; apps they start keep their own temp folder (their environment is not touched).
+    """
+    old = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="vitviz-client-") as folder:
+        tempfile.tempdir = folder
+        try:
+            yield Path(folder)
+        finally:
+            tempfile.tempdir = old
 
 
 def free_port() -> int:
