@@ -19,6 +19,10 @@ Python around the page's own events:
   the moment they stopped being pending). The Explain tab also gets rows for its maps alone and for its
   curves' first drawing (both before it settles, :data:`FIRST_VISUAL`).
 
+With ``--warm`` each scenario starts once the app's warm-up has ended (its log's last warm-up line): what a
+visitor meets after the first ~20 s of a start. Without it the scenario starts right after the start, beside
+the warm-up, which gives way at its pause points but not while it loads a model.
+
 Prints the median of each row per checkout, their ratio and the load average (``uptime``).
 """
 
@@ -187,6 +191,22 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
+#: ``--warm``: wait for the app's warm-up to end before the scenario (a visitor after the first ~20 s of a start).
+WAIT_FOR_WARMUP = [False]
+#: The log line of the warm-up's last step (done or skipped), :mod:`vitviz.ui.warmup`.
+LAST_WARMUP_STEP = "warm-up (swin)"
+
+
+def warmed(log: Path, timeout: float = 120.0) -> float:
+    """Wait until the app's log shows its warm-up's last step (at most ``timeout`` s; an app without a warm-up
+    waits that long); returns the seconds waited."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout and LAST_WARMUP_STEP not in log.read_text(errors="replace"):
+        time.sleep(0.2)
+    time.sleep(1.0)  # the last step's own tail
+    return time.perf_counter() - t0
+
+
 def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[str, str] | None = None
              ) -> dict[str, float]:
     """One scenario on a fresh app of ``tree`` (``extra_env`` added to its environment) and a fresh browser."""
@@ -194,6 +214,8 @@ def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[st
 
     proc = start_app(tree, port, tmp / "app.log", extra_env=extra_env)
     try:
+        if WAIT_FOR_WARMUP[0]:
+            warmed(tmp / "app.log")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 720})
@@ -212,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--port", type=int, default=7760)
+    ap.add_argument("--warm", action="store_true",
+                    help="start each scenario once the app's warm-up has ended (default: right after the start)")
     ap.add_argument("--after-env", nargs="*", default=[], metavar="NAME=VALUE",
                     help="settings for the after checkout's app only (e.g. VITVIZ_WARMUP=1; --before . compares a setting)")
     args = ap.parse_args(argv)
+    WAIT_FOR_WARMUP[0] = args.warm
     after_env = dict(kv.split("=", 1) for kv in args.after_env)
     trees = {"after": ROOT} if args.before is None else {"before": args.before.resolve(), "after": ROOT}
     results: dict[str, dict[str, list[float]]] = {}
