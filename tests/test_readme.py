@@ -1,5 +1,6 @@
 """The README's code examples run as written (offline, against a local app)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -50,10 +51,12 @@ def test_cli_example_runs_from_any_directory(tmp_path):
     assert (tmp_path / "panels.png").is_file()
 
 
-def test_gradio_client_example_runs(app_url):
+def test_gradio_client_example_runs(app_url, tmp_path):
     code = next(body for lang, body in BLOCKS if lang == "python" and "gradio_client" in body)
     code = code.replace("http://127.0.0.1:7860/", app_url) + "\nassert 'of 196 tokens' in metrics\n"
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # its own temp folder: gradio_client leaves an empty folder there per downloaded file (tools.appserver)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr
 
 
