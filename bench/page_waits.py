@@ -191,8 +191,6 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
-#: ``--warm``: wait for the app's warm-up to end before the scenario (a visitor after the first ~20 s of a start).
-WAIT_FOR_WARMUP = [False]
 #: The log line of the warm-up's last step (done or skipped), :mod:`vitviz.ui.warmup`.
 LAST_WARMUP_STEP = "warm-up (swin)"
 
@@ -207,14 +205,15 @@ def warmed(log: Path, timeout: float = 120.0) -> float:
     return time.perf_counter() - t0
 
 
-def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[str, str] | None = None
-             ) -> dict[str, float]:
-    """One scenario on a fresh app of ``tree`` (``extra_env`` added to its environment) and a fresh browser."""
+def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[str, str] | None = None,
+             warm: bool = False) -> dict[str, float]:
+    """One scenario on a fresh app of ``tree`` (``extra_env`` added to its environment) and a fresh browser;
+    ``warm``: once the app's warm-up has ended (:func:`warmed`)."""
     from playwright.sync_api import sync_playwright
 
     proc = start_app(tree, port, tmp / "app.log", extra_env=extra_env)
     try:
-        if WAIT_FOR_WARMUP[0]:
+        if warm:
             warmed(tmp / "app.log")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
@@ -239,7 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after-env", nargs="*", default=[], metavar="NAME=VALUE",
                     help="settings for the after checkout's app only (e.g. VITVIZ_WARMUP=1; --before . compares a setting)")
     args = ap.parse_args(argv)
-    WAIT_FOR_WARMUP[0] = args.warm
     after_env = dict(kv.split("=", 1) for kv in args.after_env)
     trees = {"after": ROOT} if args.before is None else {"before": args.before.resolve(), "after": ROOT}
     results: dict[str, dict[str, list[float]]] = {}
@@ -249,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(args.rounds):
                 for t, tree in trees.items():
                     env = after_env if t == "after" else None
-                    for row, s in run_tree(tree, scenario, args.port, Path(d), env).items():
+                    for row, s in run_tree(tree, scenario, args.port, Path(d), env, args.warm).items():
                         results.setdefault(row, {k: [] for k in trees})[t].append(s)
                     print(f"  {scenario} round {r + 1} {t} done (load {loadavg()})", file=sys.stderr, flush=True)
     print(f"load average after: {loadavg()}")

@@ -103,8 +103,7 @@ def update_maps(image: str | None, model: str, target: str | None, method: str) 
 def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
                   steps: float) -> Curves:
     """The curves, the AUC table and its caption."""
-    curves, auc, text = v.curves_view(image, model, v.page_class(target, model), method, removal, steps)
-    return Curves(curves, auc, text)
+    return _curves(image, model, target, method, removal, steps)
 
 
 @cost(Cost.HEAVY)
@@ -114,8 +113,12 @@ def first_curves(image: str | None, model: str, target: str | None, method: str,
     """The page's quick first drawing of the curves: every other point (half the forward passes), or the full
     curves where they are cached already; :func:`update_curves` follows with the rest. Not memoised: the cached
     full curves are what a later visitor gets here."""
-    curves, auc, text = v.curves_view(image, model, v.page_class(target, model), method, removal, steps,
-                                      first_pass=True)
+    return _curves(image, model, target, method, removal, steps, first_pass=True)
+
+
+def _curves(image: str | None, model: str, target: str | None, method: str, removal: str, steps: float,
+            first_pass: bool = False) -> Curves:
+    curves, auc, text = v.curves_view(image, model, v.page_class(target, model), method, removal, steps, first_pass)
     return Curves(curves, auc, text)
 
 
