@@ -91,22 +91,30 @@ def fresh_maps(model: LoadedModel, e: mm.Explanation) -> dict[str, np.ndarray]:
 
 
 def test_the_first_pass_draws_every_other_point_and_the_full_pass_reuses_them(tiny, photo, monkeypatch):
-    """Issue 34: the page draws the curves on every other point first, then the rest; the full pass runs only
-    the points the first one did not, and once the full curves are cached the first pass is them."""
+    """Issue 34: the page draws the curves on every other point first, without the random baseline, then the
+    rest; the full pass runs only the inputs the first one did not, and once the full curves are cached the
+    first pass is them."""
     runs: list[int] = []
     real = fm.class_softmax
     monkeypatch.setattr(fm, "class_softmax", lambda module, x, present, *a: runs.append(len(present))
                         or real(module, x, present, *a))
     fig, rows, text = v.curves_view(photo, "x", "predicted", "all", "drop", 8, first_pass=True)
     assert "First pass: 5 of the 9 points per curve" in text and "4 steps (first pass; 8 follow)" in fig.layout.title.text
-    _, e, quick = v.curves_for(photo, "x", "predicted", "drop", 4)
-    assert len(quick.counts) == 5 and len(runs) == 1
+    assert "no random baseline yet" in text and "random baseline are being computed" in text
+    assert [r[0] for r in rows] == [v.METHOD_NAMES[m] for m in v.METHODS]  # no random row yet
+    assert not any("random order" in (t.name or "") for t in fig.data)
+    _, e, quick = v.curves_for(photo, "x", "predicted", "drop", 8, first_pass=True)
+    assert len(quick.counts) == 5 and quick.random_count == 0 and len(runs) == 1
+    # 4 maps, each with 3 inner points per curve, and the full and empty inputs
+    assert runs[0] <= 4 * 2 * 3 + 2
     fig, rows, text = v.curves_view(photo, "x", "predicted", "all", "drop", 8)
     assert "First pass" not in text and "first pass" not in fig.layout.title.text
-    _, _, full = v.curves_for(photo, "x", "predicted", "drop", 8)
-    # 4 maps and 3 random orders; the full pass runs only the odd points (deletion and insertion of each map,
-    # deletion alone of each random order, whose insertion runs through the same inputs)
-    assert runs[1] <= 4 * 2 * 4 + 3 * 4 and len(runs) == 2
+    assert any("random order" in (t.name or "") for t in fig.data)
+    assert rows[-1][0] == v.random_name(full := v.curves_for(photo, "x", "predicted", "drop", 8)[2])
+    assert full.random_count == fm.RANDOM_ORDERS
+    # the full pass runs the maps' odd points (deletion and insertion) and the random orders' 7 inner points
+    # (deletion alone: their insertion runs through the same inputs)
+    assert runs[1] <= 4 * 2 * 4 + 3 * 7 and len(runs) == 2
     for m in v.METHODS:  # the first pass's points are the full curves' every other point, unchanged
         np.testing.assert_array_equal(quick.deletion[m], full.deletion[m][::2])
         np.testing.assert_array_equal(quick.insertion[m], full.insertion[m][::2])
@@ -114,3 +122,12 @@ def test_the_first_pass_draws_every_other_point_and_the_full_pass_reuses_them(ti
     assert "First pass" not in again and len(runs) == 2  # cached full curves: no first pass, nothing run
     assert v.first_pass_steps(8) == 4 and v.first_pass_steps(7) is None and v.first_pass_steps(2) is None
     assert "First pass" not in v.curves_view(photo, "x", "predicted", "all", "drop", 7, first_pass=True)[2]
+
+
+def test_curves_of_four_steps_asked_for_are_not_a_first_pass(tiny, photo):
+    """A first pass of 8 steps has the points of 4 steps but no baseline: asking for 4 steps gets the baseline."""
+    quick = v.curves_for(photo, "x", "predicted", "drop", 8, first_pass=True)[2]
+    four = v.curves_for(photo, "x", "predicted", "drop", 4)[2]
+    assert quick.random_count == 0 and four.random_count == fm.RANDOM_ORDERS
+    for m in v.METHODS:
+        np.testing.assert_array_equal(quick.deletion[m], four.deletion[m])

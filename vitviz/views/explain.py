@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from ..cache import LRU
 from ..core.images import pixels_digest, square_view
 from ..explain.labels import class_names, imagenet_labels
-from ..explain.faithfulness import (BF16_AUC_TOLERANCE, DEFAULT_STEPS, REMOVAL_NAMES, Curves, check_removal,
-                                    faithfulness)
+from ..explain.faithfulness import (BF16_AUC_TOLERANCE, DEFAULT_STEPS, RANDOM_ORDERS, REMOVAL_NAMES, Curves,
+                                    check_removal, faithfulness)
 from ..explain.methods import (METHOD_NAMES, METHODS, Explanation, check_classifier, check_methods, check_target,
                                explain_maps)
 from ..models.loading import LoadedModel, load_choice
@@ -191,17 +191,20 @@ def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps:
     Inputs that an earlier curve of this model, image and removal already ran (another
     class, method or number of steps) are not run again (:data:`ROWS`). The forward passes run
     in :func:`vitviz.models.precision.curve_precision`'s arithmetic (bf16 on a CPU that has it).
-    ``first_pass``: the curves of :func:`first_pass_steps` instead, unless those of ``steps`` are
+    ``first_pass``: the curves of :func:`first_pass_steps` and without the random baseline instead (its
+    orders are a quarter of the first pass's inputs; the full pass adds them), unless those of ``steps`` are
     already cached (then those: the page skips straight to them).
     """
     model, e = explanation_for(image, choice, target)
     r, s = check_removal(str(removal or "drop")), parse_steps(steps)
     precision = curve_precision(model.device)
     image_key = (model.choice, id(model.module), pixels_digest(e.image))
-    key = image_key + (e.target, r, s, methods, precision)
+    orders = RANDOM_ORDERS
+    key = image_key + (e.target, r, s, orders, methods, precision)
     quick = first_pass_steps(s) if first_pass else None
     if quick is not None and key not in CURVES:
-        s, key = quick, image_key + (e.target, r, quick, methods, precision)
+        s, orders = quick, 0
+        key = image_key + (e.target, r, s, orders, methods, precision)
 
     def compute() -> Curves:
         rows_key = image_key + (r, precision)
@@ -209,7 +212,8 @@ def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps:
         if len(known) > MAX_ROWS:  # start again (a fresh dict: a concurrent call keeps reading its own)
             known = {}
             ROWS.put(rows_key, known)
-        return faithfulness(model, e.image, e.target, methods, r, s, e, known=known, precision=precision)
+        return faithfulness(model, e.image, e.target, methods, r, s, e, known=known, random=orders,
+                            precision=precision)
 
     return model, e, CURVES.get_or_compute(key, compute)
 
@@ -357,8 +361,10 @@ def curves_view(image: Any, choice: str | None, target: Any, method: Any = ALL, 
             f"Patches removed by **{REMOVAL_NAMES[c.removal]}**; {len(c.counts)} points per curve over "
             f"{c.num_patches} patches.")
     if partial:
-        text = (f"**First pass: {len(c.counts)} of the {asked + 1} points per curve** (every other one); the other "
-                "points are being computed and will replace these curves, areas and sentences.  \n" + text)
+        later = "points" if c.random_count else "points and the random baseline"
+        text = (f"**First pass: {len(c.counts)} of the {asked + 1} points per curve** (every other one"
+                + ("" if c.random_count else ", no random baseline yet") + f"); the other {later} are being "
+                "computed and will replace these curves, areas and sentences.  \n" + text)
     if c.precision == "bf16":
         text += (f" Computed in bfloat16 on this CPU (about 3x faster): areas within ±{BF16_AUC_TOLERANCE} of "
                  "float32 in vitviz's measurement (`VITVIZ_PRECISION=fp32` for float32).")
