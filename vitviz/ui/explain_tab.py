@@ -172,8 +172,9 @@ def build(demo: gr.Blocks) -> Binder:
     maps, first, curves = ui.bind(update_maps), ui.bind(first_curves), ui.bind(update_curves)
     # the curves in two events, a first pass on every other point and then the rest (issue 34: the tab's first
     # view within 3 s); between the two, other visitors' events run
+    # the rest of the curves with a small progress mark, so the first pass stays in view (a full one would cover it)
     demo.load(**ui.bind(update_maps, quick=False)).then(**ui.bind(first_curves, quick=False)).then(
-        **ui.bind(update_curves, quick=False))
+        **ui.bind(update_curves, quick=False, show_progress="minimal"))
     ui.model.input(**ui.bind(on_model, quick=False, queue=False)).then(**maps).then(**first).then(**curves)
     gr.on([ui.new_image.change, ui.target.input, ui.method.input], **maps).then(**first).then(**curves)
     gr.on([ui.removal.input, ui.steps.release], **first).then(**curves)
