@@ -77,14 +77,19 @@ async ([id, text, quiet, timeout]) => {
 }
 """
 
-#: Tabs that draw parts of their view before the rest: label -> [(elem_id, text, what)], each timed until the
-#: element holds the text (Explain: the maps, then the curves' first drawing, before the curves settle).
-FIRST_VISUAL: dict[str, list[tuple[str, str, str]]] = {
-    "Explain": [("explain-maps-info", "explains", "maps"), ("explain-curves-info", "Areas under the curves", "curves")]}
-#: Starts a watch (from now) for each element's text; the time in ms is left in ``window.__vitvizShownAt[what]``.
+#: Tabs that draw parts of their view before the rest: label -> [(elem_id, text, what, panel_id)], each timed until
+#: the element holds the text and no full progress mark covers the panel (Explain: the maps, then the curves' first
+#: drawing, before the curves settle; a full mark over the curves hides their first drawing behind a blank panel).
+FIRST_VISUAL: dict[str, list[tuple[str, str, str, str]]] = {
+    "Explain": [("explain-maps-info", "explains", "maps", "explain-maps"),
+                ("explain-curves-info", "Areas under the curves", "curves", "explain-curves")]}
+#: Starts a watch (from now) for each element's text and uncovered panel; the time in ms is left in
+#: ``window.__vitvizShownAt[what]``.
 WATCH_JS = """(watches) => { window.__vitvizShownAt = {}; const t0 = performance.now();
-  for (const [id, text, what] of watches) (async () => {
-    while (!(document.getElementById(id) && document.getElementById(id).innerText.includes(text)))
+  const covered = (id) => [...document.querySelectorAll(`#${id} [data-testid=status-tracker]`)]
+    .some(el => el.classList.contains('full') && !el.classList.contains('hide') && el.offsetParent !== null);
+  for (const [id, text, what, panel] of watches) (async () => {
+    while (!(document.getElementById(id) && document.getElementById(id).innerText.includes(text)) || covered(panel))
       await new Promise(r => setTimeout(r, 20));
     window.__vitvizShownAt[what] = performance.now() - t0; })(); }"""
 
@@ -185,7 +190,7 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
         page.get_by_role("tab", name=label, exact=True).click()
         ms = page.evaluate(SETTLED_JS, [elem, text, 800, 600_000])
         shown = page.evaluate("window.__vitvizShownAt") if first else {}
-        for _, _, what in first or ():
+        for _, _, what, _ in first or ():
             out[f"{label} tab opened with the new photo: {what} shown"] = shown.get(what, float("nan")) / 1000
         out[f"{label} tab opened with the new photo"] = ms / 1000
     return out
