@@ -4,7 +4,7 @@ plus one backward pass of the same model.
 Usage::
 
     python bench/explain.py [--model vit-base] [--repeats 5] [--warmup 1] [--threads N] [--curves]
-    python bench/explain.py --precision [--model dinov2-small-lab8]
+    python bench/explain.py --precision [int8] [--model dinov2-small-lab8]
     python bench/explain.py --baseline 120 [--model dinov2-small-lab8]
 
 Random weights (no download; weights do not change the cost), batch 1 at the model's
@@ -29,7 +29,9 @@ CPU with native bf16, :func:`vitviz.models.precision.curve_precision`): for each
 its mirror image, the explanation's four maps and three random orders, 8 steps, both removals, each
 precision timed once per image (alternated; a fresh row store, so every input runs), and the largest
 difference of an area and of a single curve point. The model runs with its real weights when they are
-here (default dinov2-small-lab8: probabilities far from 1/C, where bf16's rounding shows).
+here (default dinov2-small-lab8: probabilities far from 1/C, where bf16's rounding shows). ``--precision int8``
+compares the model loaded with int8 kernels (``VITVIZ_PRECISION=int8``: dynamically quantised linear layers)
+instead of the bf16 copy.
 
 With ``--baseline N``, the app's random baseline (three orders; a random order's insertion runs along its
 reverse, so its two areas are equal) against ``N`` independent random orders for each curve, per example
@@ -57,42 +59,47 @@ from vitviz.explain.methods import explain_maps  # noqa: E402
 from vitviz.models.loading import load_model  # noqa: E402
 
 
-def precision_table(choice: str) -> int:
-    """bf16 curves against fp32 on the example photos and their mirror images (module docstring)."""
+def precision_table(choice: str, low: str = "bf16") -> int:
+    """``low`` (``bf16``, or ``int8``: the model loaded with dynamically quantised linear layers) curves against
+    fp32 on the example photos and their mirror images (module docstring)."""
     from PIL import Image
 
     from vitviz.assets import example_images
-    from vitviz.models.loading import load_choice
+    from vitviz.models.loading import load_choice, load_model, parse_choice
 
     model = load_choice(choice)
+    name, random_init = parse_choice(choice)
+    # int8: its own load of the model (quantised kernels), run as it is; bf16: a bf16 copy of the fp32 model
+    runs = {"fp32": (model, "fp32"), low: (load_model(name, random_init=random_init, kernels="int8"), "fp32")
+            if low == "int8" else (model, "bf16")}
     photos = [(Path(p).stem + flip, im.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if flip else im)
               for p in example_images() for im in [Image.open(p).convert("RGB")] for flip in ("", " (mirror)")]
     load = Path("/proc/loadavg").read_text().split()[0]
     print(f"# {choice}{' (random weights)' if model.random_init else ''}, 8 steps, 4 maps + 3 random orders; "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads; load {load}")
-    print("| photo | removal | fp32 s | bf16 s | bf16 / fp32 | largest area difference | largest point difference |")
+    print(f"| photo | removal | fp32 s | {low} s | {low} / fp32 | largest area difference | largest point difference |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     worst_auc = worst_point = 0.0
     ratios = []
-    for name, im in photos:
+    for photo, im in photos:
         e = explain_maps(model, im)
         for removal in ("drop", "grey"):
             out, secs = {}, {}
-            for precision in ("fp32", "bf16"):
+            for key, (m, precision) in runs.items():
                 t0 = time.perf_counter()
-                out[precision] = faithfulness(model, e.image, e.target, removal=removal, steps=8, explanation=e,
-                                              known={}, precision=precision)
-                secs[precision] = time.perf_counter() - t0
-            a, b = out["fp32"], out["bf16"]
+                out[key] = faithfulness(m, e.image, e.target, removal=removal, steps=8, explanation=e,
+                                        known={}, precision=precision)
+                secs[key] = time.perf_counter() - t0
+            a, b = out["fp32"], out[low]
             areas = [abs(x - y) for m in a.methods for x, y in zip(a.auc()[m], b.auc()[m])]
             areas += [abs(a.random_auc()[k] - b.random_auc()[k]) for k in (0, 2)]
             points = [float(np.abs(getattr(a, c)[m] - getattr(b, c)[m]).max())
                       for m in a.methods for c in ("deletion", "insertion")]
             worst_auc, worst_point = max(worst_auc, *areas), max(worst_point, *points)
-            ratios.append(secs["bf16"] / secs["fp32"])
-            print(f"| {name} | {removal} | {secs['fp32']:.2f} | {secs['bf16']:.2f} | {ratios[-1]:.2f}x | "
+            ratios.append(secs[low] / secs["fp32"])
+            print(f"| {photo} | {removal} | {secs['fp32']:.2f} | {secs[low]:.2f} | {ratios[-1]:.2f}x | "
                   f"{max(areas):.4f} | {max(points):.4f} |", flush=True)
-    print(f"\nlargest area difference {worst_auc:.4f}, largest point difference {worst_point:.4f}; bf16 / fp32 "
+    print(f"\nlargest area difference {worst_auc:.4f}, largest point difference {worst_point:.4f}; {low} / fp32 "
           f"median {float(np.median(ratios)):.2f}x; load {Path('/proc/loadavg').read_text().split()[0]} at the end")
     return 0
 
@@ -141,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--curves", action="store_true", help="also time the deletion/insertion curves once")
-    ap.add_argument("--precision", action="store_true", help="curves in bf16 against fp32: time and error")
+    ap.add_argument("--precision", nargs="?", const="bf16", choices=("bf16", "int8"), default=None,
+                    help="curves in bf16 (default) or int8 against fp32: time and error")
     ap.add_argument("--baseline", type=int, metavar="N", default=0,
                     help="the random baseline against N independent random orders on the example photos")
     args = ap.parse_args(argv)
@@ -150,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         return baseline_table("dinov2-small-lab8" if args.model == "vit-base" else args.model, args.baseline)
     if args.precision:
-        return precision_table("dinov2-small-lab8" if args.model == "vit-base" else args.model)
+        return precision_table("dinov2-small-lab8" if args.model == "vit-base" else args.model, args.precision)
     model = load_model(args.model, random_init=True, device="cpu")
     module = model.module
     size = model.input_size
