@@ -211,3 +211,23 @@ def test_every_named_endpoint_keeps_its_name():
             "/patch_size_flops", "/mae_flops", "/measure_attention", "/tokenize", "/beit_predict",
             "/head_atlas", "/qk_space", "/explain", "/decoder_provenance"} <= names
     assert not [n for n in names if re.search(r"_\d+$", n)]
+
+
+def test_no_chained_event_covers_what_its_chain_already_drew():
+    """A later event of a chain that redraws an output an earlier event of the chain drew (a first pass, then the
+    rest) must not show Gradio's full progress mark: it covers the output with a blank panel until the event ends,
+    so the earlier drawing is never seen (session 16: Explain's curves on the page load's chain)."""
+    from vitviz.ui.app import build_demo
+
+    fns = build_demo().fns
+    covered = []
+    for d in fns.values():
+        if d.show_progress != "full" or d.trigger_after is None:
+            continue
+        drawn, j = set(), d.trigger_after
+        while j is not None:  # every earlier event of the chain
+            drawn |= {o._id for o in fns[j].outputs}
+            j = fns[j].trigger_after
+        covered += [(d.name, o.elem_id) for o in d.outputs if o._id in drawn]
+    assert any(d.trigger_after is not None for d in fns.values())  # the app has chains
+    assert covered == []

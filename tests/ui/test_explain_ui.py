@@ -35,18 +35,6 @@ def test_tab_registers_its_endpoint_and_reports_errors(photo_path):
         explain_tab.explain(None, MODEL, "predicted", "all", "drop", 2)
 
 
-def test_the_rest_of_the_curves_leaves_the_first_pass_in_view():
-    """The curves' second event redraws what the first pass drew: a full progress mark would cover the first
-    pass with a blank panel until the rest arrived (session 16: the page load's chain did, so a person saw the
-    first pass's caption but not its curves)."""
-    with gr.Blocks() as demo:
-        explain_tab.build(demo)
-    rests = [d for d in demo.fns.values() if d.name == "update_curves"]
-    firsts = [d for d in demo.fns.values() if d.name == "first_curves"]
-    assert rests and len(rests) == len(firsts)  # each first pass is followed by the rest
-    assert {d.show_progress for d in rests} == {"minimal"}
-
-
 def test_explain_endpoint_through_gradio_client(explain_url, photo_path):
     from gradio_client import Client, handle_file
 
