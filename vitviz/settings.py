@@ -264,7 +264,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Upload bytes one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS "
             "(uploads stay that long); more get HTTP 429."),
     Setting("VITVIZ_CLIENT_FILES", "200", _int(1, 10**7),
-            "Uploaded files one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS."),
+            "Distinct uploaded files (by content and name) one client address may leave on the server's disk "
+            "within VITVIZ_CACHE_SECONDS; the same file sent again counts once."),
     Setting("VITVIZ_UPLOAD_DISK", "4gb", parse_bytes,
             "Upload bytes all clients together may leave on the server's disk within VITVIZ_CACHE_SECONDS."),
     Setting("VITVIZ_TRUSTED_PROXIES", "auto", _auto_int(0, 16),

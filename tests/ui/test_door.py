@@ -94,9 +94,9 @@ def test_each_address_has_a_disk_budget(monkeypatch):
     """Row 7: uploads within the rules at the allowed rate could fill a Space's disk in minutes."""
     monkeypatch.setenv("VITVIZ_CLIENT_FILES", "3")
     monkeypatch.setattr(uploads, "BUDGET", uploads.DiskBudget())
-    photo = _body(_part(PHOTO))
-    assert [_outcome(photo, address="10.7.7.7", exempt=False) for _ in range(4)] == [200, 200, 200, 429]
-    assert _outcome(photo, address="10.7.7.8", exempt=False) == 200  # another visitor is not affected
+    photos = [_body(_part(PHOTO + bytes([i]))) for i in range(4)]  # four different files
+    assert [_outcome(photo, address="10.7.7.7", exempt=False) for photo in photos] == [200, 200, 200, 429]
+    assert _outcome(photos[0], address="10.7.7.8", exempt=False) == 200  # another visitor is not affected
     monkeypatch.setenv("VITVIZ_CLIENT_UPLOAD", "1mb")
     budget = uploads.DiskBudget()
     assert budget.refusal("a", 600_000, now=0.0) is None
@@ -356,7 +356,7 @@ def test_between_two_clients_turns_the_one_holding_fewer_requests_goes_first():
 def test_between_two_clients_turns_the_one_that_asked_less_lately_goes_first(monkeypatch):  # noqa: ANN001
     """Row 2: flooding addresses that had nothing running at that moment tied with the visitor and went first;
     a client's recent requests now break the tie (they count less and less: halved every 10 s)."""
-    monkeypatch.setattr(limits, "_USAGE", limits.LRU(100, budgeted=False))
+    monkeypatch.setattr(limits, "_USAGE", limits.Ledger(limits._USAGE._in_force, 100))
     flooders = [f"10.3.0.{i}" for i in range(1, 6)]
     for address in flooders:
         for _ in range(40):

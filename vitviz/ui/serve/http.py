@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from types import SimpleNamespace
@@ -40,7 +39,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from ... import settings
 from ...cache import LRU
-from . import uploads
+from . import ledger, uploads
 from .limits import REFUSAL_PAUSE_S
 
 Scope = MutableMapping[str, Any]
@@ -55,23 +54,34 @@ COSTLY = (("POST", "/upload"), ("GET", "/config"), ("GET", "/gradio_api/info"))
 
 class RateLimiter:
     """Token buckets per client address: ``per_minute`` requests a minute, bursts of ``max(10, per_minute / 8)``;
-    bounded, thread-safe. Each page configuration costs the server a deep copy of about 1.3 MB."""
+    bounded, thread-safe. Each page configuration costs the server a deep copy of about 1.3 MB.
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._buckets: LRU[str, tuple[float, float]] = LRU(capacity)  # address -> (tokens, time)
-        self._lock = threading.Lock()
+    The buckets are a :class:`~.ledger.Ledger`, not a cache: a bucket not yet full again is never evicted (an
+    evicted bucket was a full one again), and a new address that finds every bucket in use is refused."""
+
+    def __init__(self, capacity: int = ledger.DEFAULT_CAPACITY) -> None:
+        # address -> (tokens, time, when full again)
+        self._buckets: ledger.Ledger[str, tuple[float, float, float]] = ledger.Ledger(
+            lambda bucket, now: now < bucket[2], capacity)
 
     def allow(self, address: str, per_minute: int, now: float | None = None, burst: float | None = None) -> bool:
         """Take one token from ``address``'s bucket (``burst`` tokens at most: default an eighth of a minute's,
         at least 10); False when it is empty."""
         now = time.monotonic() if now is None else now
         burst = max(10.0, per_minute / 8) if burst is None else float(burst)
-        with self._lock:
-            tokens, last = self._buckets.get(address) or (burst, now)
-            tokens = min(burst, tokens + (now - last) * per_minute / 60.0)
+        rate = max(per_minute, 1e-9) / 60.0
+
+        def take(bucket: tuple[float, float, float] | None) -> tuple[tuple[float, float, float], bool]:
+            tokens, last, _ = bucket or (burst, now, now)
+            tokens = min(burst, tokens + (now - last) * rate)
             ok = tokens >= 1.0
-            self._buckets.put(address, (tokens - 1.0 if ok else tokens, now))
-            return ok
+            left = tokens - 1.0 if ok else tokens
+            return (left, now, now + (burst - left) / rate), ok
+
+        try:
+            return self._buckets.update(address, take, now)
+        except ledger.LedgerFull:
+            return False
 
 
 LIMITER = RateLimiter()

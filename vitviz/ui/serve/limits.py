@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import settings
-from ...cache import LRU
 from .costs import Cost, checked_inputs, fixed, model_positions, resolve
+from .ledger import Ledger, LedgerFull
 
 #: Concurrency group of fast views (:attr:`Cost.VIEW`).
 VIEW = "vitviz-view"
@@ -186,21 +186,35 @@ def _fair_key(event: Any) -> str:
 
 #: Half-life, in seconds, of what a client's past requests count for in :func:`usage`.
 USAGE_HALF_LIFE_S = 10.0
-#: Fair key -> (decayed count of its queued requests, when it was last updated); bounded.
-_USAGE: LRU[str, tuple[float, float]] = LRU(10_000, budgeted=False, name="client usage")
+#: Below this decayed count a client's past requests are forgotten (:data:`_USAGE` may then drop it).
+USAGE_FORGOTTEN = 0.01
+
+
+def _usage_at(entry: tuple[float, float], now: float) -> float:
+    value, then = entry
+    return value * 0.5 ** (max(0.0, now - then) / USAGE_HALF_LIFE_S)
+
+
+#: Fair key -> (decayed count of its queued requests, when it was last updated): per-client state, not cache
+#: (:class:`~.ledger.Ledger`: a count still above :data:`USAGE_FORGOTTEN` is never evicted).
+_USAGE: Ledger[str, tuple[float, float]] = Ledger(lambda entry, now: _usage_at(entry, now) >= USAGE_FORGOTTEN)
 
 
 def note_use(key: str, now: float | None = None) -> None:
-    """Count one queued request of the client ``key`` (:func:`_fair_key`) in its :func:`usage`."""
+    """Count one queued request of the client ``key`` (:func:`_fair_key`) in its :func:`usage` (not counted when
+    every client the ledger holds is still counted: the order then falls back to turns and holdings)."""
     now = time.monotonic() if now is None else now
-    _USAGE.put(key, (usage(key, now) + 1.0, now))
+    try:
+        _USAGE.update(key, lambda old: (((_usage_at(old, now) if old else 0.0) + 1.0, now), None), now)
+    except LedgerFull:
+        pass
 
 
 def usage(key: str, now: float | None = None) -> float:
     """How many requests the client ``key`` queued lately: each counts 1, halved every :data:`USAGE_HALF_LIFE_S`."""
     now = time.monotonic() if now is None else now
-    value, then = _USAGE.get(key) or (0.0, now)
-    return value * 0.5 ** (max(0.0, now - then) / USAGE_HALF_LIFE_S)
+    entry = _USAGE.get(key)
+    return _usage_at(entry, now) if entry else 0.0
 
 
 def fair_insert(waiting: list, event: Any, running: Sequence[Any] = (), held: dict[str, int] | None = None) -> None:

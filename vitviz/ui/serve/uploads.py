@@ -15,12 +15,14 @@ callbacks and refuses, before Gradio writes anything:
   section plays (:func:`vitviz.core.video.looks_like_video`: MP4, MOV, WebM, MKV, AVI, Ogg) (HTTP 415);
 * a body larger than one largest image plus :data:`SLACK_BYTES` (HTTP 413);
 * an address over its disk budget (:class:`DiskBudget`: ``VITVIZ_CLIENT_UPLOAD`` bytes and
-  ``VITVIZ_CLIENT_FILES`` files within ``VITVIZ_CACHE_SECONDS``, the time an upload stays on
-  disk; ``VITVIZ_UPLOAD_DISK`` for all addresses together): HTTP 429.
+  ``VITVIZ_CLIENT_FILES`` distinct files within ``VITVIZ_CACHE_SECONDS``, the time an upload stays on
+  disk; ``VITVIZ_UPLOAD_DISK`` for all addresses together): HTTP 429. The same file sent again takes
+  no more disk (Gradio stores it at a path named by its content and name) and is not charged again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import deque
@@ -28,8 +30,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ... import settings
-from ...cache import LRU
 from ...core.video import looks_like_video
+from . import ledger
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -71,12 +73,25 @@ def is_accepted_start(head: bytes) -> bool:
 
 
 class DiskBudget:
-    """Bytes and files each address (and all together) left on disk within a sliding window; thread-safe."""
+    """Bytes and files each address (and all together) left on disk within a sliding window; thread-safe.
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._per_address: LRU[str, deque] = LRU(capacity)  # address -> deque of (time, bytes)
+    Each address's uploads are kept in a :class:`~.ledger.Ledger` (never in a cache: a budget in force is
+    never evicted). An upload is charged when it starts (its declared length) and settled when its file is
+    read whole (:meth:`settle`): Gradio stores a file at a path named by its content and name, so sending
+    the same file again (``gradio_client`` uploads it for every call) takes no more disk, and its charge is
+    given back. ``VITVIZ_CLIENT_FILES`` thus counts distinct files, not requests.
+    """
+
+    def __init__(self, capacity: int = ledger.DEFAULT_CAPACITY) -> None:
+        # address -> deque of [time, bytes, digest of content and name (None until settled)]
+        self._per_address: ledger.Ledger[str, deque] = ledger.Ledger(self._in_force, capacity)
         self._all: deque = deque()
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _in_force(entries: deque, now: float) -> bool:
+        """True while any of an address's uploads is within the window (still on disk)."""
+        return bool(entries) and entries[-1][0] >= now - settings.get("VITVIZ_CACHE_SECONDS")
 
     @staticmethod
     def _trim(entries: deque, since: float) -> None:
@@ -85,23 +100,50 @@ class DiskBudget:
 
     def refusal(self, address: str, nbytes: int, now: float | None = None) -> str | None:
         """The sentence refusing ``nbytes`` more from ``address``, or None when they fit (then counted)."""
+        return self.charge(address, nbytes, now)[0]
+
+    def charge(self, address: str, nbytes: int, now: float | None = None) -> tuple[str | None, list | None]:
+        """``(refusal, None)`` when ``nbytes`` more from ``address`` do not fit, else ``(None, entry)``: the
+        charge, to :meth:`settle` once the file's content is known. A new address when every address counted
+        has uploads in force (:class:`~.ledger.LedgerFull`) is refused with :data:`DISK_FULL`."""
         now = time.monotonic() if now is None else now
         since = now - settings.get("VITVIZ_CACHE_SECONDS")
-        with self._lock:
-            mine = self._per_address.get(address)
-            if mine is None:
-                mine = deque()
-                self._per_address.put(address, mine)
+
+        def change(mine: deque | None) -> tuple[deque, tuple[str | None, list | None]]:
+            mine = deque() if mine is None else mine
             self._trim(mine, since)
             self._trim(self._all, since)
-            if (sum(b for _, b in mine) + nbytes > settings.get("VITVIZ_CLIENT_UPLOAD")
+            if (sum(e[1] for e in mine) + nbytes > settings.get("VITVIZ_CLIENT_UPLOAD")
                     or len(mine) + 1 > settings.get("VITVIZ_CLIENT_FILES")):
-                return OVER_BUDGET
-            if sum(b for _, b in self._all) + nbytes > settings.get("VITVIZ_UPLOAD_DISK"):
-                return DISK_FULL
-            mine.append((now, nbytes))
-            self._all.append((now, nbytes))
-            return None
+                return mine, (OVER_BUDGET, None)
+            if sum(e[1] for e in self._all) + nbytes > settings.get("VITVIZ_UPLOAD_DISK"):
+                return mine, (DISK_FULL, None)
+            entry = [now, nbytes, None]
+            mine.append(entry)
+            self._all.append(entry)
+            return mine, (None, entry)
+
+        with self._lock:
+            try:
+                return self._per_address.update(address, change, now)
+            except ledger.LedgerFull:
+                return DISK_FULL, None
+
+    def settle(self, address: str, entry: list, digest: str) -> bool:
+        """Name the file of a charge ``entry`` by ``digest`` (its content and name). When ``address`` left the
+        same file within the window, the charge is given back (the file takes no more disk); returns True then."""
+        with self._lock:
+            mine = self._per_address.get(address)
+            if mine is None or not any(e is entry for e in mine):
+                return False
+            if any(e is not entry and e[2] == digest for e in mine):
+                del mine[next(i for i, e in enumerate(mine) if e is entry)]
+                at = next((i for i, e in enumerate(self._all) if e is entry), None)
+                if at is not None:
+                    del self._all[at]
+                return True
+            entry[2] = digest
+            return False
 
 
 BUDGET = DiskBudget()
@@ -139,7 +181,7 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
         raise RefusedUpload(413, TOO_LARGE)
     boundary = _boundary(scope)
     state = {"files": 0, "fields": 0, "seen": 0, "head": None, "header": b"", "value": b"", "disposition": b"",
-             "error": None, "charged": False}
+             "error": None, "charged": False, "entry": None, "sha": None, "digest": None}
 
     def fail(status: int, message: str) -> None:
         if state["error"] is None:
@@ -167,12 +209,15 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
             if state["files"] > 1 or options.get(b"name") != b"files":
                 fail(400, TOO_MANY_FILES)
             state["head"] = b""
+            state["sha"] = hashlib.sha256(options[b"filename"] + b"\0")  # Gradio's path: content and name
         else:
             state["fields"] += 1
             if state["fields"] > MAX_FIELDS:
                 fail(400, TOO_MANY_FILES)
 
     def on_part_data(data: bytes, start: int, end: int) -> None:
+        if state["sha"] is not None:
+            state["sha"].update(data[start:end])
         head = state["head"]
         if head is not None and len(head) < 12:
             state["head"] = head + data[start:min(end, start + 12 - len(head))]
@@ -184,6 +229,8 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
         if head is not None and len(head) < 12 and not is_accepted_start(head):
             fail(415, NOT_AN_IMAGE)
         state["head"] = None
+        if state["sha"] is not None:
+            state["digest"], state["sha"] = state["sha"].hexdigest(), None
 
     callbacks = {"on_part_begin": on_part_begin, "on_part_data": on_part_data, "on_part_end": on_part_end,
                  "on_header_field": on_header_field, "on_header_value": on_header_value,
@@ -207,9 +254,12 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
             raise state["error"]
         if not state["charged"] and not exempt and (state["files"] or not message.get("more_body", False)):
             state["charged"] = True
-            refusal = BUDGET.refusal(address, declared if declared is not None else limit)
+            refusal, state["entry"] = BUDGET.charge(address, declared if declared is not None else limit)
             if refusal is not None:
                 raise RefusedUpload(429, refusal)
+        if state["entry"] is not None and state["digest"] is not None:
+            BUDGET.settle(address, state["entry"], state["digest"])  # the same file again: its charge back
+            state["entry"] = None
         return message
 
     return wrapped
