@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -122,3 +123,75 @@ def test_an_api_client_sending_the_same_photo_500_times_is_never_refused(monkeyp
     assert _upload(PHOTO, "203.0.113.22", b"b.jpg") == 200  # another name is another file on disk
     assert _upload(PHOTO, "203.0.113.22", b"c.jpg") == 200
     assert _upload(PHOTO, "203.0.113.22", b"d.jpg") == 429
+
+
+def _refused_joins_beside_a_visitor(monkeypatch, refused_group: str, queue_waiting: list, max_queue: int | None
+                                    ) -> list[str]:  # noqa: ANN001
+    """Run a dozen joins from one address that are refused, and then one join of an ordinary visitor, on one
+    event loop, through vitviz's push (around a stand-in for Gradio's own); returns what happened, in order.
+    A refused join's pause yields to the event loop 50 times (no clock): a pause taken while holding the join
+    lock puts the visitor's join after every pause, one taken after releasing it does not."""
+    from gradio import queueing
+
+    log: list[str] = []
+
+    async def gradio_push(self, body, request, username):  # noqa: ANN001, ANN202 - Gradio's queue accepts it
+        log.append(f"joined {body.session_hash}")
+        return True, "event-1", "ok"
+
+    async def pause(seconds: float) -> None:
+        lock = getattr(limits, "JOIN_LOCK", None)
+        log.append("pause" + (" holding the lock" if lock is not None and lock.locked() else ""))
+        for _ in range(50):
+            await real_sleep(0)
+        log.append("pause over")
+
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(queueing.Queue, "push", gradio_push)
+    monkeypatch.setattr(limits, "_INSTALLED", False)
+    limits.install()  # wraps the stand-in (both restored after the test)
+    monkeypatch.setattr(limits.asyncio, "sleep", pause)
+    monkeypatch.setattr(limits, "queue_group", lambda fn, data: fn.group)
+    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
+    fns = {0: SimpleNamespace(inputs=[object()], group=refused_group),
+           1: SimpleNamespace(inputs=[object()], group=limits.VIEW)}
+    running = [SimpleNamespace(concurrency_id=limits.LIVE, session_hash="flood-0", vitviz_address="203.0.113.50")]
+    groups = {limits.VIEW: SimpleNamespace(queue=list(queue_waiting))}
+    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=limits.ClientLimits(4, 100, 2, 0), fns=fns,
+                                                   vitviz_max_queue=max_queue),
+                            event_queue_per_concurrency_id=groups, active_jobs=[running], event_ids_to_events={})
+
+    def join(fn_index: int, session: str, address: str):  # noqa: ANN202
+        request = SimpleNamespace(client=SimpleNamespace(host=address), headers={})
+        return queueing.Queue.push(queue, SimpleNamespace(fn_index=fn_index, data=[1], session_hash=session),
+                                   request, None)
+
+    async def scene() -> list:
+        flood = [asyncio.ensure_future(join(0, f"flood-{i + 1}", "203.0.113.50")) for i in range(12)]
+        await real_sleep(0)
+        visitor = asyncio.ensure_future(join(1, "visitor", "198.51.100.60"))
+        return await asyncio.gather(*flood, visitor)
+
+    answers = asyncio.run(scene())
+    assert [ok for ok, _, _ in answers] == [False] * 12 + [True]
+    return log
+
+
+def test_a_refused_live_stream_join_pauses_without_holding_the_join_lock(monkeypatch):
+    """One address sending a dozen live-stream joins (refused: it has a stream) held every visitor's join
+    behind its refusal pauses, one after another (11.0 s instead of 7 ms)."""
+    pytest.importorskip("gradio")
+    log = _refused_joins_beside_a_visitor(monkeypatch, limits.LIVE, [], None)
+    assert "pause holding the lock" not in log
+    assert log.index("joined visitor") < log.index("pause over")  # the visitor joined during the first pause
+
+
+def test_an_over_capacity_refusal_pauses_without_holding_the_join_lock(monkeypatch):
+    """Eight addresses filling the queue held a visitor's join 15.7 s behind their refusal pauses."""
+    pytest.importorskip("gradio")
+    waiting = [SimpleNamespace(concurrency_id=limits.VIEW, session_hash=f"w{i}", vitviz_address=f"203.0.113.{i}")
+               for i in range(5)] + [SimpleNamespace(concurrency_id=limits.VIEW, session_hash="w50",
+                                                     vitviz_address="203.0.113.50")]
+    log = _refused_joins_beside_a_visitor(monkeypatch, limits.VIEW, waiting, 6)
+    assert "pause holding the lock" not in log
+    assert log.index("joined visitor") < log.index("pause over")

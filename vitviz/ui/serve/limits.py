@@ -359,6 +359,8 @@ def _peer(request: Any) -> str | None:
 
 
 _INSTALLED = False
+#: Held while a queue join is counted and appended (never while a refused join pauses).
+JOIN_LOCK = asyncio.Lock()
 
 
 def install() -> None:
@@ -369,7 +371,6 @@ def install() -> None:
     from gradio import queueing
 
     original = queueing.Queue.push
-    lock = asyncio.Lock()
 
     async def push(self: Any, body: Any, request: Any, username: str | None) -> tuple:
         limits: ClientLimits | None = getattr(self.blocks, "vitviz_limits", None)
@@ -384,35 +385,37 @@ def install() -> None:
         address = client_address(request, limits.trusted_proxies)
         group = queue_group(fn, getattr(body, "data", None))
         heavy = group == HEAVY
-        async with lock:  # the count and the append happen together
+        refusal = BUSY_MESSAGE
+        async with JOIN_LOCK:  # the count and the append happen together; nothing here waits for a refusal
             same_session, same_address, same_heavy = _count(self, body.session_hash, address)
             capped = not exempt(address)
             if group == LIVE and live_taken(self, body.session_hash, address, capped and settings.public()):
-                await asyncio.sleep(REFUSAL_PAUSE_S)
-                return False, LIVE_BUSY_MESSAGE, "queue_full"
-            if not capped:
-                same_address = same_session  # the machine's own sessions share one address: each is a client
-            if _over_capacity(self, same_address, getattr(self.blocks, "vitviz_max_queue", None)):
-                await asyncio.sleep(REFUSAL_PAUSE_S)
-                return False, FULL_MESSAGE, "queue_full"
-            if (same_session < limits.per_session
-                    and not (capped and same_address >= limits.per_address)
-                    and not (capped and heavy and same_heavy >= limits.heavy_per_address)):
-                if group != LIVE:
-                    note_request(str(body.session_hash))
-                ok, event_id, state = await original(self, body, request, username)
-                event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
-                if event is not None:
-                    event.vitviz_address = address
-                    if group != event.concurrency_id:
-                        _move(self, event, group)  # no await since the push: not yet picked up
-                    target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
-                    if target is not None:
-                        fair_insert(target.queue, event, _running(self), held(self))
-                    note_use(_fair_key(event))
-                return ok, event_id, state
+                refusal = LIVE_BUSY_MESSAGE
+            else:
+                if not capped:
+                    same_address = same_session  # the machine's own sessions share one address: each is a client
+                if _over_capacity(self, same_address, getattr(self.blocks, "vitviz_max_queue", None)):
+                    refusal = FULL_MESSAGE
+                elif (same_session < limits.per_session
+                        and not (capped and same_address >= limits.per_address)
+                        and not (capped and heavy and same_heavy >= limits.heavy_per_address)):
+                    if group != LIVE:
+                        note_request(str(body.session_hash))
+                    ok, event_id, state = await original(self, body, request, username)
+                    event = self.event_ids_to_events.get(event_id) if ok and isinstance(event_id, str) else None
+                    if event is not None:
+                        event.vitviz_address = address
+                        if group != event.concurrency_id:
+                            _move(self, event, group)  # no await since the push: not yet picked up
+                        target = self.event_queue_per_concurrency_id.get(event.concurrency_id)
+                        if target is not None:
+                            fair_insert(target.queue, event, _running(self), held(self))
+                        note_use(_fair_key(event))
+                    return ok, event_id, state
+        # The pause comes after the lock is released: a refused client waits, and nobody waits behind it (12
+        # refused live-stream joins from one address, paused inside the lock, held a visitor's join 11 s).
         await asyncio.sleep(REFUSAL_PAUSE_S)
-        return False, BUSY_MESSAGE, "queue_full"
+        return False, refusal, "queue_full"
 
     push.__wrapped__ = original  # type: ignore[attr-defined] - Gradio's own, for tests/ui/test_serve_contacts.py
     queueing.Queue.push = push
