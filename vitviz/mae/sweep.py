@@ -8,6 +8,10 @@ Random masks nest across ratios, so one seed gives one coherent sequence.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,9 +63,42 @@ def stop_of(ratio: float) -> float:
     return min(STOPS, key=lambda s: abs(s - r))
 
 
+#: Module -> :func:`weights_fingerprint` (computed once per loaded module; an entry goes with its module).
+_FINGERPRINTS: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
+_FINGERPRINTS_LOCK = threading.Lock()
+#: Values read from each end of every parameter and buffer for :func:`weights_fingerprint`.
+FINGERPRINT_VALUES = 256
+
+
+def weights_fingerprint(model: LoadedModel) -> str:
+    """A short digest of the weights ``model`` holds: SHA-256 over every parameter's and buffer's name, shape and
+    dtype and its first and last :data:`FINGERPRINT_VALUES` values (a few milliseconds once per loaded module,
+    kept while it lives). Two modules with different weights -- trained and random, or a checkpoint before and
+    after it was rewritten -- differ in it; the same weights loaded twice do not."""
+    module = model.module
+    with _FINGERPRINTS_LOCK:
+        found = _FINGERPRINTS.get(module)
+    if found is not None:
+        return found
+    digest = hashlib.sha256()
+    with torch.no_grad():
+        for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
+            digest.update(f"{name}|{tuple(t.shape)}|{t.dtype}|".encode())
+            flat = (t.dequantize() if t.is_quantized else t).detach().reshape(-1)
+            for part in (flat[:FINGERPRINT_VALUES], flat[-FINGERPRINT_VALUES:]):
+                digest.update(part.float().cpu().numpy().tobytes())
+    found = digest.hexdigest()[:16]
+    with _FINGERPRINTS_LOCK:
+        _FINGERPRINTS[module] = found
+    return found
+
+
 def image_key(model: LoadedModel, original: np.ndarray, seed: int, pattern: str) -> str:
-    """Cache key: model, the exact pixels the model sees, seed and pattern."""
-    return f"{pixels_digest(original)}|{model.name}|{model.device}|{seed}|{pattern}"
+    """Cache key: the model (its picker value, so trained and random weights differ; its kernels; its weights'
+    fingerprint, so a checkpoint rewritten on disk is not served the old one's pixels), the exact pixels the
+    model sees, seed and pattern."""
+    return (f"{pixels_digest(original)}|{model.choice}|{model.kernels}|{weights_fingerprint(model)}|"
+            f"{model.device}|{seed}|{pattern}")
 
 
 class SweepCache:
