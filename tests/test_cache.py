@@ -120,3 +120,43 @@ def test_one_budget_across_caches_drops_the_least_recent_anywhere(monkeypatch):
     assert 3 not in a and a.bytes + b.bytes <= 3 << 20
     a.clear()
     assert a.bytes == 0
+
+
+def test_one_key_is_computed_once_while_its_value_is_still_being_stored():
+    """The per-key lock was removed when ``compute`` returned, before the value was measured and stored: a
+    caller arriving in between computed the key a second time."""
+    import threading
+
+    from vitviz import cache
+
+    measuring, stored = threading.Event(), threading.Event()
+
+    class Slow:
+        """A value whose measurement (cache.nbytes) waits: the moment between computing and storing."""
+
+        @property
+        def nbytes(self) -> int:
+            measuring.set()
+            stored.wait(30)
+            return 8
+
+    lru: cache.LRU[str, object] = cache.LRU(4, name="test once")
+    computed: list[str] = []
+
+    def compute(who: str):  # noqa: ANN202
+        computed.append(who)
+        return Slow()
+
+    first = threading.Thread(target=lambda: lru.get_or_compute("k", lambda: compute("first")))
+    first.start()
+    assert measuring.wait(30)
+    second = threading.Thread(target=lambda: lru.get_or_compute("k", lambda: compute("second")))
+    second.start()
+    for _ in range(3000):  # until the second caller waits for the first, or has computed (the defect)
+        if cache.waiting_on_others() or len(computed) > 1:
+            break
+        threading.Event().wait(0.01)
+    stored.set()
+    first.join(30)
+    second.join(30)
+    assert computed == ["first"]

@@ -270,14 +270,15 @@ class LRU(Generic[K, V]):
                     return self._data[key]
             try:
                 value = compute()
-            finally:
+                size = self._measure(value)
                 with self._lock:
-                    self._key_locks.pop(key, None)
-            size = self._measure(value)
-            with self._lock:
-                self.computed += 1
-                self._store(key, value, size)
-                self._trim()
+                    self.computed += 1
+                    self._store(key, value, size)
+                    self._trim()
+            finally:  # only once the value is stored: a caller arriving meanwhile waits for it, never computes it
+                with self._lock:
+                    if self._key_locks.get(key) is key_lock:
+                        del self._key_locks[key]
         self._after_store()
         return value
 
