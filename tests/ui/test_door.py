@@ -413,11 +413,11 @@ def test_a_flooding_client_never_takes_a_groups_last_slot():
 
 def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
     queue = SimpleNamespace(event_queue_per_concurrency_id={
-        "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(64)])})
+        "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(40)])})
     assert limits._over_capacity(queue, address_count=13, max_queue=64)  # a flooder: over its share
     assert not limits._over_capacity(queue, address_count=0, max_queue=64)  # a newcomer gets in
-    queue.event_queue_per_concurrency_id["g"].queue *= 2
-    assert limits._over_capacity(queue, address_count=0, max_queue=64)  # a hard ceiling at twice the size
+    queue.event_queue_per_concurrency_id["g"].queue += [_event("10.5.6.1") for _ in range(24)]
+    assert limits._over_capacity(queue, address_count=0, max_queue=64)  # VITVIZ_MAX_QUEUE is the ceiling
 
 
 def test_palette_and_float_images_are_capped_by_decoding_memory_before_decoding():

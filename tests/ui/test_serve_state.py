@@ -195,3 +195,36 @@ def test_an_over_capacity_refusal_pauses_without_holding_the_join_lock(monkeypat
     log = _refused_joins_beside_a_visitor(monkeypatch, limits.VIEW, waiting, 6)
     assert "pause holding the lock" not in log
     assert log.index("joined visitor") < log.index("pause over")
+
+
+def test_the_queue_never_holds_more_than_vitviz_max_queue_waiting():
+    """VITVIZ_MAX_QUEUE says "requests the app queues before turning new ones away"; it was a fair-share threshold
+    with a ceiling at twice its value."""
+    def queue_of(n: int) -> SimpleNamespace:
+        waiting = [SimpleNamespace(session_hash=f"s{i}", vitviz_address=f"203.0.113.{i % 8}") for i in range(n)]
+        return SimpleNamespace(event_queue_per_concurrency_id={"g": SimpleNamespace(queue=waiting)})
+
+    assert limits._over_capacity(queue_of(64), address_count=0, max_queue=64)  # full: even a newcomer waits
+    assert not limits._over_capacity(queue_of(63), address_count=0, max_queue=64)
+    assert limits._over_capacity(queue_of(40), address_count=8, max_queue=64)  # a flooder holding its share
+    assert not limits._over_capacity(queue_of(20), address_count=8, max_queue=64)  # below half: room for all
+
+
+def test_vitviz_max_sessions_holds_on_the_launched_app(monkeypatch):
+    """serve.install set the capacity, and Blocks.launch then put back its own default of 10,000."""
+    gr = pytest.importorskip("gradio")
+    from tools.appserver import free_port
+    from vitviz.ui import launch_options
+
+    monkeypatch.setenv("VITVIZ_MAX_SESSIONS", "37")
+    options = launch_options()
+    assert options["state_session_capacity"] == 37
+    with gr.Blocks() as demo:
+        gr.Number()
+    options.update(server_port=free_port(), server_name="127.0.0.1", prevent_thread_lock=True, quiet=True,
+                   app_kwargs={})  # the door is not under test here
+    demo.launch(**options)
+    try:
+        assert demo.state_session_capacity == 37
+    finally:
+        demo.close()

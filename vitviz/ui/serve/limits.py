@@ -257,15 +257,19 @@ def held(queue: Any) -> dict[str, int]:
 
 
 def _over_capacity(queue: Any, address_count: int, max_queue: int | None) -> bool:
-    """True when the queue holds ``max_queue`` waiting events and this client holds its fair share of them
-    (the queue divided by the clients waiting), or it holds twice ``max_queue`` whoever asks."""
+    """True when a new request must wait outside: ``max_queue`` events wait already (``VITVIZ_MAX_QUEUE``, all
+    clients together: the limit its documentation names), or at least half of that wait and this client holds
+    its fair share of the room (``max_queue`` divided by the clients waiting, itself included), so the other half
+    stays open to the clients holding less (a flood fills only half before its own requests are refused)."""
     if max_queue is None:
         return False
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
-    if len(waiting) < max_queue:
+    if len(waiting) >= max_queue:
+        return True
+    if len(waiting) < max_queue // 2:
         return False
     clients = len({_fair_key(e) for e in waiting}) + 1
-    return len(waiting) >= 2 * max_queue or address_count >= max(1, max_queue // clients)
+    return address_count >= max(1, max_queue // clients)
 
 
 def _count(queue: Any, session: str | None, address: str) -> tuple[int, int, int]:
