@@ -228,3 +228,66 @@ def test_vitviz_max_sessions_holds_on_the_launched_app(monkeypatch):
         assert demo.state_session_capacity == 37
     finally:
         demo.close()
+
+
+def _scoped(peer: str, xff: str | None) -> SimpleNamespace:
+    headers = {"x-forwarded-for": xff} if xff is not None else {}
+    return SimpleNamespace(client=SimpleNamespace(host=peer), headers=headers)
+
+
+def test_only_the_socket_peer_may_be_exempt_as_loopback():
+    """Behind a trusted proxy, an X-Forwarded-For whose last hop was 127.0.0.1 exempted a remote caller from every
+    per-address cap (10 of 10 heavy joins against a cap of 3)."""
+    for hop in ("127.0.0.1", "::1", "127.9.9.9", "0.0.0.0"):
+        address = limits.client_address(_scoped("10.20.30.40", f"6.6.6.6, {hop}"), 1)
+        assert not limits.exempt(address), hop
+    assert limits.exempt(limits.client_address(_scoped("127.0.0.1", None), 1))  # the machine's own user
+    assert limits.exempt(limits.client_address(_scoped("127.0.0.1", "x"), 1))  # a malformed hop: the peer
+    assert limits.client_address(_scoped("10.20.30.40", "6.6.6.6, 1.2.3.4"), 1) == "1.2.3.4"
+
+
+def test_a_session_id_longer_than_128_characters_is_refused(monkeypatch):
+    pytest.importorskip("gradio")
+    from gradio import queueing
+
+    async def gradio_push(self, body, request, username):  # noqa: ANN001, ANN202
+        return True, "event-1", "ok"
+
+    async def no_pause(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(queueing.Queue, "push", gradio_push)
+    monkeypatch.setattr(limits, "_INSTALLED", False)
+    limits.install()
+    monkeypatch.setattr(limits.asyncio, "sleep", no_pause)
+    monkeypatch.setattr(limits, "queue_group", lambda fn, data: limits.VIEW)
+    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=limits.ClientLimits(4, 6, 2, 0),
+                                                   fns={0: SimpleNamespace(inputs=[object()])}, vitviz_max_queue=None),
+                            event_queue_per_concurrency_id={}, active_jobs=[], event_ids_to_events={})
+    request = SimpleNamespace(client=SimpleNamespace(host="203.0.113.70"), headers={})
+
+    def join(session: str) -> tuple:
+        body = SimpleNamespace(fn_index=0, data=[1], session_hash=session)
+        return asyncio.run(queueing.Queue.push(queue, body, request, None))
+
+    assert join("a" * 128)[0]
+    ok, message, kind = join("a" * 129)
+    assert not ok and kind == "error" and "128" in message
+    sent: list[dict] = []
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    for session, status in (("b" * 200, 400), ("b" * 20, 200)):
+        sent.clear()
+        scope = {"type": "http", "method": "GET", "path": "/gradio_api/queue/data", "client": ("203.0.113.70", 1),
+                 "headers": [], "query_string": f"session_hash={session}".encode()}
+        asyncio.run(http.Hardening(app)(scope, receive, send))
+        assert sent[0]["status"] == status

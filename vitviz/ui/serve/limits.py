@@ -91,11 +91,21 @@ class ClientLimits:
                    settings.get("VITVIZ_CLIENT_HEAVY"), settings.trusted_proxies())
 
 
+#: Prefix of the address of a client that a proxy's ``X-Forwarded-For`` hop names as loopback (never exempt).
+FORWARDED_LOOPBACK = "forwarded:"
+#: Longest session id a queue join may name: Gradio's page sends 11 characters; ids are client-chosen and were
+#: accepted up to ~64 KB, each kept as a key of the session table.
+MAX_SESSION_ID = 128
+BAD_SESSION = f"A session id is at most {MAX_SESSION_ID} characters."
+
+
 def client_address(request: Any, trusted_proxies: int) -> str:
     """The client's address: the socket peer, or the ``trusted_proxies``-th ``X-Forwarded-For`` hop from the right.
 
     A client can put anything at the left of ``X-Forwarded-For``; only the hops added
     by trusted proxies (at the right) are believed. Malformed values fall back to the peer.
+    A loopback (or unspecified) hop is returned as ``forwarded:HOP``, which :func:`exempt` never exempts:
+    only the socket peer may be the machine's own user.
     """
     peer = str(getattr(getattr(request, "client", None), "host", None) or "unknown")
     if trusted_proxies <= 0 or request is None:
@@ -104,9 +114,14 @@ def client_address(request: Any, trusted_proxies: int) -> str:
     if len(hops) < trusted_proxies:
         return peer
     try:
-        return str(ipaddress.ip_address(hops[-trusted_proxies]))
+        hop = ipaddress.ip_address(hops[-trusted_proxies])
     except ValueError:
         return peer
+    if hop.is_loopback or hop.is_unspecified:
+        # Only the socket peer may be the machine's own user (exempt): a forwarded loopback hop lifted every
+        # per-address cap (10 of 10 heavy joins against a cap of 3). Such callers share one capped address.
+        return f"{FORWARDED_LOOPBACK}{hop}"
+    return str(hop)
 
 
 def exempt(address: str) -> bool:
@@ -381,6 +396,10 @@ def install() -> None:
         if limits is None:
             return await original(self, body, request, username)
         fn, data = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None, getattr(body, "data", None)
+        session = getattr(body, "session_hash", None)
+        if isinstance(session, str) and len(session) > MAX_SESSION_ID:
+            await asyncio.sleep(REFUSAL_PAUSE_S)
+            return False, BAD_SESSION, "error"
         if fn is None or not isinstance(data, list) or len(data) != len(fn.inputs):
             await asyncio.sleep(REFUSAL_PAUSE_S)  # a malformed join: a script repeating it waits instead of spinning
             count = len(data) if isinstance(data, list) else "no list of"
