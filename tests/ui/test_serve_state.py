@@ -192,7 +192,7 @@ def test_an_over_capacity_refusal_pauses_without_holding_the_join_lock(monkeypat
     waiting = [SimpleNamespace(concurrency_id=limits.VIEW, session_hash=f"w{i}", vitviz_address=f"203.0.113.{i}")
                for i in range(5)] + [SimpleNamespace(concurrency_id=limits.VIEW, session_hash="w50",
                                                      vitviz_address="203.0.113.50")]
-    log = _refused_joins_beside_a_visitor(monkeypatch, limits.VIEW, waiting, 6)
+    log = _refused_joins_beside_a_visitor(monkeypatch, limits.VIEW, waiting, 10)
     assert "pause holding the lock" not in log
     assert log.index("joined visitor") < log.index("pause over")
 
