@@ -1,6 +1,10 @@
 """What can be checked of the deployment files without a Docker engine or a Space."""
 
+import os
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,3 +115,39 @@ def test_app_sets_passive_openmp_waits_before_torch_is_imported():
             assert "'PASSIVE'" in ast.unparse(node)
             order.append("omp")
     assert order.index("omp") < order.index("vitviz")
+
+
+def test_gradio_is_the_apps_extra_not_a_dependency_of_the_library():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.lower().startswith("gradio")]
+    assert "gradio>=6.31,<7" in project["optional-dependencies"]["app"]
+    pins = (ROOT / "requirements.txt").read_text()
+    assert "\ngradio==" in pins  # the README's install line still installs the app
+
+
+BLOCK_GRADIO = """
+import importlib.abc, sys
+
+class NoGradio(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("gradio", "gradio_client"):
+            raise ImportError(f"gradio is not installed (blocked: {name})")
+        return None
+
+sys.meta_path.insert(0, NoGradio())
+import vitviz, vitviz.cli, vitviz.settings
+from vitviz.core.images import synthetic_image
+
+model = vitviz.load_model("mae-tiny")
+r = vitviz.reconstruct(model, synthetic_image(224), mask_ratio=0.75, seed=0)
+vitviz.attention(model, synthetic_image(224))
+print(r.reconstruction.shape, sorted(m for m in sys.modules if m.startswith("gradio")))
+"""
+
+
+def test_the_library_imports_and_reconstructs_without_gradio():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", BLOCK_GRADIO], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "(224, 224, 3) []"
