@@ -291,3 +291,37 @@ def test_a_session_id_longer_than_128_characters_is_refused(monkeypatch):
                  "headers": [], "query_string": f"session_hash={session}".encode()}
         asyncio.run(http.Hardening(app)(scope, receive, send))
         assert sent[0]["status"] == status
+
+
+def test_gradio_client_calling_with_the_same_photo_is_not_refused(monkeypatch):
+    """A real gradio_client, which uploads the file again for every call, through the door (as a remote
+    address, named by a trusted proxy's X-Forwarded-For), with VITVIZ_CLIENT_FILES=3: six calls all answered."""
+    gr = pytest.importorskip("gradio")
+    client_module = pytest.importorskip("gradio_client")
+    from tools.appserver import free_port
+    from vitviz.ui import serve
+
+    monkeypatch.setenv("VITVIZ_CLIENT_FILES", "3")
+    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
+    monkeypatch.setattr(uploads, "BUDGET", uploads.DiskBudget())
+
+    def size(image: str) -> str:
+        from PIL import Image
+
+        return "x".join(map(str, Image.open(image).size))
+
+    with gr.Blocks() as demo:
+        image, out = gr.Image(type="filepath"), gr.Textbox()
+        gr.Button().click(size, image, out, api_name="size", api_visibility="public")
+    demo.queue()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": serve.middleware()[:1]})  # the door (http.Hardening) only
+    try:
+        client = client_module.Client(f"http://127.0.0.1:{port}/", headers={"X-Forwarded-For": "203.0.113.99"},
+                                      verbose=False)
+        photo = str(ROOT / "assets" / "examples" / "chelsea.jpg")
+        answers = [client.predict(client_module.handle_file(photo), api_name="/size") for _ in range(6)]
+        assert answers == [answers[0]] * 6 and "x" in answers[0]
+    finally:
+        demo.close()
