@@ -222,10 +222,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CONCURRENCY", "2", _int(1, 256), "Requests the app computes at once (match the cores)."),
     Setting("VITVIZ_WARMUP", "1", _flag, "1: once python app.py listens, a background thread at the lowest CPU "
             "priority prepares the tabs' first views (vitviz/ui/warmup.py); 0: off."),
-    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000),
-            "Requests the app queues (waiting, all visitors together) before turning new ones away; from half "
-            "of it, a visitor holding a fair share of the queue is turned away first."),
-    # --- serving a public host (issue 16); see vitviz/ui/serve/limits.py and vitviz/models/reach.py
+    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues (all visitors) before refusing more."),    # --- serving a public host (issue 16); see vitviz/ui/serve/limits.py and vitviz/models/reach.py
     Setting("VITVIZ_PUBLIC", "auto", _choice("auto", "0", "1"),
             "Public-host mode: downloads only of VITVIZ_DOWNLOADS, one large model resident, Compute "
             "measurements capped. auto: on when running on a Hugging Face Space (SPACE_ID set)."),
@@ -267,8 +264,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Upload bytes one client address may leave on the server's disk within VITVIZ_CACHE_SECONDS "
             "(uploads stay that long); more get HTTP 429."),
     Setting("VITVIZ_CLIENT_FILES", "200", _int(1, 10**7),
-            "Distinct uploaded files (by content and name) one client address may leave on the server's disk "
-            "within VITVIZ_CACHE_SECONDS; the same file sent again counts once."),
+            "Distinct files (content and name) one client address may leave on the disk within VITVIZ_CACHE_SECONDS."),
     Setting("VITVIZ_UPLOAD_DISK", "4gb", parse_bytes,
             "Upload bytes all clients together may leave on the server's disk within VITVIZ_CACHE_SECONDS."),
     Setting("VITVIZ_TRUSTED_PROXIES", "auto", _auto_int(0, 16),

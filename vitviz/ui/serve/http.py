@@ -34,14 +34,14 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import parse_qs
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from ... import settings
 from ...cache import LRU
 from . import ledger, uploads
-from .limits import BAD_SESSION, MAX_SESSION_ID, REFUSAL_PAUSE_S
+from .clients import BAD_SESSION, long_session
+from .limits import REFUSAL_PAUSE_S
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -121,16 +121,6 @@ def _address(scope: Scope) -> str:
     client = scope.get("client") or ("unknown", 0)
     request = SimpleNamespace(client=SimpleNamespace(host=client[0]), headers=headers)
     return client_address(request, settings.trusted_proxies())
-
-
-def _long_session(scope: Scope) -> bool:
-    """True when the query names a ``session_hash`` longer than :data:`~.limits.MAX_SESSION_ID` (the queue's
-    event stream, ``/queue/data?session_hash=...``; a queue join's body is checked in :mod:`.limits`)."""
-    query = scope.get("query_string", b"")
-    if b"session_hash" not in query:
-        return False
-    values = parse_qs(query.decode("latin-1")).get("session_hash", [])
-    return any(len(v) > MAX_SESSION_ID for v in values)
 
 
 TOO_LARGE_REQUEST = "This request is larger than any the app needs."
@@ -251,7 +241,7 @@ class Hardening:
                 message["headers"] = headers
             await send(message)
 
-        if _long_session(scope):
+        if long_session(scope):
             await send_with_headers({"type": "http.response.start", "status": 400,
                                      "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
             await send({"type": "http.response.body", "body": BAD_SESSION.encode()})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -51,7 +50,7 @@ class Ledger(Generic[K, V]):
                  ) -> None:
         self._in_force = in_force
         self._capacity = capacity
-        self._data: OrderedDict[K, V] = OrderedDict()  # least recently touched first
+        self._data: dict[K, V] = {}  # least recently touched first (insertion order, re-inserted when touched)
         self._lock = threading.Lock()
 
     @property
@@ -89,8 +88,8 @@ class Ledger(Generic[K, V]):
             if old is None:
                 self._make_room(now)
             new, result = change(old)
-            self._data[key] = new
-            self._data.move_to_end(key)
+            self._data.pop(key, None)
+            self._data[key] = new  # now the most recently touched
             return result
 
     def get(self, key: K) -> V | None:

@@ -30,7 +30,6 @@ computations could run at once on two cores. This module:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 import threading
 import time
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import settings
+from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt
 from .costs import Cost, checked_inputs, fixed, model_positions, resolve
 from .ledger import Ledger, LedgerFull
 
@@ -89,51 +89,6 @@ class ClientLimits:
         """The caps configured by ``VITVIZ_SESSION_QUEUE``, ``VITVIZ_CLIENT_QUEUE``, ... ."""
         return cls(settings.get("VITVIZ_SESSION_QUEUE"), settings.get("VITVIZ_CLIENT_QUEUE"),
                    settings.get("VITVIZ_CLIENT_HEAVY"), settings.trusted_proxies())
-
-
-#: Prefix of the address of a client that a proxy's ``X-Forwarded-For`` hop names as loopback (never exempt).
-FORWARDED_LOOPBACK = "forwarded:"
-#: Longest session id a queue join may name: Gradio's page sends 11 characters; ids are client-chosen and were
-#: accepted up to ~64 KB, each kept as a key of the session table.
-MAX_SESSION_ID = 128
-BAD_SESSION = f"A session id is at most {MAX_SESSION_ID} characters."
-
-
-def client_address(request: Any, trusted_proxies: int) -> str:
-    """The client's address: the socket peer, or the ``trusted_proxies``-th ``X-Forwarded-For`` hop from the right.
-
-    A client can put anything at the left of ``X-Forwarded-For``; only the hops added
-    by trusted proxies (at the right) are believed. Malformed values fall back to the peer.
-    A loopback (or unspecified) hop is returned as ``forwarded:HOP``, which :func:`exempt` never exempts:
-    only the socket peer may be the machine's own user.
-    """
-    peer = str(getattr(getattr(request, "client", None), "host", None) or "unknown")
-    if trusted_proxies <= 0 or request is None:
-        return peer
-    hops = [h.strip() for h in str(request.headers.get("x-forwarded-for", "")).split(",") if h.strip()]
-    if len(hops) < trusted_proxies:
-        return peer
-    try:
-        hop = ipaddress.ip_address(hops[-trusted_proxies])
-    except ValueError:
-        return peer
-    if hop.is_loopback or hop.is_unspecified:
-        # Only the socket peer may be the machine's own user (exempt): a forwarded loopback hop lifted every
-        # per-address cap (10 of 10 heavy joins against a cap of 3). Such callers share one capped address.
-        return f"{FORWARDED_LOOPBACK}{hop}"
-    return str(hop)
-
-
-def exempt(address: str) -> bool:
-    """True for a loopback address: the machine's own user (and tests) are not capped per address.
-
-    Behind a reverse proxy on the same machine every visitor would look like loopback:
-    set ``VITVIZ_TRUSTED_PROXIES`` so the proxy's ``X-Forwarded-For`` names them.
-    """
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
 
 
 def unavailable(choice: Any) -> bool:
