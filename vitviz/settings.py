@@ -243,6 +243,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
             "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
             "request's model calls use one fewer, and a view beside other calls its share."),
+    Setting("VITVIZ_WORKERS", "off", _choice("off", "processes"),
+            "Where the served app runs model calls: off (in its own process, the default: measured faster for a "
+            "single visitor, bench/README.md) or processes (worker processes by cost class: a pool for views, one "
+            "heavy worker at the lowest OS priority, one for the live stream; each keeps up to VITVIZ_MAX_MODELS "
+            "models). The library always runs them in the calling process."),
+    Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64),
+            "Worker processes for ordinary views when VITVIZ_WORKERS=processes (each holds its own models)."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
     Setting("VITVIZ_SESSION_QUEUE", "8", _int(1, 10_000),
