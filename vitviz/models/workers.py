@@ -25,8 +25,9 @@ opened by path), or with an argument that cannot be pickled, cannot be sent to a
 
 A worker that dies (killed, out of memory) fails the calls it was running with :class:`WorkerCrashed`, a
 message that says so; the next call starts a fresh worker. Processes start with ``spawn`` (no copy of the
-host's threads or open files, no helper socket on disk) at a class's first call, and :meth:`Workers.close`
-ends them all. Nothing here starts at import.
+host's threads or open files, no helper socket on disk) at a class's first call; :meth:`Workers.close`
+ends them all, and a worker whose host process is gone (ended by a signal, without exit handlers) ends
+itself within a second. Nothing here starts at import.
 """
 
 from __future__ import annotations
@@ -149,13 +150,24 @@ def resolve(value: Any) -> Any:
     return model.module.get_submodule(value.part) if value.part else model.module
 
 
-def _start(nice: int, threads: int) -> None:
-    """A worker's start: its OS priority and its intra-op threads."""
+def _start(nice: int, threads: int, parent: int) -> None:
+    """A worker's start: its OS priority, its intra-op threads, and a watch that ends it when ``parent`` (the
+    host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay."""
     import torch
 
     if nice and hasattr(os, "nice"):
         os.nice(nice)
     torch.set_num_threads(max(1, threads))
+    threading.Thread(target=_watch, args=(parent,), name="vitviz-parent-watch", daemon=True).start()
+
+
+def _watch(parent: int, every: float = 1.0) -> None:
+    """End this worker within ``every`` seconds of its parent's end (it is then re-parented)."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(0)
 
 
 def _work(payload: bytes) -> bytes:
@@ -221,7 +233,7 @@ class Workers:
                 n, nice, threads = self._shape(cost)
                 found = concurrent.futures.ProcessPoolExecutor(
                     max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_start,
-                    initargs=(nice, threads))
+                    initargs=(nice, threads, os.getpid()))
                 self._pools[cost] = found
             return found
 
