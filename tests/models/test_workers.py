@@ -156,3 +156,11 @@ def test_the_library_runs_in_process_with_workers_off(mae, photo_path):
     pid, _, _ = where_it_ran(mae)
     r = vitviz.reconstruct(mae, photo_path, mask_ratio=0.5, seed=1)
     assert pid == os.getpid() and r.reconstruction.shape == (mae.input_size, mae.input_size, 3)
+
+
+def test_a_large_model_runs_in_the_heavy_worker_whatever_its_class(dispatched, mae, monkeypatch):
+    from vitviz.models import loading
+
+    monkeypatch.setattr(loading, "is_large", lambda spec: True)  # mae-tiny counted as large as MAE-Huge
+    pid, _, _ = where_it_ran(mae)  # a view's call
+    assert dispatched.pids("heavy") == [pid]
