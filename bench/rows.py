@@ -1,6 +1,9 @@
 """Issue 32's hostile rows against a public-mode app: one well-behaved visitor's latency beside each attack
-(rows 1-3, 8), the server's memory and disk after the others (4-7), clean errors (9), sliders (10), then
-300 fresh sessions and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``.
+(rows 1-3, 8; issue 47's 11: eight flooding addresses, 12: a dozen live joins from one address), the
+server's memory and disk after the others (4-7), clean errors (9), sliders (10), then 300 fresh sessions
+and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``. ``--then-env
+VITVIZ_WORKERS=processes`` measures the same app again right after with that setting (model calls in
+worker processes).
 
 Bounded: every call has a deadline (an unanswered call counts as an error, ``timeout``), every attack
 stops its threads and their connections after ``--seconds``, the fresh sessions stop at
@@ -167,7 +170,7 @@ def attack(target, seconds: float, threads: int) -> tuple[threading.Event, list[
 
 #: The latency rows: name -> attack threads.
 ROWS = {"1 features update_all x2": 2, "2 five addresses x16": 40, "3 trailing mae-large, 8 sweeps": 8,
-        "8 assets, new query, br": 4}
+        "8 assets, new query, br": 4, "11 eight addresses together": 48, "12 one address, 12 live joins": 12}
 
 
 def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
@@ -187,8 +190,8 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
                 app.call(features, [app.file(photo), "vit-base:random", 6, False, 7, 7, None, None][:n_features],
                          address, http=http, stop=stop)
 
-    def row2(stop: threading.Event, k: int) -> None:
-        address = f"10.3.0.{k % 5 + 1}"
+    def row2(stop: threading.Event, k: int, address: str | None = None) -> None:
+        address = address or f"10.3.0.{k % 5 + 1}"
         if k % 8 < 2:
             row1(stop, k, address)
             return
@@ -201,6 +204,18 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
             while not stop.is_set():
                 app.call(sweep, [app.file(photo), "mae-tiny", random.randrange(10**9), "random", "mae-large"],
                          "10.4.0.1", http=http, stop=stop)
+
+    def row11(stop: threading.Event, k: int) -> None:  # row 2's mix from eight addresses, six threads each
+        row2(stop, k, f"10.12.0.{k % 8 + 1}")
+
+    live = next((int(d["id"]) for d in app.config["dependencies"]
+                 if any(t[1] == "stream" for t in d.get("targets", []))), None)
+
+    def row12(stop: threading.Event, k: int) -> None:  # a dozen live-stream joins at once from one address
+        with httpx.Client(timeout=600) as http:
+            while not stop.is_set() and live is not None:
+                app.call(live, [app.file(photo), "mae-tiny", 0.75, 0, "random", False, False, None, None, ""],
+                         "10.13.0.1", http=http, stop=stop)
 
     asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
     statuses: dict[int, int] = {}
@@ -219,7 +234,7 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
                 except httpx.HTTPError:
                     pass
 
-    return dict(zip(ROWS, (row1, row2, row3, row8))), statuses
+    return dict(zip(ROWS, (row1, row2, row3, row8, row11, row12))), statuses
 
 
 def run_attack(url: str, row: str, seconds: float, photo: str) -> int:
@@ -244,7 +259,9 @@ def run_attack(url: str, row: str, seconds: float, photo: str) -> int:
 
 
 def latency_rows(app: App, calls: int, seconds: float, rng: random.Random, only: set[str] | None = None) -> dict:
-    """Rows 1, 2, 3 and 8 (or those of ``only``: "1", "2", "3", "8"): the visitor beside each attack.
+    """Rows 1, 2, 3, 8, 11 and 12 (or those of ``only``: "1", "2", "3", "8", "11", "12"): the visitor beside
+    each attack. Row 11 is row 2's mix from eight addresses at once (six threads each); row 12 one address
+    joining the live stream from twelve threads at once (one stream runs, the others are refused).
 
     Each attack runs in its own process at the lowest CPU priority (``nice 19``), as ``bench/load.py
     --hostile``'s clients do: it stands in for clients on other machines, so its threads neither take this
@@ -470,6 +487,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="latency rows to measure, e.g. 2 or 1,3 (then no memory rows and no fresh sessions)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for both apps (repeatable)")
+    ap.add_argument("--then-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="measure the app again right after (--before's, else the same checkout) with this "
+                         "variable too (repeatable), e.g. --then-env VITVIZ_WORKERS=processes")
     ap.add_argument("--attack", choices=list(ROWS), help=argparse.SUPPRESS)  # the attacker's process
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--photo", help=argparse.SUPPRESS)
@@ -478,8 +498,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_attack(args.url, args.attack, args.seconds, args.photo)
     reports = {"after": run_app(args.app_root, args)}
     print(json.dumps(reports["after"], indent=1), flush=True)
-    if args.before is not None:
-        reports["before"] = run_app(args.before, args)
+    if args.before is not None or args.then_env:
+        if args.then_env:
+            args.env = [*args.env, *args.then_env]
+        reports["before"] = run_app(args.before or args.app_root, args)
+        reports["before"]["env"] = args.env
         print(json.dumps(reports["before"], indent=1), flush=True)
     return 0
 

@@ -236,13 +236,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_PROBE_SECONDS", "2", _float(0.1, 60),
             "Longest wait for the check that a weight host (huggingface.co, dl.fbaipublicfiles.com) can "
             "be reached; unreachable hosts make their models unavailable instead of hanging."),
-    Setting("VITVIZ_PROBE_TTL", "300", _int(1, 10**7),
-            "Seconds a reachability check is remembered."),
+    Setting("VITVIZ_PROBE_TTL", "300", _int(1, 10**7), "Seconds a reachability check is remembered."),
     Setting("VITVIZ_FAILURE_TTL", "300", _int(0, 10**7),
             "Seconds a model that failed to load is answered from memory (0: retry every time)."),
     Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
             "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
             "request's model calls use one fewer, and a view beside other calls its share."),
+    Setting("VITVIZ_WORKERS", "off", _choice("off", "processes"), "The served app's model calls: off (in its process; "
+            "faster alone, bench/README.md) or processes (worker processes by cost class: views, heavy at the lowest "
+            "OS priority, live; each keeps up to VITVIZ_MAX_MODELS models). The library always runs them in-process."),
+    Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64), "View worker processes when VITVIZ_WORKERS=processes."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
     Setting("VITVIZ_SESSION_QUEUE", "8", _int(1, 10_000),
@@ -279,8 +282,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Longest run of one live-camera stream in seconds, then it stops (0: no limit); on a public host "
             "one stream per client address at a time. auto: 60 on a public host, else 0."),
     Setting("VITVIZ_MEASURE_MAX_TOKENS", "auto", _auto_int(16, 10**6),
-            "Largest token count the Compute tab's measurement may run. auto: 3136 on a public host, "
-            "else 50176."),
+            "Largest token count the Compute tab's measurement may run. auto: 3136 on a public host, else 50176."),
     Setting("VITVIZ_MEASURE_SECONDS", "auto", _auto_int(1, 3600),
             "Longest time budget of one measurement in seconds. auto: 10 on a public host, else 60."),
     Setting("VITVIZ_MEASURE_MB", "auto", _auto_int(16, 10**6),
@@ -416,9 +418,7 @@ PUBLIC_LOCAL_REFUSAL = ("a public host never loads checkpoints from its own disk
 def max_large_models() -> int | None:
     """Large models kept in memory at once (None: no separate limit)."""
     value = get("VITVIZ_MAX_LARGE_MODELS")
-    if value is None:
-        return 1 if public() else None
-    return value
+    return value if value is not None else (1 if public() else None)
 
 
 def threads() -> int:

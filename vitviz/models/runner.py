@@ -17,16 +17,25 @@ A long computation of the library calls :func:`pause_point` between its steps (a
 nothing by default; a shared host installs what it does there with :func:`install_pause` (vitviz's server
 lets a visitor's quick view run first, ``vitviz.ui.serve.courtesy``).
 
-The installed decorator and pause are the module's mutable state, each set by one explicit call under a
-lock (``install(None)``, ``install_pause(None)`` remove them).
+A host may also send marked calls to other processes: :func:`install_dispatch` takes a
+``submit(fn, args, kwargs, cost) -> result`` (:class:`vitviz.models.workers.Workers` is one; a cluster's
+actors can be another) and the function that tells a call's cost class (``view``, ``heavy``, ``live``);
+code that knows its class can also say it with :func:`cost`. ``submit`` runs a call it cannot send
+through :func:`run_here`. Nothing is dispatched by default: the library and its tests run every call in
+their own process.
+
+The installed decorator, dispatch and pause are the module's mutable state, each set by one explicit call
+under a lock (``install(None)``, ``install_dispatch(None)``, ``install_pause(None)`` remove them).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,6 +43,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 _LOCK = threading.Lock()
 _runner: Callable[..., Any] | None = None
 _pause: Callable[[], None] | None = None
+_submit: Callable[[Callable[..., Any], tuple, dict, str], Any] | None = None
+_cost_of: Callable[[], str] | None = None
+_cost: contextvars.ContextVar[str | None] = contextvars.ContextVar("vitviz_model_cost", default=None)
 _local = threading.local()
 
 
@@ -46,6 +58,51 @@ def install(decorator: Callable[[Callable[..., Any]], Callable[..., Any]] | None
     global _runner
     with _LOCK:
         _runner = None if decorator is None else decorator(execute)
+
+
+def install_dispatch(submit: Callable[[Callable[..., Any], tuple, dict, str], Any] | None,
+                     cost_of: Callable[[], str] | None = None) -> None:
+    """Send every :func:`runs_model` call to ``submit(fn, args, kwargs, cost)`` (None: run them here again).
+
+    Args:
+        submit: runs the marked call ``fn`` (picklable by name) elsewhere and returns its result, or runs
+            it here with :func:`run_here`.
+        cost_of: the cost class of a call made now, when no :func:`cost` block says it (default ``view``).
+    """
+    global _submit, _cost_of
+    with _LOCK:
+        _submit, _cost_of = submit, cost_of
+
+
+@contextlib.contextmanager
+def cost(c: str) -> Iterator[None]:
+    """Marked calls made inside this block are of cost class ``c`` (``view``, ``heavy``, ``live``)."""
+    token = _cost.set(c)
+    try:
+        yield
+    finally:
+        _cost.reset(token)
+
+
+def current_cost() -> str:
+    """The cost class of a marked call made now: a :func:`cost` block's, else the installed ``cost_of``'s,
+    else ``view``."""
+    said = _cost.get()
+    if said is not None:
+        return said
+    cost_of = _cost_of
+    return cost_of() if cost_of is not None else "view"
+
+
+def dispatching() -> bool:
+    """True while marked calls are sent to a ``submit`` (:func:`install_dispatch`)."""
+    return _submit is not None
+
+
+def run_here(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Run the marked call ``fn`` in this process: through the installed runner, or :func:`execute`."""
+    runner = _runner
+    return runner(fn, args, kwargs) if runner is not None else execute(fn, args, kwargs)
 
 
 def install_pause(pause: Callable[[], None] | None) -> None:
@@ -105,13 +162,19 @@ def execute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
 
 def runs_model(fn: F) -> F:
-    """Mark a function that runs a model's forward or backward pass: it runs through the installed
-    runner (:func:`install`), or directly when none is installed or when called from inside a marked call."""
+    """Mark a function that runs a model's forward or backward pass: it is sent to the installed dispatch
+    (:func:`install_dispatch`), else runs through the installed runner (:func:`install`), or directly when
+    neither is installed or when called from inside a marked call."""
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if inside():
+            return fn(*args, **kwargs)
+        submit = _submit
+        if submit is not None:
+            return submit(call, args, kwargs, current_cost())
         runner = _runner
-        if runner is None or inside():
+        if runner is None:
             return fn(*args, **kwargs)
         return runner(call, args, kwargs)
 

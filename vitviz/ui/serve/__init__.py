@@ -81,7 +81,8 @@ def check_gradio(version: str | None = None) -> None:
 def install_process() -> None:
     """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
     page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU, else
-    each on its share of the CPU's cores."""
+    each on its share of the CPU's cores, or in worker processes with ``VITVIZ_WORKERS=processes``
+    (:mod:`.model_workers`)."""
     check_gradio()
     from . import courtesy, errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, turns, zerogpu
 
@@ -96,6 +97,12 @@ def install_process() -> None:
     http.install()
     if not zerogpu.install():
         threads.install()  # on the CPU: each model call on its share of the cores
+        from ... import settings
+
+        if settings.get("VITVIZ_WORKERS") == "processes":
+            from . import model_workers
+
+            model_workers.install()  # model calls in worker processes by cost class
 
 
 def install(demo: Any) -> Any:

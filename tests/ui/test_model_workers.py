@@ -1,0 +1,77 @@
+"""The served app with its model calls in worker processes (VITVIZ_WORKERS=processes)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from tools.appserver import running_app
+from vitviz.models import runner
+from vitviz.ui.serve import limits, model_workers, threads
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and "(zombie)" not in Path(f"/proc/{pid}/status").read_text().lower() \
+        if Path(f"/proc/{pid}").exists() else False
+
+
+def test_the_cost_class_is_the_events_group(monkeypatch):
+    assert model_workers.cost_of() == "view"  # outside any event
+    monkeypatch.setattr(threads, "current_group", lambda: limits.HEAVY)
+    assert model_workers.cost_of() == "heavy"
+    monkeypatch.setattr(threads, "current_group", lambda: limits.LIVE)
+    assert model_workers.cost_of() == "live"
+    monkeypatch.setattr(threads, "current_group", lambda: limits.VIEW)
+    seen = []
+    frame = threading.Thread(target=lambda: seen.append(model_workers.cost_of()), name="vitviz-live_0")
+    frame.start()
+    frame.join()
+    assert seen == ["live"] and model_workers.cost_of() == "view"
+
+
+def test_install_and_uninstall_leave_the_library_in_process():
+    workers = model_workers.install(start=False)
+    try:
+        assert runner.dispatching() and workers.pids("view") == []
+    finally:
+        model_workers.uninstall()
+    assert not runner.dispatching()
+
+
+def test_the_app_with_workers_answers_as_without_and_leaves_no_process(app_url, photo_path, tmp_path):
+    from gradio_client import Client, handle_file
+
+    args = (handle_file(str(photo_path)), "mae-tiny", 0.75, 0, "random")
+    alone = Client(app_url, verbose=False).predict(*args, api_name="/reconstruct")
+    with running_app(log=tmp_path / "app.log", HF_HUB_OFFLINE="1", VITVIZ_PACKAGE_WEIGHTS="0", VITVIZ_WARMUP="0",
+                     VITVIZ_WORKERS="processes") as (url, proc):
+        there = Client(url, verbose=False).predict(*args, api_name="/reconstruct")
+        workers = _children(proc.pid)
+        assert len(workers) >= 2  # the view pool's process, the heavy and the live ones, multiprocessing's tracker
+    for a, b in zip(alone[:4], there[:4]):
+        assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
+    assert alone[4] == there[4]
+    deadline = time.time() + 10
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in workers if _alive(p)], "worker processes outlived the app"
+    assert os.getpid() not in workers

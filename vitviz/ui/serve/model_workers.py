@@ -1,0 +1,62 @@
+"""The served app's model calls in worker processes (``VITVIZ_WORKERS=processes``; off by default).
+
+:func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
+:class:`vitviz.models.workers.Workers`: the call's cost class is that of the Gradio event it runs for
+(:func:`.threads.current_group`: :data:`.limits.HEAVY` -> the heavy worker at the lowest OS priority,
+:data:`.limits.LIVE` or a live frame's thread (:mod:`.frames`) -> the live worker, anything else -> the
+view pool). The workers start in the background when the app is built (each imports torch), and end when
+the app's process exits (:func:`uninstall`, registered with :mod:`atexit`; a worker whose app was killed
+ends itself). Not on ZeroGPU, whose runner runs the calls on its GPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+
+from ...models import runner
+from ...models.workers import Workers
+
+_LOCK = threading.Lock()
+_WORKERS: list[Workers] = []
+
+
+def cost_of() -> str:
+    """The cost class of a model call made in this thread: ``heavy``, ``live`` or ``view``."""
+    from .limits import HEAVY, LIVE
+    from .threads import current_group
+
+    if threading.current_thread().name.startswith("vitviz-live"):  # .frames' threads: a live stream's frames
+        return "live"
+    group = current_group()
+    return "heavy" if group == HEAVY else "live" if group == LIVE else "view"
+
+
+def install(start: bool = True) -> Workers:
+    """Send the app's model calls to worker processes (idempotent); ``start``: start them now, in the
+    background. Returns the workers."""
+    with _LOCK:
+        if not _WORKERS:
+            _WORKERS.append(Workers())
+            atexit.register(uninstall)
+        workers = _WORKERS[0]
+    runner.install_dispatch(workers.submit, cost_of)
+    if start:
+        threading.Thread(target=_start, args=(workers,), name="vitviz-workers-start", daemon=True).start()
+    return workers
+
+
+def _start(workers: Workers) -> None:
+    try:
+        workers.start()
+    except Exception:  # noqa: BLE001 - closed meanwhile, or a start that failed: the first call tries again
+        pass
+
+
+def uninstall() -> None:
+    """Run model calls in this process again and end the workers (waits for them)."""
+    with _LOCK:
+        found, _WORKERS[:] = list(_WORKERS), []
+    runner.install_dispatch(None)
+    for workers in found:
+        workers.close()
