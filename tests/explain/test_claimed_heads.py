@@ -54,3 +54,21 @@ def test_the_heads_screenshot_paragraph_is_what_dinov2_small_shows(dinov2) -> No
     s = vitviz.query_key_space(dinov2, _chelsea(), layer=0, head=0)
     a, b = (f"{100 * v:.1f}%" for v in s.explained)
     assert f"the two PCA axes hold {a} and {b}" in text
+
+
+def _help(name: str) -> str:
+    return " ".join((resources.files("vitviz.ui") / "helptext" / f"{name}.md").read_text().split())
+
+
+def test_the_attention_help_says_what_dinov2_small_shows(dinov2) -> None:
+    from vitviz.views.features import pca_view
+
+    h = vitviz.head_atlas(dinov2, _chelsea())
+    local = np.nonzero(h.type_names() == "local")[0]
+    assert 0 not in local and len(local) == 17
+    text = _help("attention")
+    assert "has **no** local head in layer 1 on the cat photo: its 17 local heads sit in layers 2–8 and 12" in text
+    photo = next(p for p in example_images() if str(p).endswith("chelsea.jpg"))
+    caption = pca_view(photo, "dinov2-small", 12, True)[1]
+    assert "Foreground share: this image 0%" in caption
+    assert "*foreground only* split marks 0% of it at the last layer" in text

@@ -78,3 +78,16 @@ def test_the_448_px_timing_is_the_cards():
 
     card = (assets_dir() / "models" / "dinov2-small.md").read_text()
     assert "its forward took 7.3× as long as at 224 px" in card and "took 7.3× as long" in av.READOUT["dinov2"]
+
+
+def test_the_beit_help_quotes_beit_tiny_v2s_card_and_part_3_opens_on_beit_tiny():
+    import json
+
+    from vitviz.assets import model_file
+    from vitviz.views import beit as bv
+
+    t = json.loads(model_file("beit-tiny-v2.test.json").read_text())["block"]
+    text = " ".join(helptext.sections("beit")["kinds"].split())
+    assert (f"guesses {100 * t['top1']:.2f}% of hidden tokens on the test photos against "
+            f"{100 * t['nearest_visible']:.2f}% for copying the nearest visible code") in text
+    assert t["top1"] < t["nearest_visible"] and bv.BEIT_MODEL == "beit-tiny" and "part 3 opens on beit-tiny" in text
