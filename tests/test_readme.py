@@ -1,4 +1,5 @@
-"""The README's code examples run as written (offline, against a local app)."""
+"""The README's code examples run as written (offline, against a local app), and so do docs/api.md's; the README
+stays short, with the two commands on its first screen and the Spaces header naming the hub models the app loads."""
 
 import os
 import re
@@ -6,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
+API_DOC = (ROOT / "docs" / "api.md").read_text()
+API_BLOCKS = re.findall(r"```(\w+)\n(.*?)```", API_DOC, re.S)
 
 
 def test_readme_has_spaces_header_and_the_two_commands():
@@ -29,9 +34,10 @@ def _anywhere() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def test_python_api_example_runs(tmp_path):
-    """Issue 34: the example ran only inside the checkout (a relative path to an example photo)."""
-    code = next(body for lang, body in BLOCKS if lang == "python" and "vitviz.load_model" in body)
+@pytest.mark.parametrize("blocks", [BLOCKS, API_BLOCKS], ids=["README", "docs/api.md"])
+def test_python_api_example_runs(tmp_path, blocks):
+    """The example runs from any directory (no path relative to the checkout)."""
+    code = next(body for lang, body in blocks if lang == "python" and "vitviz.load_model" in body)
     assert "assets/" not in code
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_anywhere(), capture_output=True, text=True,
                        timeout=600)
@@ -40,7 +46,7 @@ def test_python_api_example_runs(tmp_path):
 
 
 def test_cli_example_runs_from_any_directory(tmp_path):
-    """Issue 34: the CLI lines named assets/examples/... files that exist only in the checkout."""
+    """The CLI lines name bundled examples, not assets/examples/... files that exist only in the checkout."""
     block = next(body for lang, body in BLOCKS if lang == "bash" and "python -m vitviz models" in body)
     assert "assets/" not in block
     line = next(ln for ln in block.replace("\\\n", " ").splitlines() if "vitviz reconstruct" in ln)
@@ -60,11 +66,33 @@ def test_gradio_client_example_runs(app_url, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-def test_cli_examples_parse():
+@pytest.mark.parametrize("blocks", [BLOCKS, API_BLOCKS], ids=["README", "docs/api.md"])
+def test_cli_examples_parse(blocks):
     from vitviz.cli import build_parser
 
-    block = next(body for lang, body in BLOCKS if lang == "bash" and "python -m vitviz models" in body)
+    block = next(body for lang, body in blocks if lang == "bash" and "python -m vitviz models" in body)
     for line in block.replace("\\\n", " ").splitlines():
         line = line.split("#")[0].strip()
         if line.startswith("python -m vitviz"):
             build_parser().parse_args(line.split()[3:])
+
+
+def test_readme_is_short_with_the_two_commands_on_its_first_screen():
+    lines = README.splitlines()
+    assert len(lines) <= 300
+    first_screen = "\n".join(lines[:60])
+    assert "pip install -e . && python app.py" in first_screen and "python -m pytest -q tests" in first_screen
+    for section in ("## What each tab teaches", "## Your own checkpoint", "## Deploying"):
+        assert section in README
+    from vitviz.ui.app import PURPOSES  # every tab has its line, the Pretraining tab included
+    assert len(re.findall(r"^- \*\*[^*]+\*\*: ", README.split("## What each tab teaches")[1].split("\n## ")[0],
+                          re.M)) == len(PURPOSES)
+
+
+def test_spaces_header_lists_the_hub_models_the_app_loads():
+    from vitviz.models.registry import MODELS
+
+    header = README.split("---")[1]
+    listed = re.findall(r"^  - (\S+)$", header.split("models:\n", 1)[1], re.M)
+    hub = {w.repo_id for spec in MODELS.values() for w in spec.sources if getattr(w, "repo_id", None)}
+    assert sorted(listed) == sorted(hub)

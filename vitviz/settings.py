@@ -222,7 +222,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_CONCURRENCY", "2", _int(1, 256), "Requests the app computes at once (match the cores)."),
     Setting("VITVIZ_WARMUP", "1", _flag, "1: once python app.py listens, a background thread at the lowest CPU "
             "priority prepares the tabs' first views (vitviz/ui/warmup.py); 0: off."),
-    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues (all visitors) before refusing more."),    # --- serving a public host (issue 16); see vitviz/ui/serve/limits.py and vitviz/models/reach.py
+    Setting("VITVIZ_MAX_QUEUE", "64", _int(1, 100_000), "Requests the app queues (all visitors) before refusing more."),    # --- serving a public host; see vitviz/ui/serve/limits.py and vitviz/models/reach.py
     Setting("VITVIZ_PUBLIC", "auto", _choice("auto", "0", "1"),
             "Public-host mode: downloads only of VITVIZ_DOWNLOADS, one large model resident, Compute "
             "measurements capped. auto: on when running on a Hugging Face Space (SPACE_ID set)."),
@@ -367,7 +367,7 @@ def table() -> str:
     return "\n".join(rows)
 
 
-# --- public host (issue 16)
+# --- public host
 
 #: Downloads of at most this many MB are allowed on a public host when VITVIZ_DOWNLOADS is auto.
 PUBLIC_DOWNLOAD_MB = 500

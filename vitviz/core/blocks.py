@@ -1,4 +1,4 @@
-"""Rectangles for block masking (BEiT, Bao et al., 2021, §2.2 and Algorithm 1): the one home.
+"""Rectangles for block masking (BEiT, Bao et al., 2021, §2.3 and Algorithm 1): the one home.
 
 BEiT hides patches in random rectangles: an area drawn uniformly, an aspect ratio
 drawn log-uniformly in ``[min_aspect, 1/min_aspect]`` (0.3 in BEiT), the sides rounded

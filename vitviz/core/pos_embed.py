@@ -111,7 +111,7 @@ def sincos_at(pos: PositionEmbeddings, new_grid: tuple[int, int]) -> PositionEmb
 
 
 #: DINOv2's "historical kludge" (``facebookresearch/dinov2`` ``interpolate_offset``, after
-#: ``facebookresearch/dino`` issue 8): added to the target grid before the scale factor is formed.
+#: ``facebookresearch/dino#8``): added to the target grid before the scale factor is formed.
 DINOV2_INTERPOLATE_OFFSET = 0.1
 
 

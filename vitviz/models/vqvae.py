@@ -9,15 +9,16 @@ Architecture (``img_size`` 224, patch 16 -> a 14x14 grid of ids):
 * encoder: a linear map of each patch's pixels (``3*16*16``) to ``code_dim``
   numbers (initialised as the patches' principal components) plus a residual
   3x3-convolution block over the grid, zero-initialised (so it starts as the
-  plain projection and learns to use neighbouring patches);
+  plain projection and learns to use neighbouring patches): three 3x3 convolutions, so a code sees
+  7x7 patches, weighted mostly towards its 3x3 neighbourhood;
 * quantiser: nearest code (Euclidean) in a codebook of ``codebook_size`` vectors,
   updated by exponential moving averages (van den Oord et al., 2017, appendix),
   unused codes restarted from encoder outputs of the batch; initialised by
   k-means of the encoder outputs;
 * decoder: a linear map of each code back to a patch's pixels (initialised as the
   inverse projection) plus a correction computed by 3x3 convolutions over the grid
-  of code vectors (zero-initialised output layer), so each patch is decoded with
-  its neighbours' codes in view: this is what a per-patch codebook cannot do.
+  of code vectors (zero-initialised output layer; five 3x3 convolutions: 11x11 codes), so each patch is
+  decoded with its neighbours' codes in view: this is what a per-patch codebook cannot do.
 
 Pixels go in and come out in [0, 1].
 """

@@ -61,8 +61,8 @@ def attention_flops_figure(rows: Sequence[dict], classic: Sequence[dict] = (), w
     fig.update_xaxes(type="log", dtick=1, title_text="tokens N (log scale)")
     # The right axis spans 1.5 times the left's decades and its lowest ratio sits at 55% of the height: the
     # ratio line then rises at two thirds of the windowed lines' slope and a third of the global ones', from
-    # above the windowed lines' start, so it crosses a line at most once and never lies on one (issue 34: with
-    # both axes fitted to their data, the ratio lay on the global cost line).
+    # above the windowed lines' start, so it crosses a line at most once and never lies on one (with
+    # both axes fitted to their data, the ratio line would lie on the global cost line).
     flops = np.log10([r[key] for r in rows for key, *_ in series if r[key] > 0])
     ratios = np.log10([float(r["products_flop_ratio"]) for r in rows if float(r["products_flop_ratio"]) > 0])
     span = float(flops.max() - flops.min()) + 0.4 if flops.size else 1.0

@@ -107,7 +107,7 @@ def bias_table_figure(table: np.ndarray, head: int, title: str = "") -> go.Figur
         hovertemplate="query − key: dy %{y}, dx %{x}<br>bias %{z:.3f}<extra></extra>",
     ))
     # the square cells come from shrinking the plot area (constrain="domain"), never from widening the x range:
-    # a 13x13 table's axis runs -6..6, not -42..42 (issue 34)
+    # so a 13x13 table's axis runs -6..6, not -42..42
     fig.update_xaxes(title_text="dx = query column − key column", dtick=1, range=[-mw + 0.5, mw - 0.5],
                      constrain="domain")
     fig.update_yaxes(title_text="dy = query row − key row", dtick=1, range=[mh - 0.5, -mh + 0.5], scaleanchor="x",

@@ -38,7 +38,7 @@ def code_palette(k: int) -> np.ndarray:
 def id_font_size(cell: int, digits: int) -> int:
     """Font size of the ids written in a token map's cells: as large as the widest id allows (a digit is
     about 0.6 of the font size wide, the id fills at most 90% of its cell). The map is drawn at about 260 px
-    in the page, where a third of a cell (the old size) was a 6-px font (issue 34)."""
+    in the page, where a third of a cell would be a 6-px font."""
     return max(8, min(int(cell * 0.55), int(0.9 * cell / (0.6 * max(1, digits)))))
 
 

@@ -296,7 +296,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.top5 = gr.Label(num_top_classes=5, label="Top-5 ImageNet labels", elem_id="attn-top5")
             ui.top5_note = gr.Markdown(elem_id="attn-top5-note")
         with gr.Column(scale=3):
-            # The query view: the layer, then the maps (on the first screen at 1280x720, issue 34), then the query.
+            # The query view: the layer, then the maps (on the first screen at 1280x720), then the query.
             with gr.Row(equal_height=True):
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)

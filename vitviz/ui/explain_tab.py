@@ -149,7 +149,7 @@ def build(demo: gr.Blocks) -> Binder:
                 choices_later("explain-class")  # 27 KB of class names arrive with update_maps' first answer
                 ui.method = gr.Radio(v.METHOD_CHOICES, value=v.ALL, label="Method", elem_id="explain-method",
                                      scale=3)
-            # the model note (a random-weights warning) and the maps on the first screen at 1280x720 (issue 34)
+            # the model note (a random-weights warning) and the maps on the first screen at 1280x720
             ui.note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
@@ -170,8 +170,8 @@ def build(demo: gr.Blocks) -> Binder:
 
     ui.endpoint(explain, api_name="explain")
     maps, first, curves = ui.bind(update_maps), ui.bind(first_curves), ui.bind(update_curves)
-    # the curves in two events, a first pass on every other point and then the rest (issue 34: the tab's first
-    # view within 3 s); between the two, other visitors' events run
+    # the curves in two events, a first pass on every other point and then the rest (so the tab's
+    # first view comes within 3 s); between the two, other visitors' events run
     # the rest of the curves with a small progress mark, so the first pass stays in view (a full one would cover it)
     demo.load(**ui.bind(update_maps, quick=False)).then(**ui.bind(first_curves, quick=False)).then(
         **ui.bind(update_curves, quick=False, show_progress="minimal"))

@@ -209,7 +209,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         elem_id="feat-foreground")
             kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
                                       show_label=False)
-            # the maps first, their reading after them: on the first screen at 1280x720 (issue 34)
+            # the maps first, their reading after them: on the first screen at 1280x720
             ui.pca = gr.Image(label="PCA feature maps", elem_id="feat-pca", **kw)
             ui.pca_text = gr.Markdown(elem_id="feat-pca-info")
             gr.Markdown("### Reading the PCA feature maps\n" + v.HELP_PCA)

@@ -136,7 +136,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.source = gr.Radio(hv.SOURCES, value="image", label="Statistics of", elem_id="heads-source",
                                  info="one photo, or the mean over the example photos (the model's own head types)")
         with gr.Column(scale=3):
-            # the atlas first, its reading after it: on the first screen at 1280x720 (issue 34)
+            # the atlas first, its reading after it: on the first screen at 1280x720
             ui.info = gr.Markdown(elem_id="heads-info")
             with gr.Row(equal_height=True):
                 ui.grid = gr.Plot(label="heads by type", elem_id="heads-grid", show_label=False)

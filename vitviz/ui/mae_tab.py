@@ -263,7 +263,7 @@ def build(demo: gr.Blocks) -> Binder:
                                           elem_id="mae-compare", elem_classes=["vitviz-secondary"])
         with gr.Column(scale=3, elem_id="mae-main"):
             # The slider and the four panels a lecturer points at come first: above the fold at 1280x720
-            # (the error map too: issue 34); the presenter layout keeps three, larger.
+            # (the error map too); the presenter layout keeps three, larger.
             with gr.Row(elem_id="mae-ratio-row"):
                 ui.mask_ratio = gr.Slider(0.0, MAX_RATIO, value=0.75, step=0.05, label="Masking ratio",
                                           elem_id="mae-ratio", scale=6)
@@ -320,7 +320,7 @@ def build(demo: gr.Blocks) -> Binder:
           api_visibility="private")
     # The note never waits on a model: it is registry text, answered at once for the last pick. Registered
     # before the view and the sweep: the page runs a trigger's listeners one after the other, in the order
-    # they were registered, so after them it waited for the new model to load and sweep (issue 34, bug 3).
+    # they were registered, so after them the note would wait for the new model to load and sweep.
     ui.model_name.change(**ui.bind(model_note, inputs=["model_name"], outputs="note", quick=False, queue=False,
                                    trigger_mode="always_last"))
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the

@@ -17,9 +17,9 @@ Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by def
 The thread runs at the lowest CPU priority (:func:`idle_priority`): the kernel gives it a core only when no
 visitor's request wants one; and at every pause point it sleeps while any call runs
 (:func:`vitviz.ui.serve.courtesy.background`). On unless ``VITVIZ_WARMUP=0``. Measured in
-``bench/README.md`` (issue 34): at normal priority (session 11), in a page that opens the tabs right after the
+``bench/README.md``: at normal priority, in a page that opens the tabs right after the
 start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower; at
-idle priority (session 13, the same page run with and without it) no tab was slower beyond the run's spread
+idle priority (the same page run with and without it) no tab was slower beyond the run's spread
 and a new photo's Features tab took 1.91 s against 3.29 s. Only caches fill; no result changes, and a failing
 step is one log line (the tab computes the same on first use).
 """
@@ -70,7 +70,7 @@ def idle_priority() -> bool:
     """Run the calling thread at :data:`IDLE_NICE` (Linux: a thread's own nice value), so it never takes a core
     from a visitor's request, on the intra-op threads a visitor's call gets when alone (``VITVIZ_THREADS``):
     oneDNN builds its kernels per thread count, so kernels built on one thread would be built again for the
-    visitor's two (about 1.6 s of Explain's first curves, session 13). The threads OpenMP starts for this
+    visitor's two (about 1.6 s of Explain's first curves, ``bench/page_waits.py``). The threads OpenMP starts for this
     thread are made after the priority is set and inherit it. False where the system does not allow it (the
     thread then runs as it was)."""
     import os

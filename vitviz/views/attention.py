@@ -55,7 +55,7 @@ READOUT = {
     "dinov2": ("**Read-out:** dinov2-small has no classifier head; DINOv2 trains its image-level (DINO) head on "
                "the class token and its patch-level (iBOT) head on the patch tokens, and is evaluated frozen, "
                "by linear probes and k-NN. ViT-S/14: patch 14, so 224 px gives 16×16 patches; "
-               "dinov2-small-448 gives 32×32; its forward took 2.9× as long in bench/dinov2.py. *(DINOv2 §4, §7)*"),
+               "dinov2-small-448 gives 32×32; its forward took 7.3× as long (bench/dinov2.py, its card). *(DINOv2 §4, §7)*"),
 }
 
 

@@ -228,10 +228,13 @@ def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: fl
     p = beit_predict(model, image, **how)
     m = p.metrics()
     tk = tokenizer_for(model)
+    near = copy_baseline(p)
+    verdict = "beats" if p.accuracy > near else "does not beat"
     text = (f"**Token accuracy on the {m['hidden_patches']} hidden patches:** top-1 **{100 * p.accuracy:.1f}%**, "
-            f"top-5 {100 * p.top5_accuracy:.1f}% (chance: {100 / tk.module.codebook_size:.2f}%). Mean confidence of "
-            f"the top-1 guess: {m['mean_confidence_hidden']:.2f}. Green: the right token; amber: in the top 5; "
-            "red: wrong.")
+            f"top-5 {100 * p.top5_accuracy:.1f}% (chance: {100 / tk.module.codebook_size:.2f}%). Copying the "
+            f"nearest visible patch's code gets **{100 * near:.1f}%**: the model {verdict} that baseline on this "
+            f"photo. Mean confidence of the top-1 guess: {m['mean_confidence_hidden']:.2f}. Green: the right token; "
+            "amber: in the top 5; red: wrong.")
     return PredictView(
         masked=grid_overlay(masked_image(p.original, p.mask, p.patch_size), p.patch_size, alpha=0.25),
         decoded=p.decoded,
@@ -242,6 +245,19 @@ def predict_view(image: ImageInput, model_name: str, mask_ratio: float, seed: fl
         text=text,
         prediction=p,
     )
+
+
+def copy_baseline(p: BEiTPrediction) -> float:
+    """Share of ``p``'s hidden patches whose target code equals the nearest visible patch's code: the baseline a
+    masked-token model must beat to show it uses more than its neighbours (0 when nothing is hidden)."""
+    import torch
+
+    from ..beit.baselines import nearest_visible_prediction
+
+    ids, mask = torch.from_numpy(p.target_ids), torch.from_numpy(p.mask)
+    if not bool(mask.any()):
+        return 0.0
+    return float((nearest_visible_prediction(ids, mask) == ids)[mask].float().mean())
 
 
 def _guess_view(model: LoadedModel, g: TokenGuess) -> PredictView:

@@ -84,7 +84,7 @@ HELP_CURVES = (
     "reverse of the order its deletion removes them, so both curves run through the same inputs, each once, and "
     "their areas come out equal: for a random order, insertion − deletion is 0. A map earns the word "
     "*faithful* only when its deletion area is clearly below, and its insertion area clearly above, what a random "
-    "order gives on the same image. *(RISE §4; MAE §3 for subsets)*"
+    "order gives on the same image. RISE compares maps with each other; the random-order control is vitviz's own (in the spirit of Samek et al. 2017's random baseline). *(RISE §4; Samek et al. 2017; MAE §3 for subsets)*"
 )
 HELP_RANDOM_CURVES = (
     "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/(number of classes), every curve is noise and **no "

@@ -37,7 +37,8 @@ POOLING_CHOICES: list[tuple[str, str]] = [("class token (CLS)", "cls"), ("averag
 RUN_FAMILY: dict[str, str] = {"ft-llrd": "mae", "ft": "mae", "scratch-vit": "scratch", "scratch-cnn": "cnn"}
 
 INTRO = (
-    "*Does pretraining pay off when labels are few?* A ViT has none of a CNN's built-in bias for nearby pixels, so "
+    "*Does pretraining pay off when labels are few?* A ViT has much less of a CNN's built-in bias for nearby pixels "
+    "(only its patching and the resizing of its position embeddings use the 2-D layout; *ViT §3.1*), so "
     "trained from scratch on little data it loses to a CNN *(ViT §4.3, fig. 3–4)*; self-supervised pretraining "
     "on unlabelled photos is meant to close that gap *(MAE §4.2, fig. 8; DINOv2, linear evaluation)*. Here the "
     "question is asked of a small labelled set, **268 photos in 8 classes** from Debian packages "
@@ -49,7 +50,10 @@ HELP_PROBES = (
     "**Linear probes.** Each point: a linear classifier fitted on the frozen features of *k* labelled train "
     "photos per class, scored on the 64 test photos; the line is the mean over 5 seeds (which photos get the "
     "labels), the bar ± one standard deviation. *all* uses every train photo (one fit, so no spread). Dashed lines "
-    "with open markers: the **same architecture with random weights** — what the architecture alone gives. The "
+    "with open markers: the **same architecture with random weights** — what the architecture alone gives, "
+    "Adebayo et al.'s (2018) model-randomisation check: what survives random weights comes from the architecture,"
+    " not from training. Here only dinov2-small sits clearly above its twin; mae-tiny is below its twin with 1 "
+    "label a class and a few points above with 5 (the labelled set's card). The "
     "classifier is ViT's few-shot probe: regularised least squares to {−1, 1} targets in closed form *(ViT §4.1, "
     "Metrics)*, on features standardised per channel *(MAE §A.1: a BatchNorm without affine parameters)*. Curves "
     "come from features computed once and shipped, so a change answers in about a second."
@@ -58,15 +62,16 @@ HELP_PROTOCOLS = (
     "Frozen features + linear probe (224 px, as the encoders were "
     "pretrained), beside networks trained on the same 172 photos by `python -m vitviz.training.finetune`: "
     "mae-tiny **fine-tuned** end to end with and without layer-wise learning-rate decay (lower layers learn "
-    "slower: the rate of block *i* is multiplied by 0.75^(depth − i); *MAE §A.1, table 9*), the **same ViT from "
-    "scratch**, and a small **CNN from scratch** (timm resnet10t, comparable FLOPs). Bars: mean over seeds; "
+    "slower: the rate of block *i* is multiplied by 0.75^(depth − i), blocks counted from 0; the Features tab "
+    "counts blocks from 1, with 0 the embeddings, so there it reads 0.75^(depth + 1 − i); *MAE §A.1, table 9*), "
+    "the **same ViT from scratch**, and a small **CNN from scratch** (timm resnet10t, comparable FLOPs). Bars: mean over seeds; "
     "diamonds: each seed. These runs are CI-free: their logs are shipped and read here."
 )
 SOURCES = (
     "**Sources.** ViT: Dosovitskiy et al., ICLR 2021 — §4.1 *Metrics* (few-shot linear probe by least squares), "
     "§4.3 *Pre-training data requirements*, fig. 3 (ResNets ahead when pretrained on ImageNet-1k, ViTs ahead on "
-    "JFT-300M) and fig. 4 (linear 5-shot on JFT subsets) — checked; the issue's “§4.2” is the comparison to the "
-    "state of the art. MAE: He et al., CVPR 2022 — table 1 (§4.1, ablations with fine-tuning and linear "
+    "JFT-300M) and fig. 4 (linear 5-shot on JFT subsets) — checked (§4.2 is the comparison to the "
+    "state of the art). MAE: He et al., CVPR 2022 — table 1 (§4.1, ablations with fine-tuning and linear "
     "probing), fig. 8 (§4.2, MAE vs. supervised training from scratch), fig. 9 (§4.3, partial fine-tuning: 0 "
     "blocks is linear probing), §A.1 (fine-tuning recipe with layer-wise decay 0.75, table 9; linear probing with "
     "a BatchNorm, table 10) — checked. DINOv2: Oquab et al., TMLR 2024 — linear evaluation on frozen features "

@@ -1,6 +1,6 @@
 """Long work and a flood's calls give way to other visitors' views, a layer at a time.
 
-On a public host (issue 32, row 2) five flooding addresses kept one view slot and the expensive slot busy:
+On a public host five flooding addresses kept one view slot and the expensive slot busy:
 a visitor's call started at once (:mod:`.turns`) but ran beside one of the flood's views and one of its
 layer-probe fits, about 1.5 cores of work on a 2-core machine, and took 2.7 times its time alone. Caps and
 turns decide *which* calls run; this module decides who gets the cores *while* they run.

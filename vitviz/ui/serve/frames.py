@@ -4,7 +4,7 @@ Gradio 6.31 streams a webcam as a queue event: each next frame is ``POST .../str
 JSON body of every input value, the frame as a JPEG data URL), which wakes the event's loop in the
 queue; the answer travels as a message of the event stream (``/queue/data``) and the page's Svelte
 code re-renders the output components. For mae-tiny's 30-60 ms frame that transport and the page's
-update took 26-35 and 30-47 ms more (bench/live.py, session 10).
+update took 26-35 and 30-47 ms more (``bench/live.py``).
 
 :class:`LiveFrames` (ASGI middleware, in :func:`vitviz.ui.serve.middleware`) answers
 ``POST .../vitviz-live/stream/EVENT_ID`` -- the route Gradio's own next-frame route would be, with the

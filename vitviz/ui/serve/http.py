@@ -89,7 +89,7 @@ LIMITER = RateLimiter()
 #: The front end's files (:data:`STATIC_PREFIXES`) one client address may fetch: a first visit fetches about
 #: 120 at once (then its browser keeps them), so two visits' worth at once and as many a minute. A script
 #: asking for Plotly's bundle (1.1 MB compressed) with a new query string each time was answered as fast as
-#: it asked, and the sending took the event loop from every other visitor (issue 32, row 8).
+#: it asked, and the sending took the event loop from every other visitor.
 ASSETS_PER_MINUTE = 240
 ASSETS = RateLimiter()
 
@@ -374,7 +374,7 @@ PROGRESS_POLL_S = 0.05
 
 
 def calm_queue(demo: Any) -> None:
-    """Lighten ``demo``'s queue (call after ``demo.queue()``; see bench/README.md, issue 21).
+    """Lighten ``demo``'s queue (call after ``demo.queue()``; measured in bench/README.md).
 
     * It looks for work every :data:`QUEUE_POLL_S` and for progress every :data:`PROGRESS_POLL_S`: a queued
       call starts at most 5 ms later, and an idle server wakes a fifth as often (0.014 s of CPU per idle

@@ -133,7 +133,7 @@ def queue_group(fn: Any, data: Any) -> str:
 def _move(queue: Any, event: Any, group: str) -> None:
     """Move a queued ``event`` to the concurrency group ``group``, created with its limit (the app's
     ``vitviz_group_limits``; none for :data:`INSTANT`). Created without one, the view group ran 30 calls at
-    once when its first request came through here (issue 32, row 2: no event is a fixed view)."""
+    once when its first request came through here (under a flood from five addresses: no event is a fixed view)."""
     from gradio.queueing import EventQueue
 
     source = queue.event_queue_per_concurrency_id.get(event.concurrency_id)
@@ -280,7 +280,7 @@ def live_taken(queue: Any, session: str | None, address: str, per_address: bool)
 #: Seconds a live stream keeps giving way after another session's request was last seen: a visitor's
 #: calls come one after another (an upload, a join, downloading the answer's panels, the next upload), and
 #: the gaps are theirs too. One second was shorter than a ``gradio_client`` caller's gaps on busy cores
-#: (bench/live.py, session 9: the stream computed in them, and that visitor's calls took 3.9-4.2x their
+#: (``bench/live.py``: the stream computed in them, and that visitor's calls took 3.9-4.2x their
 #: time alone); three cover them at the load measured there.
 GIVE_WAY_S = 3.0
 #: Session (or address) -> when its last request other than a stream was seen (only the last GIVE_WAY_S).

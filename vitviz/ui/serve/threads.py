@@ -4,7 +4,7 @@ Every model call (:func:`vitviz.models.runner.runs_model`) used ``VITVIZ_THREADS
 (the CPU count), whoever made it. On a 2-core host a visitor's view computed beside another visitor's
 layer probes or sweep then ran four threads on two cores, and torch's threads waiting for a busy core
 cost more than they gave: on this VM under load a ViT-S forward took 1.2 s on 2 threads and 0.25-0.4 s
-on 1 (bench/README.md, issue 32). Installed by :func:`vitviz.ui.serve.install_process` through the
+on 1 (bench/README.md, the hostile-mix load test). Installed by :func:`vitviz.ui.serve.install_process` through the
 runner seam (not when ZeroGPU's runner is installed: the model then runs on a GPU), each marked call
 runs on :func:`share` threads:
 
@@ -12,12 +12,12 @@ runs on :func:`share` threads:
   so its threads cannot wait for the next visitor to come): every core while no other model call runs,
   else ``cores - 1`` (at least 1), so one core stays for the views. It is decided again at every module's
   forward (:func:`rebalance`, a global forward pre-hook), so a view that starts meanwhile finds its core
-  within one layer. (Until session 13 it was always ``cores - 1``: Explain's curves of a new photo ran on
-  one of two idle cores, 5.2 s in the page against 3.2 s on two.)
+  within one layer. (A fixed ``cores - 1`` would leave a core idle when nothing else runs: Explain's
+  curves of a new photo took 5.2 s in the page on one of two idle cores against 3.2 s on two.)
 * a live frame (the :data:`.limits.LIVE` group: a stream's frames come one after another, each 30-60 ms,
   and the next one's decoding, the answer's encoding and the page share the cores with it): one thread.
   mae-tiny's frame took 28 ms on one thread and 64 ms on two at load 7.7 on this 2-core VM, 57 and 531 ms
-  at load 12 (``OMP_WAIT_POLICY=PASSIVE``; issue 30);
+  at load 12 (``OMP_WAIT_POLICY=PASSIVE``; ``bench/live.py``);
 * a view (any other group; tens of milliseconds each): every core when no other model call is
   running, else its share of them (``cores // calls``, at least 1). A call that does not yield
   (:mod:`.courtesy`) leaves out of ``calls`` those that do: they pause while it runs.

@@ -2,7 +2,7 @@
 
 Gradio's queue starts the first waiting event of a concurrency group with a free slot
 (``Queue.get_events``); the fair order (:func:`.limits.fair_insert`) puts a visitor's call first. But
-on a public host five flooding addresses (issue 32, row 2: each holding eight to sixteen cheap calls,
+on a public host five flooding addresses (each holding eight to sixteen cheap calls,
 resubmitted as soon as answered) kept both view slots busy: the visitor's call waited for one of
 theirs to end, then ran beside the other.
 
@@ -22,8 +22,8 @@ from typing import Any
 from .limits import _fair_key, held
 
 #: Requests a client holds (queued or running, every group) from which it floods. A page's own action
-#: holds fewer (a new photo starts the tab's view and its parts, one to three at once); the flooding
-#: addresses of issue 32's row 2 held 8 to 16 each, up to ``VITVIZ_CLIENT_QUEUE``.
+#: holds fewer (a new photo starts the tab's view and its parts, one to three at once); five flooding
+#: addresses of the hostile-mix load test held 8 to 16 each, up to ``VITVIZ_CLIENT_QUEUE``.
 FLOOD_HELD = 4
 #: Which group is looked at first, in turn.
 _TURN = itertools.count()
