@@ -92,3 +92,43 @@ def test_a_step_whose_model_is_missing_is_left_out(monkeypatch):
     here = tour.steps_here()
     assert len(here) == len(steps) - 1 and kinds[0] not in here
     assert tour.steps_here(tuple(s for s in steps if not s.needs)) == here
+
+
+#: Scroll each of the shown tab's image-panel labels and icon buttons under the middle of the stuck bar; say
+#: what the page draws there (the bar's own element, or the one drawn over it).
+_UNDER_BAR_JS = """() => {
+  const bar = document.querySelector('#tour .vitviz-tour');
+  const panel = window.vitviz.examples.shownPanel();
+  const parts = Array.from(panel.querySelectorAll('[data-testid=block-label], .icon-button-wrapper'))
+    .filter((el) => el.offsetParent !== null).slice(0, 6);
+  const out = [];
+  for (const el of parts) {
+    const b = bar.getBoundingClientRect(), r = el.getBoundingClientRect();
+    window.scrollBy({top: r.top + r.height / 2 - (b.top + b.height / 2), left: 0, behavior: 'instant'});
+    const r2 = el.getBoundingClientRect(), b2 = bar.getBoundingClientRect();
+    const x = r2.left + r2.width / 2, y = b2.top + b2.height / 2;
+    if (x < b2.left || x > b2.right) continue;
+    const hit = document.elementFromPoint(x, y);
+    out.push([el.className.toString().slice(0, 40), Boolean(hit && bar.contains(hit))]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_running_bar_is_drawn_over_the_panels_labels_and_icons(app_url):
+    """While a step runs the bar sticks to the top of the window; the image panels scrolled under it (their
+    labels, their download and full-screen buttons) are drawn below it, not over it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
+        page.locator("#tour-start").click()
+        page.wait_for_function("document.querySelector('#tour .vitviz-tour').dataset.ready === '1'", timeout=300_000)
+        seen = page.evaluate(_UNDER_BAR_JS)
+        assert len(seen) >= 2, seen  # the patches tab's panels have labels and icon buttons
+        assert all(on_top for _, on_top in seen), seen
+        browser.close()
