@@ -716,7 +716,7 @@
     let done = false;
     if (back || forward) {  // the MAE tab's ratio, or the Attention tab's layer: whichever is shown
       done = step('#mae-ratio input[type=range]', forward ? +1 : -1) || press(forward ? 'attn-next' : 'attn-prev');
-    } else if (e.key === 'p' && e.altKey) {
+    } else if (e.code === 'KeyP' && e.altKey) {  // the key's place: Option+P types 'π' on a Mac, Caps Lock 'P'
       presenter.toggle(); done = true;
     }
     if (done) e.preventDefault();
