@@ -35,3 +35,55 @@ def test_alt_p_is_the_p_key_whatever_it_types(app_url):
                           "{key: k, code: 'KeyP', altKey: true, bubbles: true}))", key)
             page.wait_for_function(shown if on else f"!{shown}", timeout=10_000)
         browser.close()
+
+
+#: Browser code: count the server calls each event of the MAE tab's image relay starts, by dependency
+#: (window.__relayCalls: {fn_index: n}).
+COUNT_RELAY_CALLS = """() => {
+  const relay = window.gradio_config.components.find((c) => c.props.elem_id === 'image-relay-mae').id;
+  window.__relayCalls = {};
+  const send = window.fetch;
+  window.fetch = function (url, init) {
+    if (String(url).includes('queue/join') && init && init.body) {
+      try {
+        const d = JSON.parse(init.body);
+        if (d.trigger_id === relay) window.__relayCalls[d.fn_index] = (window.__relayCalls[d.fn_index] || 0) + 1;
+      } catch (e) { /* not JSON */ }
+    }
+    return send.apply(this, arguments);
+  };
+}"""
+
+
+@pytest.mark.parametrize("kind", ["truncated", "huge"])
+def test_a_refused_upload_runs_the_view_once(app_url, tmp_path, kind):
+    """One upload sends the box's ``upload`` and ``input`` at once; both handlers read the relay, and the second
+    put back the value it had read, so the relay moved twice and the tab's views (and their warning) ran twice."""
+    import io
+
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import EXAMPLES
+    from tests.ui.test_app import FIRST_VIEWS_DONE
+
+    path = tmp_path / f"{kind}.png"
+    if kind == "truncated":
+        buf = io.BytesIO()
+        Image.open(EXAMPLES / "coffee.jpg").save(buf, "png")
+        path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    else:
+        Image.new("RGB", (12000, 12000), (200, 100, 50)).save(path)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function(FIRST_VIEWS_DONE, timeout=300_000)
+        page.evaluate(COUNT_RELAY_CALLS)
+        page.locator("#mae-input input[type=file]").set_input_files(str(path))
+        page.wait_for_function("() => (document.querySelector('#mae-metrics') || {innerText: ''})"
+                               ".innerText.includes('Image problem')", timeout=60_000)
+        page.wait_for_timeout(3000)  # a second run of the same upload has started by now
+        calls = page.evaluate("window.__relayCalls")
+        browser.close()
+    assert calls and all(n == 1 for n in calls.values()), calls

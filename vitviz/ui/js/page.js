@@ -243,13 +243,16 @@
       // or not an image, and sent neither upload nor clear): the tab redraws without an image, so no panel
       // of the previous photo stays beside the empty box.
       // clear 'example': an example photo was clicked: published like an upload, and the link names it.
+      // Nothing new: `undefined`, which leaves the relay alone. (Returning the relay as read would undo a move:
+      // one upload sends `upload` and `input` at once, both read relay n, the first returns n + 1, the second
+      // n, and each change of the relay ran the tab's views: every refused upload said its warning twice.)
       publish(id, value, relay, clear) {
-        if (clear === 'emptied') { if (value) return [relay]; clear = true; }
+        if (clear === 'emptied') { if (value) return [undefined]; clear = true; }
         const example = clear === 'example';
         if (example) clear = false;
         const key = clear ? '' : ((value && value.path) || null);
         if (example && key) share.example(examples.stem(key));
-        if (key === null || S.shown[id] === key) return [relay];
+        if (key === null || S.shown[id] === key) return [undefined];
         if (!example && key) share.uploaded(value); else if (!key) share.cleared();
         S.shown[id] = key;
         if (key) { S.v += 1; S.value = value; S.seen[id] = S.v; }
