@@ -87,3 +87,46 @@ def test_a_refused_upload_runs_the_view_once(app_url, tmp_path, kind):
         calls = page.evaluate("window.__relayCalls")
         browser.close()
     assert calls and all(n == 1 for n in calls.values()), calls
+
+
+#: Browser code run before the page's own: every frame, note each picture of the shown tab that is on screen
+#: while its box does not yet show the linked photo (window.__early: the pictures' sources, first 60 chars).
+WATCH_EARLY = """(name) => {
+  window.__early = [];
+  const look = () => {
+    const V = window.vitviz;
+    const panel = V && V.examples && V.examples.shownPanel();
+    if (panel && V.examples.stem(V.examples.boxPhoto(panel)) !== name) {
+      for (const img of panel.querySelectorAll('[data-testid=image] img')) {
+        const r = img.getBoundingClientRect();
+        if (img.naturalWidth > 0 && r.width > 0 && getComputedStyle(img).visibility === 'visible'
+            && !img.closest('button.gallery-item')) window.__early.push((img.getAttribute('src') || '').slice(-60));
+      }
+    }
+    requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+}"""
+
+
+def test_a_linked_photo_is_the_first_one_shown(app_url):
+    """``?tab=attention&layer=9&photo=coffee`` showed the cat's views for 2-6 s before the coffee cup's: the
+    tab's pictures wait hidden until its box shows the linked photo."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.add_init_script(f"({WATCH_EARLY})('coffee')")
+        page.goto(app_url + "?tab=attention&layer=9&photo=coffee")
+        page.wait_for_function(
+            "() => { const V = window.vitviz; const p = V && V.examples.shownPanel();"
+            " return p && V.examples.stem(V.examples.boxPhoto(p)) === 'coffee' && !V.examples.busy(p)"
+            " && !document.documentElement.classList.contains('vitviz-url-photo'); }", timeout=300_000)
+        early = page.evaluate("Array.from(new Set(window.__early))")
+        shown = page.evaluate("Array.from(window.vitviz.examples.shownPanel().querySelectorAll("
+                              "'[data-testid=image] img')).filter((i) => getComputedStyle(i).visibility === 'visible')"
+                              ".length")
+        browser.close()
+    assert early == [], early
+    assert shown > 0  # the linked photo's views are shown once they are in
