@@ -130,3 +130,24 @@ def test_a_linked_photo_is_the_first_one_shown(app_url):
         browser.close()
     assert early == [], early
     assert shown > 0  # the linked photo's views are shown once they are in
+
+
+def test_the_tour_button_stays_put_when_the_link_note_changes(app_url):
+    """The share line's text ("example photo chelsea", "your upload is not in the link", "copied") changed its
+    width, and the tour's button beside it moved."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function(READY, timeout=120_000)
+        page.evaluate("window.vitviz.share.example('chelsea')")
+        before = page.locator("#tour-start").bounding_box()
+        page.evaluate("window.vitviz.share.state.uploaded = true; window.vitviz.share.render()")
+        assert "upload" in page.locator("#share").inner_text()
+        after_upload = page.locator("#tour-start").bounding_box()
+        page.evaluate("document.querySelector('#share .vitviz-share-done').textContent = 'copy it from the address bar'")
+        after_copy = page.locator("#tour-start").bounding_box()
+        browser.close()
+    assert before["x"] == after_upload["x"] == after_copy["x"], (before, after_upload, after_copy)
