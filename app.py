@@ -24,7 +24,16 @@ demo = build_demo()
 serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/serve): caps, cost groups, fixes
 
 if __name__ == "__main__":
+    import signal
+
     from vitviz.ui import warmup
+
+    def _stop(signum: int, frame: object) -> None:
+        """SIGTERM (``docker stop``) ends the app as Ctrl+C does: Gradio closes the server and ``launch`` returns.
+        In a container the app is PID 1, which ignores a SIGTERM it does not handle (stopped only by SIGKILL)."""
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
 
     warmup.start(demo)  # once listening, at idle priority: the dinov2-small tabs' shared work (vitviz/ui/warmup.py)
     demo.launch(**launch_options(), **options)

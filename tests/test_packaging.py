@@ -23,6 +23,49 @@ def test_dockerfile_runs_the_app_safely():
         assert (ROOT / src).exists(), src
 
 
+
+def _instructions(text: str) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(l for l in text.splitlines() if not l.strip().startswith("#")))
+    return [l.strip() for l in joined.splitlines() if l.strip()]
+
+
+def test_dockerfile_installs_only_cpu_torch_or_fails():
+    """Where PyTorch's CPU index cannot be reached, an --extra-index-url build quietly installed PyPI's CUDA
+    wheels (a 6.7 GB image): torch and torchvision come from the CPU index alone, pinned to requirements.txt's
+    versions with the +cpu tag, before the rest; the build checks that no CUDA build got in."""
+    import subprocess
+
+    lines = _instructions((ROOT / "Dockerfile").read_text())
+    assert not any("--extra-index-url" in l for l in lines)
+    runs = [l for l in lines if l.startswith("RUN ")]
+    torch_run = next(l for l in runs if "download.pytorch.org/whl/cpu" in l)
+    assert "--index-url https://download.pytorch.org/whl/cpu" in torch_run
+    assert torch_run.index("+cpu") < torch_run.index("-r requirements.txt")
+    assert "torch.version.cuda is None" in torch_run
+    # the versions are requirements.txt's: the command the build runs gives them
+    pins = dict(r.split("==") for r in (ROOT / "requirements.txt").read_text().splitlines()
+                if r and not r.startswith("#"))
+    for name in ("torch", "torchvision"):
+        spec = re.search(rf'"{name}==(\$\(.*?\))\+cpu"', torch_run).group(1)
+        got = subprocess.run(["sh", "-c", f"echo {spec}"], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert got.stdout.strip() == pins[name], name
+
+
+def test_dockerfile_health_port_workdir_and_stop():
+    """The health check asks the port the app listens on (GRADIO_SERVER_PORT, 7860 by default); the working
+    directory belongs to the app user (Gradio writes ./.gradio/ there); SIGTERM stops the app."""
+    lines = _instructions((ROOT / "Dockerfile").read_text())
+    health = next(l for l in lines if l.startswith("HEALTHCHECK"))
+    assert "GRADIO_SERVER_PORT" in health and "'7860'" in health and "127.0.0.1:7860" not in health
+    workdir = next(l for l in lines if l.startswith("WORKDIR ")).split()[1]
+    before = lines[:lines.index(f"WORKDIR {workdir}")]
+    assert any(l.startswith("RUN ") and ("install -d -o app" in l or "chown app" in l) and workdir in l
+               for l in before), "the working directory is created root-owned"
+    assert "STOPSIGNAL SIGTERM" in lines or not any(l.startswith("STOPSIGNAL") for l in lines)
+    app = (ROOT / "app.py").read_text()
+    assert "signal.SIGTERM" in app  # PID 1 ignores a SIGTERM it does not handle (tests/ui/test_app_stop.py)
+
 def test_requirements_are_pinned_and_spaces_header_matches():
     reqs = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l and not l.startswith("#")]
     assert all("==" in r for r in reqs)

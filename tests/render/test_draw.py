@@ -57,3 +57,18 @@ def test_colormap_and_colorbar():
     bar = _draw.colorbar(200, 0.0, 1.0, "cosine")
     assert bar.shape == (200, 56, 3) and bar.dtype == np.uint8
     assert not np.array_equal(bar[20, 8], bar[180, 8])  # a ramp, top differs from bottom
+
+
+def test_text_never_draws_a_missing_glyph_box():
+    """PIL's built-in font has no no-break space (nor "×", "→"): the export's "PSNR 16.2 dB" showed a box
+    where the space was. A character the font lacks is drawn as its plain form."""
+    band = np.full((24, 200, 3), 255, np.uint8)
+    for size in (None, 11, 14):
+        f = _draw.font(size)
+        assert _draw.drawable("16.2\u00a0dB 3×3 → café", f) == "16.2 dB 3x3 -> cafe"
+        assert _draw.drawable("±2% · ok", f) == "±2% · ok"  # glyphs the font has stay
+    drawn = _draw.text(band, [(2, 2, "PSNR 16.2\u00a0dB")], 14, anchor="la", outlined=False, fill=(0, 0, 0))
+    plain = _draw.text(band, [(2, 2, "PSNR 16.2 dB")], 14, anchor="la", outlined=False, fill=(0, 0, 0))
+    assert np.array_equal(drawn, plain)
+    titled = _draw.label_row([("3×3\u00a0px", np.zeros((8, 60, 3), np.uint8))])
+    assert np.array_equal(titled, _draw.label_row([("3x3 px", np.zeros((8, 60, 3), np.uint8))]))

@@ -44,6 +44,8 @@ def test_tab_opens_on_the_trained_classifier_and_picks_one_of_its_8_classes(lab8
             assert "dinov2-small-lab8" in page.locator("#explain-model input").input_value()
             assert "real trained decision on 8 classes" in page.locator("#explain-model-note").inner_text()
             assert "real trained decision on 8 classes" in page.evaluate(CAPTION)
+            # how often it is wrong, beside the prediction (its card's test accuracy, overall and per class)
+            assert "How often it is wrong: it is right on 72% of 64 test photos" in page.evaluate(CAPTION)
             page.wait_for_function(
                 "() => document.querySelector('#explain-auc')?.innerText.includes('random order')", timeout=300_000)
             page.locator("#explain-class input").click()

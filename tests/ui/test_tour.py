@@ -92,3 +92,92 @@ def test_a_step_whose_model_is_missing_is_left_out(monkeypatch):
     here = tour.steps_here()
     assert len(here) == len(steps) - 1 and kinds[0] not in here
     assert tour.steps_here(tuple(s for s in steps if not s.needs)) == here
+
+
+#: Scroll each of the shown tab's image-panel labels and icon buttons under the middle of the stuck bar; say
+#: what the page draws there (the bar's own element, or the one drawn over it).
+_UNDER_BAR_JS = """() => {
+  const bar = document.querySelector('#tour .vitviz-tour');
+  const panel = window.vitviz.examples.shownPanel();
+  const parts = Array.from(panel.querySelectorAll('[data-testid=block-label], .icon-button-wrapper'))
+    .filter((el) => el.offsetParent !== null).slice(0, 6);
+  const out = [];
+  for (const el of parts) {
+    const b = bar.getBoundingClientRect(), r = el.getBoundingClientRect();
+    window.scrollBy({top: r.top + r.height / 2 - (b.top + b.height / 2), left: 0, behavior: 'instant'});
+    const r2 = el.getBoundingClientRect(), b2 = bar.getBoundingClientRect();
+    const x = r2.left + r2.width / 2, y = b2.top + b2.height / 2;
+    if (x < b2.left || x > b2.right) continue;
+    const hit = document.elementFromPoint(x, y);
+    out.push([el.className.toString().slice(0, 40), Boolean(hit && bar.contains(hit))]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_running_bar_is_drawn_over_the_panels_labels_and_icons(app_url):
+    """While a step runs the bar sticks to the top of the window; the image panels scrolled under it (their
+    labels, their download and full-screen buttons) are drawn below it, not over it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
+        page.locator("#tour-start").click()
+        page.wait_for_function("document.querySelector('#tour .vitviz-tour').dataset.ready === '1'", timeout=300_000)
+        seen = page.evaluate(_UNDER_BAR_JS)
+        assert len(seen) >= 2, seen  # the patches tab's panels have labels and icon buttons
+        assert all(on_top for _, on_top in seen), seen
+        browser.close()
+
+
+def _box_shows(page, tab: str, name: str) -> None:  # noqa: ANN001
+    """Wait until tab ``tab``'s image box shows a file whose name starts with ``name``."""
+    page.wait_for_function(
+        "([tab, name]) => { const el = document.querySelector(`#${tab}-input .image-frame img`);"
+        " return el && decodeURIComponent(el.getAttribute('src')).split('/').pop().startsWith(name); }",
+        arg=[tab, name], timeout=120_000)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_tour_keeps_the_visitors_photo_and_gives_it_back(app_url, tmp_path):
+    """A visitor's upload stays in the steps that allow it; a step that needs its example (own_photo = false)
+    shows the example, the next step the visitor's photo again; after Finish the visitor's photo is back."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import EXAMPLES
+
+    steps = tour.steps_here()
+    example_only = next(i for i, s in enumerate(steps) if not s.own_photo)
+    after = next(i for i, s in enumerate(steps) if i > example_only and s.own_photo and s.photo)
+    prefix = {"attention": "attn", "features": "feat"}
+    upload = tmp_path / "lesson.png"
+    Image.open(EXAMPLES / "coffee.jpg").resize((224, 224)).save(upload)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("window.vitviz && window.vitviz.tabs.ready === true", timeout=60_000)
+        page.locator("#mae-input input[type=file]").set_input_files(str(upload))
+        _box_shows(page, "mae", "lesson")
+        page.locator("#tour-start").click()
+        for i in (0, example_only, after):
+            page.evaluate(f"window.vitviz.tour.go({i})")
+            _walked(page, i + 1, steps[i], 720)
+            _box_shows(page, prefix.get(steps[i].tab, steps[i].tab), "lesson" if i != example_only else tour.PHOTO)
+        page.evaluate(f"window.vitviz.tour.go({example_only})")  # the example again, then Finish elsewhere
+        _walked(page, example_only + 1, steps[example_only], 720)
+        last = len(steps) - 1
+        assert steps[last].photo is None  # a tab without a box: the photo comes back as the page's image
+        page.evaluate(f"window.vitviz.tour.go({last})")
+        _walked(page, last + 1, steps[last], 720)
+        page.locator("#tour-next").click()  # Finish
+        page.wait_for_selector("#tour-start", timeout=10_000)
+        assert "upload" in page.locator("#share").inner_text()
+        page.locator("[role=tab][data-tab-id=mae]").click()
+        _box_shows(page, "mae", "lesson")
+        browser.close()

@@ -72,3 +72,14 @@ def test_export_shows_what_the_screen_shows(tiny_loaded, photo_path):
     assert len(rows) == r.mask.shape[0] and all(set(s) <= {"0", "1"} and len(s) == r.mask.shape[1] for s in rows)
     assert sum(s.count("1") for s in rows) == int(r.mask.sum()) == data["mask"]["hidden"]
     assert len(text.splitlines()) < 80  # a person can read it (the mask was one number per line)
+
+
+def test_export_writes_the_psnr_unit_as_the_screen_does(tiny_loaded, photo_path):
+    """The metrics keep "dB" beside its number with a no-break space; the exported PNG draws it as a space
+    (the export font has no glyph for it: "16.2☐dB")."""
+    from vitviz.mae.reconstruct import reconstruct
+
+    r = reconstruct(tiny_loaded, str(photo_path), 0.75, 0, "random")
+    line = mv.metrics_text(mv.metrics(tiny_loaded, r))
+    assert "\u00a0dB" in line
+    assert np.array_equal(mv.export_png(r, metrics=[line]), mv.export_png(r, metrics=[line.replace("\u00a0", " ")]))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import unicodedata
+
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
@@ -30,6 +32,37 @@ _VIRIDIS = np.array(
 def font(size: int | None = None) -> ImageFont.ImageFont:
     """PIL's built-in font at ``size`` px (``None``: the small bitmap font)."""
     return ImageFont.load_default() if size is None else ImageFont.load_default(size=size)
+
+
+#: What a character the drawing font lacks is written as (the font draws a box for it): spaces that only forbid a
+#: line break become spaces, typographic signs their ASCII forms. Others lose their accents, or become "?".
+SUBSTITUTES = {"\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u2007": " ", "\u2011": "-", "\u2013": "-",
+               "\u2014": "-", "\u2212": "-", "\u00d7": "x", "\u2248": "~", "\u2192": "->", "\u2190": "<-",
+               "\u2264": "<=", "\u2265": ">=", "\u2026": "...", "\u2018": "'", "\u2019": "'", "\u201c": '"',
+               "\u201d": '"'}
+
+
+@lru_cache(maxsize=4096)
+def _has_glyph(f: ImageFont.ImageFont, ch: str) -> bool:
+    """Whether ``f`` draws ``ch`` as itself, not as its missing-glyph box (the box of a noncharacter)."""
+    if ch.isascii():
+        return True
+    return bytes(f.getmask(ch)) != bytes(f.getmask("\uffff")) or f.getbbox(ch) != f.getbbox("\uffff")
+
+
+def drawable(t: str, f: ImageFont.ImageFont) -> str:
+    """``t`` with every character ``f`` lacks replaced (:data:`SUBSTITUTES`, else its letters without accents,
+    else "?"): PIL's built-in font has no no-break space, "×" or "→", and draws a box for each."""
+    out = []
+    for ch in t:
+        if _has_glyph(f, ch):
+            out.append(ch)
+        elif ch in SUBSTITUTES:
+            out.append(SUBSTITUTES[ch])
+        else:
+            plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+            out.append(plain or "?")
+    return "".join(out)
 
 
 def check_image(image: np.ndarray) -> np.ndarray:
@@ -143,7 +176,7 @@ def text(image: np.ndarray, items: list[tuple[float, float, str]], size: int, an
     f = font(size)
     for x, y, t in items:
         kw = dict(stroke_width=max(1, size // 7), stroke_fill=(0, 0, 0)) if outlined else {}
-        draw.text((x, y), t, fill=fill, font=f, anchor=anchor, **kw)
+        draw.text((x, y), drawable(t, f), fill=fill, font=f, anchor=anchor, **kw)
     return np.asarray(pil)
 
 
@@ -168,7 +201,7 @@ def panel_row(panels: list[tuple[str, np.ndarray]], gap: int = 12, title_height:
     x = 0
     for title, p in panels:
         canvas.paste(Image.fromarray(check_image(p)), (x, title_height))
-        draw.text((x + 2, 3 if font_size else 4), title, fill=INK, font=f)
+        draw.text((x + 2, 3 if font_size else 4), drawable(title, f), fill=INK, font=f)
         x += p.shape[1] + gap
     return np.asarray(canvas)
 
@@ -196,7 +229,7 @@ def colorbar(height: int, vmin: float, vmax: float, label: str = "", width: int 
     draw = ImageDraw.Draw(pil)
     f = font(11)
     for y, v in ((top, vmax), (top + inner // 2, (vmin + vmax) / 2), (top + inner - 1, vmin)):
-        draw.text((17, y), fmt.format(v), fill=(30, 30, 30), font=f, anchor="lm")
+        draw.text((17, y), drawable(fmt.format(v), f), fill=(30, 30, 30), font=f, anchor="lm")
     if label:
-        draw.text((2, top - 13), label, fill=(30, 30, 30), font=font(10))
+        draw.text((2, top - 13), drawable(label, font(10)), fill=(30, 30, 30), font=font(10))
     return np.asarray(pil)

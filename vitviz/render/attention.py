@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ._draw import WHITE, cell_box, check_image, colormap, expand, font, outline_mask, panel_row, upscale
+from ._draw import WHITE, cell_box, check_image, colormap, drawable, expand, font, outline_mask, panel_row, upscale
 
 #: Outline of the query patch.
 QUERY_COLOR = np.array([255, 40, 40], dtype=np.float32)
@@ -105,7 +105,7 @@ def heat_overlay(
 def bottom_text(image: np.ndarray, text: str, font_size: int = 14) -> np.ndarray:
     """``text`` in white at the bottom-left corner (drawn over a dark band). ``(H, W, 3)`` uint8."""
     pil = Image.fromarray(check_image(image))
-    ImageDraw.Draw(pil).text((5, pil.height - 4), text, fill=(255, 255, 255), font=font(font_size), anchor="ld")
+    ImageDraw.Draw(pil).text((5, pil.height - 4), drawable(text, font(font_size)), fill=(255, 255, 255), font=font(font_size), anchor="ld")
     return np.asarray(pil)
 
 
@@ -159,7 +159,7 @@ def head_grid(
         over = heat_overlay(image, m[i], tile, vmax=vmax, query=query,
                             region=None if regions is None else regions[i], hatch=hatch)
         canvas.paste(Image.fromarray(over), (x, y + title_height))
-        draw.text((x + 2, y + 3), titles[i], fill=(20, 20, 20), font=f)
+        draw.text((x + 2, y + 3), drawable(titles[i], f), fill=(20, 20, 20), font=f)
     return np.asarray(canvas)
 
 

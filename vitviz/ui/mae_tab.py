@@ -123,8 +123,9 @@ def _view_cleared(message: str) -> View:
                 None, None, None, "")
 
 
-def _compared(compare_name: str) -> str | None:
-    return compare_name if compare_name and compare_name != NO_COMPARE else None
+def _compared(compare_name: str, model_name: str | None = None) -> str | None:
+    """The model to compare with, or ``None`` (no comparison picked, or the main model itself: one row)."""
+    return compare_name if compare_name and compare_name not in (NO_COMPARE, model_name) else None
 
 
 @cost(model_cost(1))
@@ -137,7 +138,7 @@ def update_view(c: Controls) -> View:
     p = mae_view.panels(r, painting=painted is not None)
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
     code = urlstate.encode_mask(r.mask) if painted is not None else ""
-    other_name = _compared(c.compare_name)
+    other_name = _compared(c.compare_name, c.model_name)
     if other_name is None:
         return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
                     gr.update(visible=False), None, None, None, "")
@@ -220,7 +221,8 @@ def export(c: Controls) -> Export:
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(c.image)
     png, record = mae_view.export_files(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern,
-                                        mae_view.painted_mask(c.paint, c.painted), _compared(c.compare_name))
+                                        mae_view.painted_mask(c.paint, c.painted),
+                                        _compared(c.compare_name, c.model_name))
     # Both files go to Gradio's cleaned cache (deleted after VITVIZ_CACHE_SECONDS), never the temp folder.
     return Export(files.write_bytes(png, "vitviz-mae-panels.png"), files.write_text(record, "vitviz-mae-metrics.json"))
 
@@ -258,8 +260,10 @@ def build(demo: gr.Blocks) -> Binder:
             ui.paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
                                    elem_id="mae-paint", elem_classes=["vitviz-secondary"])
             gr.Markdown(helptext.read(TAB_ID, "paint"), elem_classes=["vitviz-help"])
-            ui.compare_name = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + choices, value=NO_COMPARE,
+            others, none_here = mae_view.compare_choices()
+            ui.compare_name = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + others, value=NO_COMPARE,
                                           label="Compare with another model (same image, same mask)",
+                                          info=none_here or None, interactive=not none_here,
                                           elem_id="mae-compare", elem_classes=["vitviz-secondary"])
         with gr.Column(scale=3, elem_id="mae-main"):
             # The slider and the four panels a lecturer points at come first: above the fold at 1280x720

@@ -2,8 +2,8 @@
 
 The steps are data (:class:`Step`, read by :func:`default_steps` from ``vitviz/ui/helptext/tour.toml``);
 the page walks them with the tour bar's Back and Next buttons (``vitviz/ui/js/tour.js``, part of the
-page module ``window.vitviz``): a step opens its tab, puts its example photo in the tab's box (unless the tab already shows
-it), sets its controls, waits for its own output (:attr:`Step.ready`: an element's text that
+page module ``window.vitviz``): a step opens its tab, shows the visitor's own photo where the step allows it
+(:attr:`Step.own_photo`), else puts its example photo in the tab's box (unless the tab already shows it), sets its controls, waits for its own output (:attr:`Step.ready`: an element's text that
 only this step's settings produce), brings its key visual into view and says what to notice.
 Idle, the bar is its Start button, beside the tab buttons; while a step runs it is one line at
 the top of the window (over the intro, never over the tab's views: a step's key visual is brought
@@ -43,6 +43,10 @@ class Step:
         controls: ``(elem_id, value)`` pairs set in order: a slider or number gets the value, a radio
             the choice of that label, a checkbox the boolean.
         photo: the example photo's name (no ``.jpg``), or ``None`` for a tab without a photo.
+        own_photo: whether the visitor's own photo (the one shown when the tour started: an upload or an
+            example they picked) serves the step instead of :attr:`photo`; ``False`` where the step's lesson
+            needs the example (the tour gives the visitor's photo back at the next step that allows it and at
+            the end).
         needs: models whose weights the step's output needs (``needs = ["dinov2-small"]``); where one of them
             cannot be had, :func:`steps_here` leaves the step out rather than wait forever for its output.
     """
@@ -54,6 +58,7 @@ class Step:
     ready: tuple[str, str]
     controls: tuple[tuple[str, float | int | str | bool], ...] = field(default_factory=tuple)
     photo: str | None = PHOTO
+    own_photo: bool = True
     needs: tuple[str, ...] = field(default_factory=tuple)
 
 

@@ -9,6 +9,9 @@ sentences; no gradio here.
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -222,6 +225,35 @@ def _tag(e: Explanation) -> str:
     return " (random weights)" if e.random_init else ""
 
 
+@functools.lru_cache(maxsize=8)
+def held_out_accuracy(head: str) -> tuple[float, int, dict[str, float]] | None:
+    """How often a head vitviz trained is right on the labelled set's test photos, which it never saw: its
+    accuracy, the number of test photos and the accuracy on each class's test photos, as its card states them
+    (``assets/labelled/head/<model>.json``, written by ``python -m vitviz.training.linear_head``); ``None``
+    without a card. ``head`` is the registry's :attr:`head` file name (``dinov2-small-lab8.safetensors``)."""
+    from ..probing.head import card_json_path
+
+    path = card_json_path(Path(head).stem)
+    if not path.is_file():
+        return None
+    card = json.loads(path.read_text(encoding="utf-8"))
+    return float(card["accuracy"]["test"]), int(card["count"]["test"]), dict(card["per_class"]["test"])
+
+
+def how_often_wrong(model: LoadedModel, e: Explanation) -> str:
+    """A sentence beside a trained head's prediction: how often the classifier is right on held-out photos,
+    overall and for the class shown, so that a wrong answer is not taken for the lesson ("" for a model
+    without a card: an ImageNet classifier or random weights)."""
+    figures = held_out_accuracy(model.spec.head) if model.spec.head and not e.random_init else None
+    if figures is None:
+        return ""
+    overall, count, per_class = figures
+    text = f"**How often it is wrong:** it is right on {overall:.0%} of {count} test photos it never saw"
+    if e.class_name in per_class:
+        text += f" ({per_class[e.class_name]:.0%} of those labelled *{e.class_name}*)"
+    return text + f"; a photo of none of its {len(per_class)} classes still gets one of them."
+
+
 def all_class_names() -> tuple[str, ...]:
     """Every class name of every Explain model, each once: ImageNet-1k's, then those of the heads vitviz trained.
 
@@ -299,6 +331,9 @@ def maps_view(image: Any, choice: str | None, target: Any, method: Any = ALL) ->
             "(yellow = most important patch).")
     if model.spec.head and not e.random_init:
         text += f"  \nThis is {TRAINED_NOTE}."
+    wrong = how_often_wrong(model, e)
+    if wrong:
+        text += f"  \n{wrong}"
     return panels, text
 
 

@@ -251,6 +251,18 @@ def painted_label(mask: np.ndarray) -> str:
             "untick “Paint the mask” to use the slider")
 
 
+def compare_choices() -> tuple[list[tuple[str, str]], str]:
+    """What the comparison picker offers: the MAE models whose weights can be had here ((label, name) pairs;
+    the main model is left out of the comparison when picked in both), and a sentence saying so when there is
+    no second one (offline with the embedded mae-tiny alone)."""
+    here = [(label, name) for label, name in model_choices() if not label.endswith("(unavailable)")]
+    if len(here) > 1:
+        return here, ""
+    only = here[0][1] if here else "none"
+    return here, (f"No second MAE is here (only {only}): a comparison needs another MAE's weights, on disk in "
+                  "VITVIZ_WEIGHTS_DIR or downloaded (README, Models).")
+
+
 def model_choices() -> list[tuple[str, str]]:
     """(label, name) pairs of MAE models; unavailable ones say so in the label."""
     out = []

@@ -163,29 +163,41 @@
       }),
       // The URL's photo= (an example's name): once the shown tab has drawn its first views, its thumbnail
       // is clicked as a person would (the photo then reaches every tab); an unknown name is ignored.
-      fromUrl() {
+      // Until the box shows that photo, the tab's pictures are hidden (html.vitviz-url-photo, set as the page
+      // module loads; app.css): the first views, drawn with the page's first photo, are not shown for the
+      // seconds the linked one takes.
+      linked: () => {
         const name = new URL(window.location.href).searchParams.get('photo') || '';
-        if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) return;
+        return /^[A-Za-z0-9_-]{1,64}$/.test(name) ? name : '';
+      },
+      fromUrl() {
+        const name = E.linked();
+        const done = () => { document.documentElement.classList.remove('vitviz-url-photo'); return true; };
+        if (!name) return done();
         const started = Date.now();
+        let clicked = false;
         setTimeout(later, 30000);  // the give-up check runs even on a still page
         watch(() => {
-          if (Date.now() - started > 30000) return true;
+          if (Date.now() - started > 30000) return done();
           if (!tabs.ready) return false;
           const panel = E.shownPanel();
           if (!panel) return false;
-          if (!panel.querySelector('button.gallery-item')) return Date.now() - started > 5000;  // no photo here
+          if (!panel.querySelector('button.gallery-item')) return Date.now() - started > 5000 && done();  // no photo here
           const want = E.boxPhoto(panel);
-          if (!want || E.busy(panel)) return false;  // the tab's first views are still coming
-          if (E.stem(want) === name) return true;
+          if (!want || E.busy(panel)) return false;  // the tab's first views (or the linked photo's) are still coming
+          if (E.stem(want) === name) return done();
+          if (clicked) return false;
           const b = Array.from(panel.querySelectorAll('button.gallery-item')).find((x) => {
             const img = x.querySelector('img');
             return img && x.offsetParent !== null && E.stem(img.getAttribute('src')) === name;
           });
-          if (b) b.click();
-          return true;
+          if (!b) return done();  // an unknown name: the page's own photo stays
+          b.click(); clicked = true;
+          return false;
         });
       },
     };
+    if (E.linked()) document.documentElement.classList.add('vitviz-url-photo');
     return E;
   })();
 
@@ -243,13 +255,16 @@
       // or not an image, and sent neither upload nor clear): the tab redraws without an image, so no panel
       // of the previous photo stays beside the empty box.
       // clear 'example': an example photo was clicked: published like an upload, and the link names it.
+      // Nothing new: `undefined`, which leaves the relay alone. (Returning the relay as read would undo a move:
+      // one upload sends `upload` and `input` at once, both read relay n, the first returns n + 1, the second
+      // n, and each change of the relay ran the tab's views: every refused upload said its warning twice.)
       publish(id, value, relay, clear) {
-        if (clear === 'emptied') { if (value) return [relay]; clear = true; }
+        if (clear === 'emptied') { if (value) return [undefined]; clear = true; }
         const example = clear === 'example';
         if (example) clear = false;
         const key = clear ? '' : ((value && value.path) || null);
         if (example && key) share.example(examples.stem(key));
-        if (key === null || S.shown[id] === key) return [relay];
+        if (key === null || S.shown[id] === key) return [undefined];
         if (!example && key) share.uploaded(value); else if (!key) share.cleared();
         S.shown[id] = key;
         if (key) { S.v += 1; S.value = value; S.seen[id] = S.v; }
@@ -716,7 +731,7 @@
     let done = false;
     if (back || forward) {  // the MAE tab's ratio, or the Attention tab's layer: whichever is shown
       done = step('#mae-ratio input[type=range]', forward ? +1 : -1) || press(forward ? 'attn-next' : 'attn-prev');
-    } else if (e.key === 'p' && e.altKey) {
+    } else if (e.code === 'KeyP' && e.altKey) {  // the key's place: Option+P types 'π' on a Mac, Caps Lock 'P'
       presenter.toggle(); done = true;
     }
     if (done) e.preventDefault();

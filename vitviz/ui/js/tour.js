@@ -3,9 +3,10 @@
 // Loaded in the page head right after page.js (vitviz.ui.js.page()), started by vitviz.start(). The steps
 // are data, written into this file as __STEPS__ (vitviz/ui/helptext/tour.toml, the ones this host can show:
 // vitviz.ui.tour.steps_here), or a tour bar's own `data-steps` where one is given (tests' tours):
-// {tab, title, notice, output, ready: [id, text], controls: [[id, value], ...], photo}. A step, in order: opens its tab; once the tab has drawn
-// (its ready element has text and nothing in it is pending), clicks its example photo unless the tab's box
-// already shows it; sets its controls the way a person does (a value typed or clicked, then the component's
+// {tab, title, notice, output, ready: [id, text], controls: [[id, value], ...], photo, own_photo}. A step, in order: opens its tab; once the tab has drawn
+// (its ready element has text and nothing in it is pending), shows the visitor's photo (the one shown when
+// the tour started) where the step allows it (own_photo), else clicks its example photo, unless the tab's box
+// already shows that; at the end, the visitor's photo is given back; sets its controls the way a person does (a value typed or clicked, then the component's
 // own events); waits for its own output (the ready element's text contains the step's text, nothing
 // pending); brings its key visual into view and says what to notice. Back and Next start another step (the
 // one under way is dropped); End folds the bar back to its Start button.
@@ -18,8 +19,11 @@
 
   const STEPS = __STEPS__;  // in the cached page module, not in every visit's page configuration
   let bar = null, steps = [], index = -1, gen = 0;
+  // The visitor's photo when the tour started ({upload: file data} or {example: name, value}), null for none;
+  // `replaced`: a step put another photo in its place (given back by the next step that allows it, or the end).
+  let own = null, replaced = false;
   // the shown tab's box and its example thumbnails: vitviz.examples (page.js)
-  const {shownPanel, busy, boxPhoto, button: exampleButton} = V.examples;
+  const {shownPanel, busy, boxPhoto} = V.examples;
   const textOf = (id) => { const el = document.getElementById(id); return el ? el.innerText : ''; };
 
   // --- controls: set like a person does, skipped when already at the value --------------------------------
@@ -42,6 +46,54 @@
     const box = root.querySelector('input[type=checkbox]');
     if (box) { if (box.checked !== Boolean(value)) box.click(); return true; }
     return false;
+  };
+
+  // --- the visitor's photo: kept by the steps that allow it (own_photo), given back at the end -------------
+  const V_IMAGE = V.image.state, V_SHARE = V.share.state;
+  const stem = V.examples.stem;
+  const visitor = () => {
+    if (V_SHARE.uploaded && V_IMAGE.value) return {upload: V_IMAGE.value};
+    const panel = shownPanel();
+    const name = V_SHARE.photo || (panel ? stem(boxPhoto(panel)) : '');
+    return name ? {example: name, value: V_IMAGE.value} : null;
+  };
+  const nameOf = (photo) => (photo.upload ? stem(photo.upload.path || photo.upload.orig_name || '') : photo.example);
+  const shows = (panel, photo) => stem(boxPhoto(panel)) === nameOf(photo);
+  const fileInput = (panel) => panel.querySelector('[id$="-input"] input[type=file]');
+  // Put `photo` in the shown tab's box as a person would: an example's thumbnail clicked, an upload uploaded
+  // again (the same file, fetched from the server). False where the tab cannot show it.
+  const put = (panel, photo) => {
+    if (photo.example) {
+      const b = Array.from(panel.querySelectorAll('button.gallery-item')).find((x) => {
+        const img = x.querySelector('img');
+        return img && x.offsetParent !== null && stem(img.getAttribute('src')) === photo.example;
+      });
+      if (b) b.click();
+      return Boolean(b);
+    }
+    const input = fileInput(panel);
+    if (!input) return false;
+    const f = photo.upload;
+    const src = f.url || new URL('gradio_api/file=' + f.path, document.baseURI).href;
+    fetch(src).then((r) => r.blob()).then((blob) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([blob], f.orig_name || V.examples.baseName(f.path), {type: blob.type}));
+      input.files = dt.files;
+      input.dispatchEvent(new Event('change', {bubbles: true}));
+    }).catch(() => null);
+    return true;
+  };
+  // The end of the tour: the visitor's photo back in the shown tab's box, or (a tab without one) back as the
+  // page's image, which the next tab opened shows (vitviz.image.select).
+  const giveBack = () => {
+    if (!own || !replaced) return;
+    replaced = false;
+    const panel = shownPanel();
+    if (panel && fileInput(panel) && put(panel, own)) return;
+    const value = own.upload || own.value;
+    if (!value) return;  // the page's first photo, never published: nothing to give back with
+    V_IMAGE.v += 1; V_IMAGE.value = value;
+    if (own.upload) V.share.uploaded(own.upload); else V.share.example(own.example);
   };
 
   // --- the key visual in view, below the bar (which sticks to the top while a step runs) ------------------
@@ -125,14 +177,15 @@
         phase = 'photo';
       }
       if (phase === 'photo') {
-        const want = s.photo ? s.photo + '.jpg' : '';
-        if (want && boxPhoto(panel) !== want) {
+        // the visitor's own photo where the step allows it, else the step's example
+        const mine = Boolean(s.photo && own && s.own_photo !== false);
+        const want = !s.photo ? null : mine ? own : {example: s.photo};
+        if (want && !shows(panel, want)) {
           if (!clicked) {
-            const b = exampleButton(panel, want);
-            if (!b) { phase = 'controls'; return false; }  // no such example here: keep the tab's photo
-            b.click(); clicked = Date.now();
+            if (!put(panel, want)) { phase = 'controls'; return false; }  // not here: keep the tab's photo
+            clicked = Date.now(); replaced = !mine;
             setTimeout(V.wake, 5000);  // the check below runs again even on a still page
-          }
+          } else if (Date.now() - clicked > 30000) { phase = 'controls'; }  // an upload that never came back
           return false;
         }
         // the new photo's views have arrived: nothing waits (after a moment for them to start)
@@ -159,12 +212,13 @@
     // Start step i (0-based); the step under way, if any, is dropped.
     go(i) {
       if (!steps.length) return;
+      if (index < 0) { own = visitor(); replaced = false; }
       index = Math.max(0, Math.min(steps.length - 1, i));
       gen += 1;
       render(false);
       run(steps[index], gen);
     },
-    end() { gen += 1; index = -1; render(false); },
+    end() { gen += 1; index = -1; render(false); giveBack(); },
     // vitviz.start(): find the bar (the page's header) and read its steps.
     start() {
       V.watch(() => {
