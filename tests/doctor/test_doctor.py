@@ -145,7 +145,7 @@ def test_patch16_model_fed_at_another_resolution(tmp_path):
     assert f.severity == "problem" and "decoder_pos_embed" in f.sentence and "Read anyway" in f.sentence
     assert "224 px" in f.sentence
     assert t["beats its random-weight twin"] == "ok"  # measured after putting the sin-cos table back
-    assert t["trained at another size than its table"] == "warning"
+    assert t["args.input_size differs from the position tables"] == "warning"
 
 
 def test_truncated_file(tmp_path):

@@ -164,8 +164,6 @@ def _architecture(case: _Case, path: Path) -> None:
     case.architecture = arch.describe()
     stray = [k for k in ck.state_dict if k.startswith(("decoder", "mask_token"))]
     if arch.kind == "mae":
-        case.add("ok", "keys", "an MAE with its decoder", f"An MAE encoder with its decoder: {arch.describe()}.",
-                 evidence=f"heads: {arch.heads_from}")
         return
     named = f"args.model = {case.facts.args['model']!r}" if case.facts and case.facts.args and "model" in case.facts.args else ""
     if arch.num_classes and not case.mae_expected and not stray:
@@ -316,8 +314,8 @@ def _targets(case: _Case, m: Measures) -> None:
         if space == "pixels":
             case.add("warning", "targets", "the outputs look like plain pixels",
                      f"{src} says norm_pix_loss=True, but the decoder's output fits plain pixels far better than "
-                     "per-patch normalised ones: the flag may be wrong for these weights, and the pictures are then "
-                     "de-normalised twice.", evidence=ev,
+                     "per-patch normalised ones: the flag may be wrong for these weights, and then the pictures are "
+                     "pixel predictions rescaled by each hidden patch's true statistics.", evidence=ev,
                      action="check which run these weights come from; if it trained on pixels, save norm_pix_loss=False")
         return
     if space == "normalised":
@@ -375,7 +373,7 @@ def _preprocessing(case: _Case, original_tables: dict[str, PositionTable]) -> No
         args = (case.facts.args or {}) if case.facts else {}
         size = args.get("input_size")
         if is_number(size) and int(size) != s:
-            case.add("warning", "preprocessing", "trained at another size than its table",
+            case.add("warning", "preprocessing", "args.input_size differs from the position tables",
                      f"Its args say input_size={size}, but {'the model vitviz measures' if original_tables else 'its position table'} "
                      f"is for {s} px ({g}×{g} patches of {p}).",
                      evidence=args_summary(args),
@@ -411,7 +409,7 @@ def _preprocessing(case: _Case, original_tables: dict[str, PositionTable]) -> No
         if la is not None and not said.startswith("from"):
             case.add("note", "preprocessing", "mean/std not in the file",
                      f"The file does not name its normalisation; vitviz feeds ImageNet's mean {dc.mean} and std "
-                     f"{dc.std}, which facebookresearch/mae trains with.", expected=S.PREPROCESS_SOURCE,
+                     f"{dc.std}, which facebookresearch/mae and timm's ViTs use.", expected=S.PREPROCESS_SOURCE,
                      action="if you trained with other statistics, the colours of every reconstruction are off by them")
         else:
             case.add("ok", "preprocessing", "mean/std", f"Normalisation mean {dc.mean}, std {dc.std} ({said}).")
@@ -547,6 +545,10 @@ def diagnose(subject: str | Path | LoadedModel, device: str | torch.device | Non
             tables = _tables(case)  # as the file has them, before any repair
             try:
                 case.model = open_model(path, device=dev)
+                if case.la.arch is not None and case.la.arch.kind == "mae":  # type: ignore[attr-defined]
+                    case.add("ok", "keys", "an MAE with its decoder, loaded strictly",
+                             f"An MAE encoder with its decoder; every tensor loaded strictly: "
+                             f"{case.la.arch.describe()}.")  # type: ignore[attr-defined]
             except ModelUnavailable as exc:
                 _strict_failure(case, exc)
     model = case.model
