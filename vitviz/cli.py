@@ -315,10 +315,10 @@ def _doctor(args: argparse.Namespace) -> int:
         import numpy as np
         from PIL import Image
 
-        from .render._draw import label_row
+        from .render.doctor import doctor_panels
 
         args.panels.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(np.asarray(label_row(list(d.panels.items())))).save(args.panels)
+        Image.fromarray(np.asarray(doctor_panels(d.panels))).save(args.panels)
         print(f"panels -> {args.panels}", file=sys.stderr)
     return 0
 

@@ -146,13 +146,12 @@ class Diagnosis:
 
     def to_markdown(self) -> str:
         """The report as Markdown (the app's section): verdict, then one block per finding."""
-        icon = {"problem": "❌", "warning": "⚠️", "note": "ℹ️", "ok": "✅"}
         out = [f"**{self.verdict()}**", ""]
         if self.layout:
             out.append(f"Read as: {self.layout}. " + (f"Architecture: {self.architecture}." if self.architecture else ""))
             out.append("")
         for f in self.findings:
-            out.append(f"{icon[f.severity]} **{f.severity}: {f.title}**: {f.sentence}")
+            out.append(f"**{f.severity.upper()} · {f.title}**: {f.sentence}")
             extra = [("Evidence", f.evidence), ("Expected", f.expected), ("What to do", f.action)]
             out += [f"<br>&nbsp;&nbsp;*{k}:* {v}" for k, v in extra if v]
             out.append("")

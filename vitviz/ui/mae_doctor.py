@@ -51,8 +51,10 @@ def build(ui: Binder) -> None:
                                         placeholder="/path/to/checkpoint-399.pth", elem_id="mae-doctor-path",
                                         visible=not settings.public(), scale=4)
             ui.doctor_button = gr.Button("Check the checkpoint", variant="primary", elem_id="mae-doctor-run", scale=1)
+        # the picture carries its own titles (a label would cover the first one)
         ui.doctor_panel = gr.Image(label="Same mask: masked input, ring baseline, this checkpoint, mae-tiny",
-                                   type="numpy", format="png", interactive=False, elem_id="mae-doctor-panel")
+                                   show_label=False, type="numpy", format="png", interactive=False,
+                                   elem_id="mae-doctor-panel")
         ui.doctor_report = gr.Markdown(elem_id="mae-doctor-report")
         with gr.Accordion("Report data (JSON)", open=False):
             ui.doctor_json = gr.JSON(elem_id="mae-doctor-json")
