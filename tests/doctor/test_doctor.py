@@ -189,3 +189,25 @@ def test_cli_text_and_json(tmp_path, capsys):
     cut.write_bytes(path.read_bytes()[:1000])
     assert main(["doctor", str(cut)]) == 0
     assert "the file is truncated" in capsys.readouterr().out
+
+
+def test_hugging_face_snapshot_of_a_healthy_mae(tmp_path):
+    """mae-tiny written as a transformers ViTMAEForPreTraining snapshot folder: read, and a clean report."""
+    from safetensors.torch import save_file
+
+    from vitviz.models.convert import official_to_hf
+
+    folder = tmp_path / "vit-mae-tiny"
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in official_to_hf(_tiny()).items()}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "vit_mae", "architectures": ["ViTMAEForPreTraining"], "hidden_size": 192,
+        "num_attention_heads": 3, "decoder_num_attention_heads": 6, "norm_pix_loss": False, "image_size": 224}))
+    (folder / "preprocessor_config.json").write_text(json.dumps({
+        "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]}))
+    d = vitviz.diagnose(folder, device="cpu", photos=PHOTOS)
+    _check(d)
+    assert d.healthy, d.to_text()
+    assert "Hugging Face vit_mae snapshot" in d.layout
+    t = _titles(d)
+    assert t["plain pixel targets"] == "ok" and t["mean/std"] == "ok" and t["beats its random-weight twin"] == "ok"
