@@ -22,6 +22,7 @@ Public API::
     f = vitviz.layer_tokens(m, img)                 # every layer's tokens: f.tokens[l] (T, D), f.layouts[l]
     f.patch_grid(-1)                                # (gh, gw, D) patch tokens of the last block
     lp = vitviz.linear_probe("mae-tiny", layer=-1, pooling="cls")  # lp.accuracy (len(k), seeds); lp.mean()
+    dx = vitviz.diagnose("checkpoint-399.pth")      # is this MAE healthy? dx.findings, dx.to_text(), dx.to_json()
 
 The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
 ``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from .beit.tokenize import Tokens
     from .core.images import load_image
     from .core.masking import PATTERNS, make_mask
+    from .doctor.diagnose import diagnose
+    from .doctor.report import Diagnosis
     from .errors import ImageError, ModelUnavailable
     from .explain.attention import attention
     from .explain.faithfulness import Curves, faithfulness
@@ -70,6 +73,8 @@ _EXPORTS: dict[str, str] = {
     "load_image": ".core.images",
     "PATTERNS": ".core.masking",
     "make_mask": ".core.masking",
+    "diagnose": ".doctor.diagnose",
+    "Diagnosis": ".doctor.report",
     "ImageError": ".errors",
     "ModelUnavailable": ".errors",
     "attention": ".explain.attention",
@@ -98,6 +103,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "Diagnosis",
+    "diagnose",
     "ProbeCurve",
     "linear_probe",
     "BEiTPrediction",

@@ -172,13 +172,22 @@ def build(la: LocalArch) -> tuple[nn.Module, DataConfig, bool]:
     Raises:
         ModelUnavailable: the file changed into something else, or does not load strictly.
     """
-    from .build import RANDOM_INIT_SEED, isolated_seed
-    from .checkpoint import build_mae_strict, build_strict
-
     ck = read_local(la.entry.path)
     now = describe(la.entry, ck)
     if (now.kind, now.arch, now.beit, now.swin) != (la.kind, la.arch, la.beit, la.swin):
         raise ModelUnavailable(f"{la.entry.path} changed since it was listed; restart vitviz to read it again")
+    return build_read(la, ck)
+
+
+def build_read(la: LocalArch, ck: Checkpoint) -> tuple[nn.Module, DataConfig, bool]:
+    """The module of ``la`` loaded strictly from a checkpoint already read (``ck``, as :func:`describe` saw it).
+
+    Raises:
+        ModelUnavailable: the tensors do not load strictly.
+    """
+    from .build import RANDOM_INIT_SEED, isolated_seed
+    from .checkpoint import build_mae_strict, build_strict
+
     what = f"{la.entry.name} ({la.entry.path})"
     if la.kind == "beit":
         return _build_beit(la, ck, what), la.data_config, False

@@ -18,7 +18,7 @@ from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import helptext, mae_live, mae_paint, mae_provenance, scrub, urlstate
+from . import helptext, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .serve import files, image_cache
@@ -285,6 +285,7 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
                     gr.Markdown(helptext.read(TAB_ID, "ratio") + "\n\n" + helptext.read(TAB_ID, "visible"))
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
+            mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
             with gr.Row(visible=False, equal_height=True) as ui.compare_row:
                 ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
@@ -347,6 +348,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.endpoint(run_reconstruct, api_name="reconstruct")
     ui.endpoint(run_sweep, api_name="sweep")
     mae_provenance.wire(ui)
+    mae_doctor.wire(ui)
     mae_live.wire(live, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, ui.paint, ui.painted)
     demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(**ui.bind(page_sweep, quick=False)).then(**prewarm)
     ui.follow_url(("model_name", "mask_ratio", "seed", "pattern", "paint", "painted"), url_controls)
