@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ._draw import WHITE, cell_box, check_image, colormap, expand, font, outline_mask, panel_row, upscale
+from ._draw import WHITE, cell_box, check_image, colormap, expand, font, hw, outline_mask, panel_row, upscale
 
 #: Outline of the query patch.
 QUERY_COLOR = np.array([255, 40, 40], dtype=np.float32)
@@ -39,7 +39,7 @@ def _region_edges(region_px: np.ndarray, thickness: int) -> np.ndarray:
 def heat_overlay(
     image: np.ndarray,
     heat: np.ndarray,
-    size: int = 448,
+    size: int | tuple[int, int] = 448,
     vmax: float | None = None,
     alpha: float = 0.6,
     query: tuple[int, int] | None = None,
@@ -53,7 +53,8 @@ def heat_overlay(
     Args:
         image: ``(S, S, 3)`` uint8 model view.
         heat: ``(gh, gw)`` non-negative values; NaN = no token there (drawn grey, hatched).
-        size: side of the output in pixels.
+        size: side of the output in pixels, or ``(H, W)`` for a photo at its own shape
+            (:func:`vitviz.render._draw.panel_size`).
         vmax: top of the colour scale; default the map's maximum.
         alpha: weight of the colour over the photo.
         query: grid ``(row, col)`` to outline (the query patch).
@@ -65,7 +66,7 @@ def heat_overlay(
             positions of mask tokens in an MAE decoder).
 
     Returns:
-        ``(size, size, 3)`` uint8.
+        ``(size, size, 3)`` (or ``(H, W, 3)``) uint8.
     """
     h = np.asarray(heat, dtype=np.float64)
     absent = np.isnan(h) if absent is None else np.isnan(h) | np.asarray(absent, dtype=bool)
@@ -76,7 +77,9 @@ def heat_overlay(
     colours = colormap(expand(np.where(absent, 0.0, h / top), size))
     out = img * (1 - alpha) + colours * alpha
     absent_px = expand(absent, size)
-    yy, xx = np.mgrid[0:size, 0:size]
+    height, width = hw(size)
+    yy, xx = np.mgrid[0:height, 0:width]
+    size = max(height, width)  # the scale of strokes and text below
     stripes = ((xx + yy) // max(2, size // 64)) % 3 == 0
     if absent_px.any():
         out[absent_px] = img[absent_px] * 0.25 + ABSENT_GREY * 0.75
@@ -89,8 +92,8 @@ def heat_overlay(
         out[~reg_px] = out[~reg_px] * 0.35
         out[_region_edges(reg_px, max(1, size // 160))] = WHITE
     if query is not None:
-        m = np.zeros((size, size), dtype=bool)
-        top, left, bottom, right = cell_box(h.shape, size, int(query[0]), int(query[1]))
+        m = np.zeros((height, width), dtype=bool)
+        top, left, bottom, right = cell_box(h.shape, (height, width), int(query[0]), int(query[1]))
         outline_mask(m, top, left, bottom - top, right - left, max(2, size // 112))
         out[m] = QUERY_COLOR
     if label:
