@@ -32,13 +32,14 @@ from ..plots.features import cls_gap_figure, llrd_figure, probe_figure
 from ..render.attention import heat_overlay
 from ..core.patches import pixel_to_patch
 from ..render._draw import hw, panel_size
-from ..render.features import pca_grid, pca_pair
+from ..render.features import pca_grid
 from .attention import model_choices as _choices
 from .attention import model_note
 from .common import require_image
-from .native import DEFAULT_SIDE, native_of
+from .native import native_of, native_pca
+from .native import cost_note as native_cost_note
 
-__all__ = ["model_note", "num_blocks"]
+__all__ = ["model_note", "native_cost_note", "num_blocks"]
 
 #: Every family has tokens to show (Swin's stages included).
 FAMILIES = ("mae", "vit", "deit", "dino", "dinov2", "swin")
@@ -49,7 +50,7 @@ N_PCA = 4
 #: Side of one PCA panel and of the clickable similarity overlays, in pixels.
 PANEL = 224
 VIEW_PX = 336
-#: Longer side of each panel (photo, map) of a photo at its own shape.
+#: Longer side of a similarity panel of a photo at its own shape (about 10 px a column at 46 columns).
 NATIVE_PANEL = 448
 #: Seed of the shuffled-target control.
 CONTROL_SEED = 0
@@ -104,7 +105,7 @@ def model_choices() -> list[tuple[str, str]]:
     return _choices(FAMILIES, RANDOM_FAMILIES)
 
 
-def tokens_for(image: Any, choice: str | None, native: Any = False, side: Any = DEFAULT_SIDE
+def tokens_for(image: Any, choice: str | None, native: Any = False, side: Any = None
                ) -> tuple[LoadedModel, LayerTokens]:
     """The picked model and its (cached) tokens of every layer for the image: the square view, or the photo at
     its own shape with its longer side ``side`` when ``native`` is on and the model takes any grid
@@ -182,7 +183,7 @@ def example_choices() -> list[tuple[str, str]]:
 
 
 def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = False, native: Any = False,
-             side: Any = DEFAULT_SIDE) -> tuple[np.ndarray, str]:
+             side: Any = None) -> tuple[np.ndarray, str]:
     """Joint PCA maps of this image and three example photos at one layer -> (panel grid, caption).
 
     With ``native`` (a model that takes any grid): the photo at its own shape, ``side`` px on its longer
@@ -191,7 +192,7 @@ def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = Fals
     model, lt = tokens_for(image, choice, native, side)
     li = layer_index(lt, layer)
     if native_of(model, native, side) is not None:
-        return _native_pca(lt, li, foreground)
+        return native_pca(lt, li, foreground, _tag(lt))
     others = companions(model, image, N_PCA - 1)
     # (name, view, patch grid); the examples' tokens ship for dinov2-small (features/shipped.py)
     sets = [("this image", lt.image, lt.patch_grid(li))] + [(name, *example_grid(model, path, li))
@@ -214,37 +215,23 @@ def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = Fals
     return panel, text
 
 
-def _native_pca(lt: LayerTokens, li: int, foreground: bool) -> tuple[np.ndarray, str]:
-    """The PCA colours of one photo at its own shape, fitted on its own tokens: (photo | map, caption)."""
-    grid = lt.patch_grid(li)
-    if foreground:
-        maps, masks = foreground_pca_maps([grid])
-        extra = f" Foreground share {100 * masks[0].mean():.0f}%."
-    else:
-        maps, extra = joint_pca_maps([grid]), ""
-    h, w = lt.image.shape[:2]
-    gh, gw = lt.layouts[li].grid
-    panel = pca_pair(f"this photo at its own shape · {w}x{h} px", lt.image,
-                     f"PCA of its tokens · {gw}x{gh} patches", maps.rgb[0], panel_size(lt.image.shape, NATIVE_PANEL))
-    ev = maps.basis.explained
-    text = (f"**{lt.names[li]}** (layer {li} of {lt.num_layers - 1}){_tag(lt)} · the photo at its own shape, "
-            f"uncropped: {gw}×{gh} patches (columns × rows) of {lt.patch_size(li)} px, {grid.shape[-1]} channels. "
-            f"PCA fitted on this photo's {maps.basis.num_tokens:,} tokens alone: the three components hold "
-            f"{100 * ev[0]:.1f}%, {100 * ev[1]:.1f}% and {100 * ev[2]:.1f}% of the variance (red, green, blue).{extra}")
-    return panel, text
-
-
 # --------------------------------------------------------------------------------------
 # Patch correspondence
 # --------------------------------------------------------------------------------------
 
 
+def _sim_size(shape: tuple[int, ...]) -> int | tuple[int, int]:
+    """The similarity panel of a view: :data:`VIEW_PX` square, or a photo at its own shape with its longer side
+    :data:`NATIVE_PANEL` (about 10 px a column at 46 columns, enough to click one)."""
+    return VIEW_PX if shape[0] == shape[1] else panel_size(shape, NATIVE_PANEL)
+
+
 def pick_patch(image: Any, choice: str | None, layer: Any, x: float, y: float, native: Any = False,
-               side: Any = DEFAULT_SIDE) -> tuple[int, int]:
+               side: Any = None) -> tuple[int, int]:
     """Pixel ``(x, y)`` of the left similarity view -> grid ``(row, col)`` at that layer."""
     _, lt = tokens_for(image, choice, native, side)
     lay = lt.layouts[layer_index(lt, layer)]
-    h, w = hw(panel_size(lt.image.shape, VIEW_PX))
+    h, w = hw(_sim_size(lt.image.shape))
     return pixel_to_patch(float(x) / w, float(y) / h, lay.grid, 1.0)
 
 
@@ -262,7 +249,7 @@ def _query(lt: LayerTokens, li: int, row: Any, col: Any) -> tuple[int, int]:
 
 def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: Any, other: str | None,
                     other_image: Any = None, native: Any = False,
-                    side: Any = DEFAULT_SIDE) -> tuple[np.ndarray, np.ndarray, str]:
+                    side: Any = None) -> tuple[np.ndarray, np.ndarray, str]:
     """Cosine maps of one patch within the image and across to a second image -> (left, right, caption).
 
     Args:
@@ -288,9 +275,9 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
         view2, grid2 = lt2.image, lt2.patch_grid(li)
     r, c = _query(lt, li, row, col)
     corr = correspondence(lt.patch_grid(li), r, c, grid2)
-    left = heat_overlay(lt.image, (corr.same + 1) / 2, panel_size(lt.image.shape, VIEW_PX), vmax=1.0, query=(r, c),
+    left = heat_overlay(lt.image, (corr.same + 1) / 2, _sim_size(lt.image.shape), vmax=1.0, query=(r, c),
                         label=f"{lt.names[li]} · patch (row {r}, col {c})")
-    right = heat_overlay(view2, (corr.other + 1) / 2, panel_size(view2.shape, VIEW_PX), vmax=1.0, query=corr.best,
+    right = heat_overlay(view2, (corr.other + 1) / 2, _sim_size(view2.shape), vmax=1.0, query=corr.best,
                          label=f"best match (row {corr.best[0]}, col {corr.best[1]}) · cos {corr.best_score:.2f}")
     same = np.delete(corr.same.reshape(-1), r * corr.same.shape[1] + c)
     text = (f"**{lt.names[li]}**{_tag(lt)}, query patch (row {r}, col {c}). In this image the other patches' "

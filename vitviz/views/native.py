@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import settings
 from ..compute.grid_cost import grid_cost, most_patch_tokens
 from ..core.images import image_size, native_size
 from ..core.patches import grid_size
 from ..embedding.native import METHODS, supports_native
+from ..features.layer_tokens import LayerTokens
+from ..features.pca import foreground_pca_maps, joint_pca_maps
 from ..models.loading import LoadedModel, load_choice
+from ..render._draw import panel_size
+from ..render.features import pca_pair
 
 #: Longer sides offered, in pixels (224: the square's size; 518: DINOv2's training size; 644: 46 patches of 14).
 SIDES: tuple[int, ...] = (224, 336, 448, 518, 644)
@@ -22,11 +28,19 @@ DEFAULT_SIDE = 644
 #: A run over more patch tokens than this is declared heavy (:mod:`vitviz.ui.serve.costs`): the 448-px square,
 #: which dinov2-small-448 already serves as a view.
 HEAVY_PATCH_TOKENS = 1024
+#: Longer side of each panel (photo, map) of the PCA view of a photo at its own shape.
+PCA_PANEL = 448
+
+
+def max_side() -> int:
+    """The longest side offered: ``VITVIZ_NATIVE_MAX_SIDE``; auto 448 on a public host, else 644."""
+    side = settings.get("VITVIZ_NATIVE_MAX_SIDE")
+    return side if side is not None else (448 if settings.public() else 644)
 
 
 def side_choices() -> list[str]:
-    """The sides offered (as the dropdown's values), up to ``VITVIZ_NATIVE_MAX_SIDE``."""
-    cap = settings.native_max_side()
+    """The sides offered (as the dropdown's values), up to :func:`max_side`."""
+    cap = max_side()
     return [str(s) for s in SIDES if s <= cap] or [str(SIDES[0])]
 
 
@@ -36,19 +50,21 @@ def default_side() -> str:
 
 
 def check_side(side: Any) -> int:
-    """A side from the page or the API: one of :func:`side_choices`.
+    """A side from the page or the API: one of :func:`side_choices` (None: :func:`default_side`).
 
     Raises:
         ValueError: naming the valid sides (the cap of a public host included).
     """
     valid = side_choices()
+    if side is None or side == "":
+        return int(default_side())
     try:
         s = int(float(side))
     except (TypeError, ValueError):
         s = -1
     if str(s) not in valid:
         raise ValueError(f"the resolution must be one of {', '.join(valid)} px, got {side!r}"
-                         f" (this host allows at most {settings.native_max_side()} px)")
+                         f" (this host allows at most {max_side()} px)")
     return s
 
 
@@ -93,3 +109,24 @@ def cost_note(image: Any, choice: str | None, native: Any, side: Any) -> str:
             f"**{c.attention_ratio:.{0 if c.attention_ratio >= 10 else 1}f}×** the square's attention products, "
             f"{c.flops_ratio:.1f}× its whole forward pass ({kind}). Positions: "
             f"{METHODS[model.family]}.")
+
+
+def native_pca(lt: LayerTokens, li: int, foreground: bool, tag: str = "") -> tuple[np.ndarray, str]:
+    """The PCA colours of one photo at its own shape at layer ``li``, fitted on its own tokens: (photo | map,
+    caption). ``tag`` follows the layer's name (`` (random weights)``)."""
+    grid = lt.patch_grid(li)
+    if foreground:
+        maps, masks = foreground_pca_maps([grid])
+        extra = f" Foreground share {100 * masks[0].mean():.0f}%."
+    else:
+        maps, extra = joint_pca_maps([grid]), ""
+    h, w = lt.image.shape[:2]
+    gh, gw = lt.layouts[li].grid
+    panel = pca_pair(f"this photo at its own shape · {w}x{h} px", lt.image,
+                     f"PCA of its tokens · {gw}x{gh} patches", maps.rgb[0], panel_size(lt.image.shape, PCA_PANEL))
+    ev = maps.basis.explained
+    text = (f"**{lt.names[li]}** (layer {li} of {lt.num_layers - 1}){tag} · the photo at its own shape, "
+            f"uncropped: {gw}×{gh} patches (columns × rows) of {lt.patch_size(li)} px, {grid.shape[-1]} channels. "
+            f"PCA fitted on this photo's {maps.basis.num_tokens:,} tokens alone: the three components hold "
+            f"{100 * ev[0]:.1f}%, {100 * ev[1]:.1f}% and {100 * ev[2]:.1f}% of the variance (red, green, blue).{extra}")
+    return panel, text
