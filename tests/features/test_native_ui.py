@@ -145,3 +145,78 @@ def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
             raise
         finally:
             browser.close()
+
+
+def test_attention_handlers_take_the_photo_at_its_own_shape(dinov2, tmp_path):
+    from vitviz.ui import attention_tab as t
+
+    photo = str(save_wide_photo(tmp_path))
+    q = t.attention_query(photo, "dinov2-small", "encoder", 0, 0, 12, "patch", 13, 40, True, "644")
+    assert q.overlay.shape == (253, 448, 3) and "patch (row 13, col 40)" in q.query_info
+    assert "1196 patch tokens" in q.query_info
+    c = t.class_only(photo, "dinov2-small", "encoder", 0, 0, False, True, "644")
+    assert c.cls_heads.shape[1] > 5 * c.cls_heads.shape[0]  # six 16:9 tiles in a row
+    assert t.rollout(photo, "dinov2-small", "encoder", 0, 0, "mean", 0.0, True, "644").rollout.shape == (253, 448, 3)
+    square = t.attention_query(photo, "dinov2-small", "encoder", 0, 0, 12, "patch", 7, 7)
+    assert square.overlay.shape == (448, 448, 3) and "256 patch tokens" in square.query_info
+
+
+@pytest.fixture()
+def attention_url(dinov2):
+    from tools.appserver import serving_tab
+    from vitviz.ui import attention_tab
+
+    with serving_tab("Attention", attention_tab.build, tab_id="attention") as url:
+        yield url
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    photo = save_wide_photo(tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        try:
+            page.goto(attention_url)
+            page.wait_for_function("() => (document.querySelector('#attn-cls-info')?.innerText || '')"
+                                   ".includes('Last layer')", timeout=240_000)
+            if page.locator("#attn-model input").input_value() != "dinov2-small (pretrained)":
+                page.locator("#attn-model input").click()
+                page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
+                page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                       ".includes('256 patch tokens')", timeout=240_000)
+            page.locator("#attn-input input[type=file]").set_input_files(str(photo))
+            page.wait_for_timeout(1500)
+            page.locator("#attn-native input").check()
+            page.wait_for_function("() => (document.querySelector('#attn-native-cost')?.innerText || '')"
+                                   ".includes('1,196 patch tokens')", timeout=240_000)
+            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                   ".includes('1196 patch tokens')", timeout=240_000)
+            over = page.locator("#attn-query-overlay img").first
+            over.scroll_into_view_if_needed()
+            page.wait_for_function("() => { const i = document.querySelector('#attn-query-overlay img'); "
+                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=60_000)
+            page.wait_for_timeout(800)
+            box = over.bounding_box()
+            nat = page.evaluate("() => { const i = document.querySelector('#attn-query-overlay img'); "
+                                "return [i.naturalWidth, i.naturalHeight]; }")
+            scale = min(box["width"] / nat[0], box["height"] / nat[1])  # object-fit: contain
+            w, h = nat[0] * scale, nat[1] * scale
+            x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
+            page.mouse.click(x0 + (40.5 / 46) * w, y0 + (13.5 / 26) * h)
+            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                   ".includes('patch (row 13, col 40)')", timeout=240_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
+            page.locator("#attn-cls-heads").scroll_into_view_if_needed()
+            page.wait_for_function("() => { const i = document.querySelector('#attn-cls-heads img'); "
+                                   "return i && i.naturalWidth > 5 * i.naturalHeight; }", timeout=60_000)
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(tmp_path / "attention-native-cls.png"))
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()

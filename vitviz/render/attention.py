@@ -115,7 +115,7 @@ def bottom_text(image: np.ndarray, text: str, font_size: int = 14) -> np.ndarray
 def head_grid(
     image: np.ndarray,
     maps: np.ndarray,
-    tile: int = 168,
+    tile: int | tuple[int, int] = 168,
     cols: int | None = None,
     titles: list[str] | None = None,
     query: tuple[int, int] | None = None,
@@ -130,7 +130,7 @@ def head_grid(
     Args:
         image: ``(S, S, 3)`` uint8 model view.
         maps: ``(H, gh, gw)`` per-head maps (NaN = no token).
-        tile: side of each tile in pixels.
+        tile: side of each tile in pixels, or ``(h, w)`` for a photo at its own shape.
         cols: tiles per row (default: ``ceil(sqrt(H))``).
         titles: one title per head (default ``head 1``... with the map's maximum).
         query: grid ``(row, col)`` outlined on every tile.
@@ -151,14 +151,15 @@ def head_grid(
     rows = -(-n // cols)
     if titles is None:
         titles = [f"head {i + 1} · max {np.nanmax(m[i]) if np.isfinite(m[i]).any() else 0:.3f}" for i in range(n)]
-    width = cols * tile + (cols - 1) * gap
-    height = rows * (tile + title_height) + (rows - 1) * gap
+    th, tw = hw(tile)
+    width = cols * tw + (cols - 1) * gap
+    height = rows * (th + title_height) + (rows - 1) * gap
     canvas = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(canvas)
     f = font(max(10, min(14, title_height - 6)))
     for i in range(n):
         r, c = divmod(i, cols)
-        x, y = c * (tile + gap), r * (tile + title_height + gap)
+        x, y = c * (tw + gap), r * (th + title_height + gap)
         over = heat_overlay(image, m[i], tile, vmax=vmax, query=query,
                             region=None if regions is None else regions[i], hatch=hatch)
         canvas.paste(Image.fromarray(over), (x, y + title_height))

@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
-from .native_controls import native_controls
+from .native_controls import native_controls, on_native
 from .serve.costs import Cost, cost, model_cost, native_cost
 from .shared_image import default_image, image_box
 
@@ -85,13 +85,6 @@ class ModelControls:
 class Picked:
     row: int
     col: int
-
-
-@dataclass(frozen=True)
-class NativeCost:
-    """What the chosen view costs, in words, before it runs."""
-
-    native_cost: str
 
 
 @dataclass(frozen=True)
@@ -169,12 +162,6 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
     return LayerViews(**vars(feature_pca(image, model, layer, foreground, native, side)),
                       **vars(patch_similarity(image, model, layer, row, col, other, other_image, native, side)))
 
-
-@cost(model_cost(1))
-@user_errors
-def on_native(image: str | None, model: str, native: bool, side: str) -> NativeCost:
-    """The cost of the chosen view, shown before it runs (grid, patch tokens, attention products)."""
-    return NativeCost(v.native_cost_note(image, model, native, side))
 
 
 @cost(Cost.VIEW)

@@ -1,10 +1,29 @@
-"""The *photo's own shape* switch and its resolution choice, one pair per tab that offers them."""
+"""The *photo's own shape* switch and its resolution choice, one pair per tab that offers them, and the
+cost of the chosen view shown before it runs (a tab names its Markdown ``ui.native_cost``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gradio as gr
 
-from ..views.native import default_side, side_choices
+from ..views.native import cost_note, default_side, side_choices
+from .common import user_errors
+from .serve.costs import cost, model_cost
+
+
+@dataclass(frozen=True)
+class NativeCost:
+    """What the chosen view costs, in words, before it runs."""
+
+    native_cost: str
+
+
+@cost(model_cost(1))
+@user_errors
+def on_native(image: str | None, model: str, native: bool, side: str | None) -> NativeCost:
+    """The cost of the chosen view, shown before it runs (grid, patch tokens, attention products)."""
+    return NativeCost(cost_note(image, model, native, side))
 
 
 def native_controls(prefix: str) -> tuple[gr.Checkbox, gr.Dropdown]:

@@ -37,9 +37,8 @@ from .attention import model_choices as _choices
 from .attention import model_note
 from .common import require_image
 from .native import native_of, native_pca
-from .native import cost_note as native_cost_note
 
-__all__ = ["model_note", "native_cost_note", "num_blocks"]
+__all__ = ["model_note", "num_blocks"]
 
 #: Every family has tokens to show (Swin's stages included).
 FAMILIES = ("mae", "vit", "deit", "dino", "dinov2", "swin")
