@@ -220,3 +220,12 @@ def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
             raise
         finally:
             browser.close()
+
+
+def test_heads_token_norms_at_the_photos_shape(dinov2, tmp_path):
+    from vitviz.ui import heads_tab as t
+
+    photo = str(save_wide_photo(tmp_path))
+    view = t.token_norms(photo, "dinov2-small", 11, True, "644")
+    assert view.norm_map.shape == (253, 448, 3) and "of 1196 patch tokens" in view.norm_text
+    assert "of 256 patch tokens" in t.token_norms(photo, "dinov2-small", 11).norm_text
