@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..core.images import ImageInput, model_input, native_view
+from ..core.images import ImageInput, model_input, model_view
 from ..core.patches import grid_size
 from ..core.pos_embed import PositionEmbeddings, dinov2_resample_pos_embed, interpolate_pos_embed, sincos_at
 from ..models.dinov2 import NATIVE_POS_BUFFER
@@ -102,7 +102,7 @@ def native_input(model: LoadedModel, image: ImageInput, max_side: int | None = N
     """
     check_native(model)
     p = model.patch_size
-    view = native_view(image, model.input_size if max_side is None else int(max_side), p)
+    view = model_view(image, model.input_size, p, "native", max_side)
     return view, grid_size(view.shape[0], view.shape[1], p)
 
 
