@@ -281,6 +281,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_LIVE_SECONDS", "auto", _auto_int(0, 86400),
             "Longest run of one live-camera stream in seconds, then it stops (0: no limit); on a public host "
             "one stream per client address at a time. auto: 60 on a public host, else 0."),
+    Setting("VITVIZ_NATIVE_MAX_SIDE", "auto", _auto_int(224, 1344), "Longest side (px) of a photo at its own shape (Features, Attention). auto: 448 on a public host, else 644."),  # noqa: E501
     Setting("VITVIZ_MEASURE_MAX_TOKENS", "auto", _auto_int(16, 10**6),
             "Largest token count the Compute tab's measurement may run. auto: 3136 on a public host, else 50176."),
     Setting("VITVIZ_MEASURE_SECONDS", "auto", _auto_int(1, 3600),
@@ -437,8 +438,7 @@ def trusted_proxies() -> int:
 def measure_limits() -> tuple[int, int, int]:
     """``(max tokens, max seconds, max MiB)`` of one Compute-tab measurement."""
     pub = public()
-    tokens, seconds, mb = (get(n) for n in ("VITVIZ_MEASURE_MAX_TOKENS", "VITVIZ_MEASURE_SECONDS",
-                                            "VITVIZ_MEASURE_MB"))
+    tokens, seconds, mb = (get(n) for n in ("VITVIZ_MEASURE_MAX_TOKENS", "VITVIZ_MEASURE_SECONDS", "VITVIZ_MEASURE_MB"))
     return (tokens if tokens is not None else (3136 if pub else 50176),
             seconds if seconds is not None else (10 if pub else 60),
             mb if mb is not None else (256 if pub else 4096))

@@ -129,3 +129,15 @@ def test_atlas_and_token_norms_of_a_new_photo_take_one_forward_pass(tiny_dinov2)
     tokens_alone = ft.capture_tokens(m, view)
     for a, b in zip(vitviz.layer_tokens(m, img).tokens, tokens_alone.tokens):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_token_norms_of_a_photo_at_its_own_shape():
+    """The norms of every token of a 16:9 photo's native grid, from its own attention (mae-tiny, offline)."""
+    import vitviz
+    from vitviz.explain.norms import token_norms
+    from tests.embedding.wide_photo import wide_photo
+
+    m = vitviz.load_model("mae-tiny", device="cpu")
+    n = token_norms(m, wide_photo(), "native", 448)
+    assert n.layout.grid == (16, 28) and n.norms.shape == (m.module.config.depth + 1, 1 + 16 * 28)
+    assert n.outliers.shape == (m.module.config.depth + 1, 16 * 28) and np.isfinite(n.cls_share[:-1]).all()

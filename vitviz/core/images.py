@@ -4,6 +4,12 @@ Policy (stated once, used everywhere): an image is resized so that its *shorter*
 side equals the model's input size (bicubic, antialiased), then centre-cropped to
 a square. Panels are shown at the model's input size. Images smaller than the
 input size are upscaled the same way; a 1x1 image works.
+
+The *native* policy, for models that accept any grid (:data:`ASPECTS`): the photo keeps
+its shape and is never cropped. Its longer side becomes ``max_side`` rounded to a multiple
+of the patch size, the shorter side the nearest multiple in proportion (at least one
+patch); both are resized bicubically, so the shape changes by at most half a patch per
+side (:func:`native_size`, :func:`native_view`).
 """
 
 from __future__ import annotations
@@ -306,8 +312,68 @@ def square_view(image: ImageInput, size: int) -> np.ndarray:
     return to_uint8(square_resize(load_image(image), size))
 
 
+#: How a photo becomes a model's view: ``square`` (shorter side to the input size, centre crop) or
+#: ``native`` (its own shape, longer side ``max_side``, never cropped).
+ASPECTS: tuple[str, ...] = ("square", "native")
+
+
+def check_aspect(aspect: str) -> str:
+    """Validate an aspect name (:data:`ASPECTS`)."""
+    if aspect not in ASPECTS:
+        raise ValueError(f"unknown aspect {aspect!r}; choose one of {', '.join(ASPECTS)}")
+    return aspect
+
+
+def native_size(width: int, height: int, max_side: int, patch: int) -> tuple[int, int]:
+    """``(H, W)`` in pixels of a ``width x height`` photo's native view.
+
+    The longer side becomes ``max_side`` rounded to the nearest multiple of ``patch``; the
+    shorter side ``round(short / long * L / patch) * patch``, at least one patch. A 16:9
+    photo at ``max_side=644``, ``patch=14``: ``(364, 644)``, a 26x46 grid.
+
+    Raises:
+        ValueError: ``max_side`` below one patch, or a non-positive size.
+    """
+    w, h, m, p = int(width), int(height), int(max_side), int(patch)
+    if p < 1 or w < 1 or h < 1:
+        raise ValueError(f"sizes must be positive, got {width}x{height} with patch {patch}")
+    if m < p:
+        raise ValueError(f"max_side must be at least one patch ({p} px), got {max_side}")
+    long_side = max(p, int(round(m / p)) * p)
+    short = max(1, int(round(min(w, h) / max(w, h) * long_side / p))) * p
+    return (short, long_side) if w >= h else (long_side, short)
+
+
+def native_view(image: ImageInput, max_side: int, patch: int) -> np.ndarray:
+    """The ``(H, W, 3)`` uint8 native view (the policy above, :func:`native_size`), never cropped.
+
+    An ``(H, W, 3)`` uint8 array already at its own native size is returned as it is.
+    """
+    if isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8:
+        if native_size(image.shape[1], image.shape[0], max_side, patch) == image.shape[:2]:
+            return image
+    img = load_image(image)
+    h, w = native_size(img.size[0], img.size[1], max_side, patch)
+    if (w, h) == img.size:
+        return to_uint8(img)
+    return to_uint8(img.resize((w, h), Image.BICUBIC, reducing_gap=None))
+
+
+def model_view(image: ImageInput, size: int, patch: int, aspect: str = "square",
+               max_side: int | None = None) -> np.ndarray:
+    """A model's view of an image by aspect: :func:`square_view` at ``size``, or :func:`native_view` at
+    ``max_side`` (default ``size``) rounded to ``patch``.
+
+    Returns:
+        ``(S, S, 3)`` or ``(H, W, 3)`` uint8.
+    """
+    if check_aspect(aspect) == "square":
+        return square_view(image, size)
+    return native_view(image, size if max_side is None else int(max_side), patch)
+
+
 def model_input(view: np.ndarray, cfg: DataConfig, device: torch.device | str | None = None) -> torch.Tensor:
-    """``(S, S, 3)`` uint8 view -> ``(1, 3, S, S)`` normalised float32 on ``device``."""
+    """``(H, W, 3)`` uint8 view -> ``(1, 3, H, W)`` normalised float32 on ``device``."""
     x = normalize(uint8_to_unit(view), cfg).unsqueeze(0)
     return x if device is None else x.to(device)
 

@@ -133,10 +133,12 @@ def patch_center(row: int, col: int, grid: tuple[int, int], size: float = 1.0) -
     return (col + 0.5) * size / gw, (row + 0.5) * size / gh
 
 
-def cell_rows_cols(grid: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Patch row of every pixel row and patch column of every pixel column of a ``size``-px view."""
+def cell_rows_cols(grid: tuple[int, int], size: int | tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Patch row of every pixel row and patch column of every pixel column of a ``size``-px square view,
+    or of an ``(H, W)`` view when ``size`` is a pair."""
     gh, gw = grid
-    return np.arange(size) * gh // size, np.arange(size) * gw // size
+    h, w = (size, size) if isinstance(size, (int, np.integer)) else (int(size[0]), int(size[1]))
+    return np.arange(h) * gh // h, np.arange(w) * gw // w
 
 
 def check_patch(row: int, col: int, grid: tuple[int, int]) -> int:

@@ -17,7 +17,9 @@ from torch import nn
 
 from .. import settings
 from ..cache import LRU
-from ..core.images import ImageInput, model_input, pixels_digest, square_view
+from ..core.images import ImageInput, check_aspect, model_input, pixels_digest, square_view
+from ..core.patches import grid_size
+from ..embedding.native import native_input, native_run
 from ..core.masking import check_mask, make_mask, mask_to_ids, validate_ratio
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
@@ -66,9 +68,22 @@ def _timm_vit(module: nn.Module) -> bool:
     return isinstance(module, VisionTransformer)
 
 
+def _capture_native(model: LoadedModel, view: np.ndarray) -> AttentionMaps:
+    """Every layer's attention over a native ``(H, W, 3)`` view (:mod:`vitviz.embedding.native`)."""
+    module: Any = model.module
+    grid = grid_size(view.shape[0], view.shape[1], model.patch_size)
+    if isinstance(module, MaskedAutoencoderViT):
+        rc = np.stack(np.divmod(np.arange(grid[0] * grid[1]), grid[1]), axis=1)
+        layout = TokenLayout(("cls",), rc, grid, model.patch_size, np.zeros(grid, bool), np.zeros(len(rc), bool))
+    else:
+        layout = vit_layout(module, grid)
+    attn, _ = capture_blocks(module.blocks, native_run(model, view))
+    return maps_of(model, "encoder", attn[:, 0].numpy(), layout, view, None)
+
+
 @runs_model
 def capture(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tensor | None = None,
-            part: str = "encoder") -> AttentionMaps:
+            part: str = "encoder", aspect: str = "square", max_side: int | None = None) -> AttentionMaps:
     """Run the model once and capture every layer's attention (uncached; see :func:`attention`).
 
     Args:
@@ -78,6 +93,8 @@ def capture(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tens
             visible). The encoder runs on the visible patches only, so hidden patches
             never appear in its layout; the decoder sees mask tokens there.
         part: ``encoder``, or ``decoder`` for an MAE.
+        aspect: ``square``, or ``native``: the photo at its own shape (encoder, no mask), its longer
+            side ``max_side`` (default the input size) rounded to the patch size.
 
     Returns:
         :class:`AttentionMaps`.
@@ -88,6 +105,10 @@ def capture(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tens
     """
     module = model.module
     check_part(model, part)
+    if check_aspect(aspect) == "native":
+        if mask is not None or part != "encoder":
+            raise ValueError("a photo at its own shape runs the encoder with every patch: no mask, no decoder")
+        return _capture_native(model, np.array(native_input(model, image, max_side)[0], dtype=np.uint8, copy=True))
     view = np.array(square_view(image, model.input_size), dtype=np.uint8, copy=True)  # own copy: read-only below
     x = model_input(view, model.data_config, model.device)
     logits: np.ndarray | None = None
@@ -128,23 +149,29 @@ def maps_of(model: LoadedModel, part: str, a: np.ndarray, layout: TokenLayout, v
 CACHE: LRU[tuple, AttentionMaps] = LRU(lambda: settings.get("VITVIZ_ATTENTION_CACHE"))
 
 
-def _key(model: LoadedModel, view: np.ndarray, mask: np.ndarray | torch.Tensor | None, part: str) -> tuple:
+def _key(model: LoadedModel, view: np.ndarray, mask: np.ndarray | torch.Tensor | None, part: str,
+         aspect: str = "square") -> tuple:
     digest = pixels_digest(view)
     mkey = None if mask is None else np.asarray(mask, dtype=bool).tobytes() + repr(np.shape(mask)).encode()
     return (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.module),
-            digest, mkey, part)
+            digest, mkey, part, aspect)
 
 
 def attention(model: LoadedModel, image: ImageInput, mask: np.ndarray | torch.Tensor | None = None,
-              part: str = "encoder") -> AttentionMaps:
-    """Every layer's attention for an image, cached per (model, image, mask, part).
+              part: str = "encoder", aspect: str = "square", max_side: int | None = None) -> AttentionMaps:
+    """Every layer's attention for an image, cached per (model, image, mask, part, view size).
 
     ``a = vitviz.attention(m, img)`` then ``a.rollout()``, ``a.query(layer, (row, col))``,
     ``a.mean_distance()``, ``a.top_k(5)``. Arguments as :func:`capture`; the image
     is keyed by the content of the model's view, so the same photo from another path
-    is a cache hit.
+    is a cache hit. ``aspect="native"`` keeps the photo's shape (``a.layout.grid`` is then
+    ``(gh, gw)`` in its proportions; ``T = 1 + gh*gw`` grows the matrices as ``T**2``).
     """
     check_part(model, part)
+    if check_aspect(aspect) == "native":
+        view = native_input(model, image, max_side)[0]
+        return CACHE.get_or_compute(_key(model, view, mask, part, aspect),
+                                    lambda: capture(model, view, mask, part, aspect, max_side))
     view = square_view(image, model.input_size)
     return CACHE.get_or_compute(_key(model, view, mask, part), lambda: capture(model, view, mask, part))
 

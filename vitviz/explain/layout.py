@@ -143,8 +143,12 @@ class TokenLayout:
         return out
 
 
-def vit_layout(model: nn.Module) -> TokenLayout:
-    """The token layout of a timm ``VisionTransformer`` (class, distillation, register tokens, then patches)."""
+def vit_layout(model: nn.Module, grid: tuple[int, int] | None = None) -> TokenLayout:
+    """The token layout of a timm ``VisionTransformer`` (class, distillation, register tokens, then patches).
+
+    Args:
+        grid: ``(gh, gw)`` of the input when it is not the model's own (a photo at its own shape).
+    """
     prefix: list[str] = []
     if getattr(model, "cls_token", None) is not None:
         prefix.append("cls")
@@ -152,7 +156,7 @@ def vit_layout(model: nn.Module) -> TokenLayout:
         prefix.append("dist")
     n_reg = int(model.num_prefix_tokens) - len(prefix)
     prefix += [f"reg{i}" for i in range(n_reg)]
-    gh, gw = (int(v) for v in model.patch_embed.grid_size)
+    gh, gw = (int(v) for v in (model.patch_embed.grid_size if grid is None else grid))
     ph, pw = (int(v) for v in model.patch_embed.patch_size)
     if ph != pw:
         raise ValueError(f"vitviz needs square patches; this model has {ph}x{pw}")

@@ -216,18 +216,27 @@ def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens
     return ft.layer_tokens(model, view)
 
 
-def token_norms(model: LoadedModel, image: ImageInput) -> TokenNorms:
+def token_norms(model: LoadedModel, image: ImageInput, aspect: str = "square",
+                max_side: int | None = None) -> TokenNorms:
     """Every layer's token norms of ``model`` on ``image``, outliers and their class-token attention share.
 
     Uses the cached token capture (:func:`vitviz.features.layer_tokens.layer_tokens`) and attention
     (:func:`vitviz.explain.attention.attention`), both from one forward pass when neither is cached;
-    a ViT, DeiT, DINO, DINOv2 or MAE encoder.
+    a ViT, DeiT, DINO, DINOv2 or MAE encoder. ``aspect="native"``: the photo at its own shape, its
+    longer side ``max_side`` (the registers paper sees more high-norm tokens at higher resolution).
 
     Raises:
         ValueError: a model whose tokens have no single global layout (Swin). ImageError: unreadable image.
     """
+    from ..core.images import check_aspect
     from .attention import attention
 
+    if check_aspect(aspect) == "native":
+        from ..features.layer_tokens import layer_tokens
+
+        lt = layer_tokens(model, image, aspect, max_side)
+        maps = attention(model, lt.image, aspect=aspect, max_side=max_side)
+        return norms_of(model.name, lt.names, lt.tokens, lt.layouts[0], maps.attentions, bool(model.random_init))
     lt = _tokens_with_attention(model, image)
     if len({lay.num_tokens for lay in lt.layouts}) != 1:
         raise ValueError(f"{model.name} changes its token grid between layers; token norms need a plain ViT")

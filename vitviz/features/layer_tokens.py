@@ -27,7 +27,9 @@ import torch
 from torch import nn
 
 from ..cache import LRU
-from ..core.images import ImageInput, model_input, pixels_digest, square_view
+from ..core.images import ImageInput, check_aspect, model_input, pixels_digest, square_view
+from ..core.patches import grid_size
+from ..embedding.native import native_input, native_run
 from ..core.masking import mask_to_ids
 from ..explain.capture import capture_block_tokens
 from ..explain.layout import TokenLayout, mae_layout, vit_layout
@@ -51,7 +53,7 @@ class LayerTokens:
         tokens: per layer, ``(T_l, D_l)`` float32 tokens as they leave the layer (the
             residual stream, before any final norm).
         layouts: per layer, the :class:`TokenLayout` of its sequence.
-        image: ``(S, S, 3)`` uint8, the model's view.
+        image: ``(S, S, 3)`` uint8, the model's view (``(H, W, 3)`` for a photo at its own shape).
         logits: ``(1000,)`` the model's own ImageNet logits (classifiers), else None.
         cls_logits: ``(1000,)`` the class token through the classifier head, else None.
         gap_logits: ``(1000,)`` the mean of the final patch tokens through the same head,
@@ -152,14 +154,46 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t[0].reshape(-1, t.shape[-1]).float().cpu()
 
 
+def _native_tokens(model: LoadedModel, view: np.ndarray) -> tuple[list[torch.Tensor], list[TokenLayout],
+                                                                   np.ndarray | None, np.ndarray | None,
+                                                                   np.ndarray | None, str]:
+    """Every layer of a run over a native ``(H, W, 3)`` view (:mod:`vitviz.embedding.native`), with the
+    classifier's logits computed from the final tokens as its forward would."""
+    module: Any = model.module
+    grid = grid_size(view.shape[0], view.shape[1], model.patch_size)
+    seq, _ = capture_block_tokens(module.blocks, native_run(model, view))
+    if isinstance(module, MaskedAutoencoderViT):
+        layout = TokenLayout(("cls",), np.stack(np.divmod(np.arange(grid[0] * grid[1]), grid[1]), axis=1),
+                             grid, model.patch_size, np.zeros(grid, bool), np.zeros(grid[0] * grid[1], bool))
+    else:
+        layout = vit_layout(module, grid)
+    logits = cls_l = gap_l = None
+    head_pool = ""
+    if not isinstance(module, MaskedAutoencoderViT) and getattr(module, "num_classes", 0) == 1000:
+        with torch.inference_mode():
+            final = module.norm(seq[-1].to(model.device))
+            logits = module.forward_head(final)[0].float().cpu().numpy()
+        head_pool = "avg" if module.global_pool == "avg" else "token"
+        if layout.num_prefix >= 1:
+            cls_l, gap_l = pooled_logits(final[0], layout.num_prefix, lambda v: module.head(module.fc_norm(v)))
+    return seq, [layout] * len(seq), logits, cls_l, gap_l, head_pool
+
+
 @runs_model
-def capture_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
+def capture_tokens(model: LoadedModel, image: ImageInput, aspect: str = "square",
+                   max_side: int | None = None) -> LayerTokens:
     """Run the model once and keep every layer's tokens (uncached; see :func:`layer_tokens`).
 
     Raises:
-        ValueError: a model family vitviz cannot take apart. ImageError: unreadable image.
+        ValueError: a model family vitviz cannot take apart (or, at ``aspect="native"``, one
+        without a variable grid). ImageError: unreadable image.
     """
     module: Any = model.module
+    if check_aspect(aspect) == "native":
+        view = np.array(native_input(model, image, max_side)[0], dtype=np.uint8, copy=True)
+        seq, layouts, logits, cls_l, gap_l, head_pool = _native_tokens(model, view)
+        names = ["embedding"] + [f"block {i + 1}" for i in range(len(seq) - 1)]
+        return _finish(model, seq, layouts, names, view, logits, cls_l, gap_l, head_pool)
     view = np.array(square_view(image, model.input_size), dtype=np.uint8, copy=True)
     x = model_input(view, model.data_config, model.device)
     s = model.input_size
@@ -194,6 +228,13 @@ def capture_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
             head_pool = "avg"
     else:
         raise ValueError(f"{model.name} ({type(module).__name__}) is not a ViT, DeiT, DINO, MAE or Swin model")
+    return _finish(model, seq, layouts, names, view, logits, cls_l, gap_l, head_pool)
+
+
+def _finish(model: LoadedModel, seq: list[torch.Tensor], layouts: list[TokenLayout], names: list[str],
+            view: np.ndarray, logits: np.ndarray | None, cls_l: np.ndarray | None, gap_l: np.ndarray | None,
+            head_pool: str) -> LayerTokens:
+    """The checked, read-only :class:`LayerTokens` of a capture."""
     tokens = tuple(_flat(t).numpy() for t in seq)
     for t, lay in zip(tokens, layouts):
         if t.shape[0] != lay.num_tokens:
@@ -208,19 +249,32 @@ def capture_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
 CACHE: LRU[tuple, LayerTokens] = LRU(CACHE_ENTRIES)
 
 
-def _key(model: LoadedModel, view: np.ndarray) -> tuple:
-    return (model.name, bool(model.random_init), str(model.device), id(model.module), pixels_digest(view))
+def _key(model: LoadedModel, view: np.ndarray, aspect: str = "square") -> tuple:
+    return (model.name, bool(model.random_init), str(model.device), id(model.module), pixels_digest(view), aspect)
 
 
-def layer_tokens(model: LoadedModel, image: ImageInput) -> LayerTokens:
-    """Every layer's tokens for an image (cached per model and image content).
+def layer_tokens(model: LoadedModel, image: ImageInput, aspect: str = "square",
+                 max_side: int | None = None) -> LayerTokens:
+    """Every layer's tokens for an image (cached per model, image content and view size).
+
+    ``vitviz.layer_tokens(m, photo, aspect="native", max_side=644)`` keeps the photo's shape: a
+    16:9 photo on dinov2-small becomes a 364x644 view, a 26x46 grid (:mod:`vitviz.embedding.native`).
 
     Args:
-        model: any registry model (:func:`vitviz.load_model`).
-        image: anything :func:`vitviz.load_image` reads, or an ``(S, S, 3)`` uint8 view.
+        model: any registry model (:func:`vitviz.load_model`); at ``aspect="native"`` one of
+            :data:`vitviz.embedding.native.NATIVE_FAMILIES`.
+        image: anything :func:`vitviz.load_image` reads, or an ``(S, S, 3)`` uint8 view (at
+            ``native``, an ``(H, W, 3)`` view already at its native size).
+        aspect: ``square`` (shorter side to the input size, centre crop) or ``native`` (the
+            photo's own shape, never cropped: :func:`vitviz.core.images.native_view`).
+        max_side: at ``native``, the longer side in pixels, rounded to the patch size (default
+            the model's input size).
 
     Returns:
-        :class:`LayerTokens`.
+        :class:`LayerTokens`; ``image`` is the view, ``layouts[i].grid`` its ``(gh, gw)``.
     """
+    if check_aspect(aspect) == "native":
+        view = native_input(model, image, max_side)[0]
+        return CACHE.get_or_compute(_key(model, view, aspect), lambda: capture_tokens(model, view, aspect, max_side))
     view = square_view(image, model.input_size)
     return CACHE.get_or_compute(_key(model, view), lambda: capture_tokens(model, view))

@@ -184,6 +184,18 @@ def at_input_size(timm_sd: Mapping[str, torch.Tensor], arch: Dinov2Arch, img_siz
     return {**timm_sd, "pos_embed": dinov2_resample_pos_embed(native, (grid, grid)).full.contiguous()}
 
 
+#: The buffer (not in the state dict: ``persistent=False``) that keeps the trained position table,
+#: ``(1, 1 + native_grid**2, D)``, on a loaded backbone, so a photo at its own shape resamples from it
+#: (:mod:`vitviz.embedding.native`) rather than from the table already resampled for the input size.
+NATIVE_POS_BUFFER = "pos_embed_native"
+
+
+def keep_native_table(module: nn.Module, native_pos: torch.Tensor) -> nn.Module:
+    """Keep the trained ``(1, 1 + N*N, D)`` position table on ``module`` (:data:`NATIVE_POS_BUFFER`); returned."""
+    module.register_buffer(NATIVE_POS_BUFFER, native_pos.detach().clone().contiguous(), persistent=False)
+    return module
+
+
 def warm_up(module: nn.Module, img_size: int, device: torch.device) -> None:
     """Run the loaded backbone once on both of its attention paths, so the first visitor does not wait.
 

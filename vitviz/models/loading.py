@@ -29,7 +29,7 @@ from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_conf
 from .checkpoint import (build_mae_strict, build_strict, check_hf_config, check_keys, load_strict, load_timm_strict,
                          read_mae_file, read_state_dict, weights_digest)
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
-from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm, warm_up
+from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm, keep_native_table, warm_up
 from .kernels import kernel_mode, optimize_for_inference
 from .linear_head import attach, head_dir, read_head
 from .mae import MAEConfig, MaskedAutoencoderViT
@@ -257,16 +257,16 @@ def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConf
 
     arch = spec.dinov2_arch
     assert arch is not None
-    what = f"{spec.name} weights {hit.path}"
-    origin = f"{hit.origin}: {hit.path}"
+    what, origin = f"{spec.name} weights {hit.path}", f"{hit.origin}: {hit.path}"
     if hit.source.kind == PACKAGE_ONNX:
         sd, cached, from_cache = converted(hit.path, arch, what)
         origin += f" ({'conversion read from' if from_cache else 'converted now, cached at'} {cached})"
     else:
         sd = hf_to_timm(read_state_dict(hit.path, what), arch, what)
-    sd, config = at_input_size(sd, arch, spec.input_size), dinov2_data_config(spec.input_size)
-    with isolated_seed(RANDOM_INIT_SEED):
-        return build_strict(lambda: build_dinov2(arch, spec.input_size), sd, what), config, origin
+    sized, config = at_input_size(sd, arch, spec.input_size), dinov2_data_config(spec.input_size)
+    with isolated_seed(RANDOM_INIT_SEED):  # the trained table is kept for photos at their own shape
+        return keep_native_table(build_strict(lambda: build_dinov2(arch, spec.input_size), sized, what),
+                                 sd["pos_embed"]), config, origin
 
 
 def _load_random(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:

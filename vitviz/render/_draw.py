@@ -93,16 +93,34 @@ def colormap(values: np.ndarray) -> np.ndarray:
     return _VIRIDIS[lo] * (1 - t) + _VIRIDIS[lo + 1] * t
 
 
-def upscale(image: np.ndarray, size: int) -> np.ndarray:
-    """``(H, W, 3)`` uint8 -> ``(size, size, 3)`` float32 (bicubic; unchanged if already that size)."""
+def hw(size: int | tuple[int, int]) -> tuple[int, int]:
+    """A panel size as ``(height, width)``: an int is a square's side, a pair is ``(H, W)`` (a photo at its own shape)."""
+    if isinstance(size, (int, np.integer)):
+        return int(size), int(size)
+    return int(size[0]), int(size[1])
+
+
+def panel_size(view_shape: tuple[int, ...], side: int) -> int | tuple[int, int]:
+    """The panel of a model view: ``side`` for a square view, else ``(H, W)`` with the longer side ``side``
+    and the view's proportions."""
+    h, w = int(view_shape[0]), int(view_shape[1])
+    if h == w:
+        return int(side)
+    return (int(side), max(1, round(side * w / h))) if h > w else (max(1, round(side * h / w)), int(side))
+
+
+def upscale(image: np.ndarray, size: int | tuple[int, int]) -> np.ndarray:
+    """``(H, W, 3)`` uint8 -> ``(size, size, 3)`` (or ``size = (h, w)``) float32 (bicubic; unchanged if already
+    that size)."""
     a = check_image(image)
-    if a.shape[0] == size and a.shape[1] == size:
+    h, w = hw(size)
+    if a.shape[0] == h and a.shape[1] == w:
         return a.astype(np.float32)
-    return np.asarray(Image.fromarray(a).resize((size, size), Image.BICUBIC), dtype=np.float32)
+    return np.asarray(Image.fromarray(a).resize((w, h), Image.BICUBIC), dtype=np.float32)
 
 
-def expand(cells: np.ndarray, size: int) -> np.ndarray:
-    """``(gh, gw)`` per-cell values -> ``(size, size)`` per-pixel values (blocks)."""
+def expand(cells: np.ndarray, size: int | tuple[int, int]) -> np.ndarray:
+    """``(gh, gw)`` per-cell values -> ``(size, size)`` (or ``size = (h, w)``) per-pixel values (blocks)."""
     rows, cols = cell_rows_cols(np.shape(cells)[:2], size)
     return np.asarray(cells)[rows[:, None], cols[None, :]]
 
@@ -112,11 +130,13 @@ def blocks(cells: np.ndarray, factor: int) -> np.ndarray:
     return np.repeat(np.repeat(np.asarray(cells), factor, axis=0), factor, axis=1)
 
 
-def cell_box(grid: tuple[int, int], size: int, row: int, col: int) -> tuple[int, int, int, int]:
-    """``(top, left, bottom, right)`` pixel box (exclusive end) of cell ``(row, col)`` in a ``size``-px view."""
+def cell_box(grid: tuple[int, int], size: int | tuple[int, int], row: int, col: int) -> tuple[int, int, int, int]:
+    """``(top, left, bottom, right)`` pixel box (exclusive end) of cell ``(row, col)`` in a ``size``-px view
+    (or an ``(h, w)`` one)."""
     gh, gw = grid
-    top, bottom = -(-row * size // gh), -(-(row + 1) * size // gh)
-    left, right = -(-col * size // gw), -(-(col + 1) * size // gw)
+    h, w = hw(size)
+    top, bottom = -(-row * h // gh), -(-(row + 1) * h // gh)
+    left, right = -(-col * w // gw), -(-(col + 1) * w // gw)
     return top, left, bottom, right
 
 

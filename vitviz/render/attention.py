@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ._draw import WHITE, cell_box, check_image, colormap, drawable, expand, font, outline_mask, panel_row, upscale
+from ._draw import (WHITE, cell_box, check_image, colormap, drawable, expand, font, hw, outline_mask, panel_row,
+                    upscale)
 
 #: Outline of the query patch.
 QUERY_COLOR = np.array([255, 40, 40], dtype=np.float32)
@@ -39,7 +40,7 @@ def _region_edges(region_px: np.ndarray, thickness: int) -> np.ndarray:
 def heat_overlay(
     image: np.ndarray,
     heat: np.ndarray,
-    size: int = 448,
+    size: int | tuple[int, int] = 448,
     vmax: float | None = None,
     alpha: float = 0.6,
     query: tuple[int, int] | None = None,
@@ -53,7 +54,8 @@ def heat_overlay(
     Args:
         image: ``(S, S, 3)`` uint8 model view.
         heat: ``(gh, gw)`` non-negative values; NaN = no token there (drawn grey, hatched).
-        size: side of the output in pixels.
+        size: side of the output in pixels, or ``(H, W)`` for a photo at its own shape
+            (:func:`vitviz.render._draw.panel_size`).
         vmax: top of the colour scale; default the map's maximum.
         alpha: weight of the colour over the photo.
         query: grid ``(row, col)`` to outline (the query patch).
@@ -65,7 +67,7 @@ def heat_overlay(
             positions of mask tokens in an MAE decoder).
 
     Returns:
-        ``(size, size, 3)`` uint8.
+        ``(size, size, 3)`` (or ``(H, W, 3)``) uint8.
     """
     h = np.asarray(heat, dtype=np.float64)
     absent = np.isnan(h) if absent is None else np.isnan(h) | np.asarray(absent, dtype=bool)
@@ -76,7 +78,9 @@ def heat_overlay(
     colours = colormap(expand(np.where(absent, 0.0, h / top), size))
     out = img * (1 - alpha) + colours * alpha
     absent_px = expand(absent, size)
-    yy, xx = np.mgrid[0:size, 0:size]
+    height, width = hw(size)
+    yy, xx = np.mgrid[0:height, 0:width]
+    size = max(height, width)  # the scale of strokes and text below
     stripes = ((xx + yy) // max(2, size // 64)) % 3 == 0
     if absent_px.any():
         out[absent_px] = img[absent_px] * 0.25 + ABSENT_GREY * 0.75
@@ -89,8 +93,8 @@ def heat_overlay(
         out[~reg_px] = out[~reg_px] * 0.35
         out[_region_edges(reg_px, max(1, size // 160))] = WHITE
     if query is not None:
-        m = np.zeros((size, size), dtype=bool)
-        top, left, bottom, right = cell_box(h.shape, size, int(query[0]), int(query[1]))
+        m = np.zeros((height, width), dtype=bool)
+        top, left, bottom, right = cell_box(h.shape, (height, width), int(query[0]), int(query[1]))
         outline_mask(m, top, left, bottom - top, right - left, max(2, size // 112))
         out[m] = QUERY_COLOR
     if label:
@@ -112,7 +116,7 @@ def bottom_text(image: np.ndarray, text: str, font_size: int = 14) -> np.ndarray
 def head_grid(
     image: np.ndarray,
     maps: np.ndarray,
-    tile: int = 168,
+    tile: int | tuple[int, int] = 168,
     cols: int | None = None,
     titles: list[str] | None = None,
     query: tuple[int, int] | None = None,
@@ -127,7 +131,7 @@ def head_grid(
     Args:
         image: ``(S, S, 3)`` uint8 model view.
         maps: ``(H, gh, gw)`` per-head maps (NaN = no token).
-        tile: side of each tile in pixels.
+        tile: side of each tile in pixels, or ``(h, w)`` for a photo at its own shape.
         cols: tiles per row (default: ``ceil(sqrt(H))``).
         titles: one title per head (default ``head 1``... with the map's maximum).
         query: grid ``(row, col)`` outlined on every tile.
@@ -148,14 +152,15 @@ def head_grid(
     rows = -(-n // cols)
     if titles is None:
         titles = [f"head {i + 1} · max {np.nanmax(m[i]) if np.isfinite(m[i]).any() else 0:.3f}" for i in range(n)]
-    width = cols * tile + (cols - 1) * gap
-    height = rows * (tile + title_height) + (rows - 1) * gap
+    th, tw = hw(tile)
+    width = cols * tw + (cols - 1) * gap
+    height = rows * (th + title_height) + (rows - 1) * gap
     canvas = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(canvas)
     f = font(max(10, min(14, title_height - 6)))
     for i in range(n):
         r, c = divmod(i, cols)
-        x, y = c * (tile + gap), r * (tile + title_height + gap)
+        x, y = c * (tw + gap), r * (th + title_height + gap)
         over = heat_overlay(image, m[i], tile, vmax=vmax, query=query,
                             region=None if regions is None else regions[i], hatch=hatch)
         canvas.paste(Image.fromarray(over), (x, y + title_height))

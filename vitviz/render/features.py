@@ -16,8 +16,8 @@ from ._draw import check_image, expand, panel_row, to_uint8, upscale
 BACKGROUND = 0.0
 
 
-def feature_map(rgb: np.ndarray, size: int) -> np.ndarray:
-    """``(gh, gw, 3)`` colours in [0, 1] -> ``(size, size, 3)`` uint8, one block per patch."""
+def feature_map(rgb: np.ndarray, size: int | tuple[int, int]) -> np.ndarray:
+    """``(gh, gw, 3)`` colours in [0, 1] -> ``(size, size, 3)`` (or ``size = (h, w)``) uint8, one block per patch."""
     c = np.asarray(rgb, dtype=np.float64)
     if c.ndim != 3 or c.shape[2] != 3:
         raise ValueError(f"a feature map must be (gh, gw, 3), got {c.shape}")
@@ -40,3 +40,18 @@ def pca_grid(items: Sequence[tuple[str, np.ndarray, np.ndarray]], size: int = 22
     maps = panel_row([("PCA of its tokens" if i == 0 else "", feature_map(c, size))
                       for i, (_, _, c) in enumerate(items)], gap)
     return np.concatenate([photos, maps], axis=0)
+
+
+def pca_pair(photo_title: str, photo: np.ndarray, map_title: str, rgb: np.ndarray,
+             size: int | tuple[int, int]) -> np.ndarray:
+    """One photo and its feature map side by side (a photo at its own shape).
+
+    Args:
+        photo: ``(H, W, 3)`` uint8.
+        rgb: ``(gh, gw, 3)`` colours in [0, 1].
+        size: each panel's side, or ``(h, w)``.
+
+    Returns:
+        ``(24 + h, 2 * w + 12, 3)`` uint8 on white.
+    """
+    return panel_row([(photo_title, to_uint8(upscale(check_image(photo), size))), (map_title, feature_map(rgb, size))])

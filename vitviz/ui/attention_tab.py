@@ -25,7 +25,8 @@ from . import helptext, js, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .shared_image import image_box
-from .serve.costs import Cost, cost, model_cost
+from .native_controls import native_controls, on_native
+from .serve.costs import Cost, cost, model_cost, native_cost
 
 TAB_ID, LABEL = "attention", "Attention"
 
@@ -47,6 +48,8 @@ class Controls:
     head_fusion: str
     discard_ratio: float
     head: float = 0  # 1-based; 0: the mean of heads
+    native: bool = False  # the photo at its own shape
+    side: str | None = None  # its longer side in pixels
 
 
 @dataclass(frozen=True)
@@ -93,23 +96,24 @@ class Goto:
     head: float
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 9, 10))
 @user_errors
 def attention_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float,
-                    query: str, row: float, col: float) -> QueryView:
+                    query: str, row: float, col: float, native: bool = False, side: str | None = None) -> QueryView:
     """Endpoint ``attention_query``: one token's attention in one layer (1-based) -> overlay, per-head grid, text.
 
     ``query`` is ``patch`` (at grid ``row``, ``col``), ``cls`` or ``dist``. ``part``,
-    ``mask_ratio`` and ``seed`` apply to MAE models (encoder over the visible patches).
+    ``mask_ratio`` and ``seed`` apply to MAE models (encoder over the visible patches). ``native``: the
+    photo at its own shape, uncropped, ``side`` px on its longer side (DINOv2, ViT, DeiT, DINO, MAE's encoder).
     """
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
     return av.query_view(maps, layer, query, row, col)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 7, 8))
 @user_errors
 def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: float, head_fusion: str,
-            discard_ratio: float) -> RolloutView:
+            discard_ratio: float, native: bool = False, side: str | None = None) -> RolloutView:
     """Endpoint ``rollout``: the class token's attention rollout (Abnar & Zuidema) as an overlay.
 
     Args:
@@ -120,38 +124,41 @@ def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: f
         seed: seed of the MAE mask.
         head_fusion: how heads are fused per layer: ``mean``, ``max`` or ``min``.
         discard_ratio: share of the weakest attentions dropped per layer, 0 to 0.99.
+        native: the photo at its own shape, uncropped (DINOv2, ViT, DeiT, DINO, MAE's encoder).
+        side: its longer side in pixels (224, 336, 448, 518 or 644; a public host allows less).
 
     Returns:
         The overlay (uint8 RGB) and a Markdown description of where the rollout is strongest.
     """
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
     return av.rollout_view(maps, head_fusion, discard_ratio)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 5, 6))
 @user_errors
-def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float) -> go.Figure:
+def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float,
+                       native: bool = False, side: str | None = None) -> go.Figure:
     """Endpoint ``attention_distance``: mean attention distance per head vs layer (Plotly)."""
-    m, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    m, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
     return av.distance_view(m, maps)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 10, 11))
 @user_errors
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
-               row: float, col: float, head: float) -> QueryView:
+               row: float, col: float, head: float, native: bool = False, side: str | None = None) -> QueryView:
     """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
     return av.query_view(maps, layer, query, row, col, head)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 13, 14))
 @user_errors
 @memo_view()
 def update_all(c: Controls) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups); the top-5 box only with a classifier."""
     v = av.all_views(c.image, c.model, c.part, c.mask_ratio, c.seed, c.layer, c.query, c.row, c.col, c.mass,
-                     c.head_fusion, c.discard_ratio, c.head)
+                     c.head_fusion, c.discard_ratio, c.head, c.native, c.side)
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
@@ -204,13 +211,13 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
     return FirstView(**vars(controls), head=head, **view)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 8, 9))
 @user_errors
 @memo_view()
 def image_views(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
-                head_fusion: str, discard_ratio: float) -> ImageViews:
+                head_fusion: str, discard_ratio: float, native: bool = False, side: str | None = None) -> ImageViews:
     """The views of :func:`update_all` that do not depend on the query (after :func:`on_load`'s query view)."""
-    v = av.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio)
+    v = av.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio, native, side)
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
@@ -222,20 +229,21 @@ def on_part(model: str, part: str, layer: float) -> LayerRange:
     return LayerRange(gr.update(maximum=depth, value=av.layer_value(layer, depth)), depth)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 5, 6))
 @user_errors
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mask_ratio: float,
-               seed: float) -> Picked:
+               seed: float, native: bool = False, side: str | None = None) -> Picked:
     """A click on the query overlay -> the clicked patch's grid (row, col); the query becomes that patch."""
-    r, c = av.patch_at_click(image, model, part, mask_ratio, seed, evt.index[0], evt.index[1])
+    r, c = av.patch_at_click(image, model, part, mask_ratio, seed, evt.index[0], evt.index[1], native, side)
     return Picked(r, c, "patch")
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 6, 7))
 @user_errors
-def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool) -> ClassView:
+def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
+               native: bool = False, side: str | None = None) -> ClassView:
     """The class-token view alone (the DINO checkbox)."""
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed)
+    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
     return av.class_view(maps, bool(mass))
 
 
@@ -287,6 +295,8 @@ def build(demo: gr.Blocks) -> Binder:
             image_box(ui, TAB_ID, "attn", height=240, examples_id="attn-examples")
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="attn-model")
             ui.note = gr.Markdown(model_note(default), elem_id="attn-model-note")
+            ui.native, ui.side = native_controls("attn")
+            ui.native_cost = gr.Markdown(elem_id="attn-native-cost")
             with gr.Group(visible=True) as ui.mae_box:
                 ui.part = gr.Radio(list(PARTS), value="encoder", label="MAE part", elem_id="attn-part",
                                    info="encoder: visible patches only; decoder: every patch, mask tokens where hidden")
@@ -355,6 +365,8 @@ def build(demo: gr.Blocks) -> Binder:
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.part.input(**ui.bind(on_part)).then(**everything)
     gr.on([ui.new_image.change, ui.seed.change, ui.mask_ratio.change], **everything)
+    gr.on([ui.native.change, ui.side.change], **ui.bind(on_native)).then(**everything)
+    gr.on([ui.model.change, ui.new_image.change], **ui.bind(on_native))
     gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.goto.change(**ui.bind(on_goto))

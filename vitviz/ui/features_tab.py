@@ -19,7 +19,8 @@ from ..views.common import trained_default
 from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
-from .serve.costs import Cost, cost, model_cost
+from .native_controls import native_controls, on_native
+from .serve.costs import Cost, cost, model_cost, native_cost
 from .shared_image import default_image, image_box
 
 TAB_ID, LABEL = "features", "Features"
@@ -97,9 +98,10 @@ class Llrd:
 # --------------------------------------------------------------------------------------
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 4, 5))
 @user_errors
-def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -> Pca:
+def feature_pca(image: str | None, model: str, layer: float, foreground: bool, native: bool = False,
+                side: str | None = None) -> Pca:
     """Endpoint ``feature_pca``: the patch tokens of one layer as colours (first three PCA components).
 
     Args:
@@ -107,21 +109,24 @@ def feature_pca(image: str | None, model: str, layer: float, foreground: bool) -
         model: a ViT, DeiT, DINO, MAE or Swin model name (``name:random`` for random weights).
         layer: 0 = patch + position embedding, 1..depth = after that block.
         foreground: colour only the foreground (split on the first component).
+        native: the photo at its own shape, uncropped (DINOv2, ViT, DeiT, DINO, MAE); PCA fitted on it alone.
+        side: its longer side in pixels (224, 336, 448, 518 or 644; a public host allows less).
 
     Returns:
-        The PCA maps of this image and three example photos (uint8 RGB) and a Markdown caption with the
-        variance each component holds.
+        The PCA maps of this image and three example photos (or of the photo at its own shape), uint8 RGB,
+        and a Markdown caption with the variance each component holds.
     """
-    return Pca(*v.pca_view(image, model, layer, bool(foreground)))
+    return Pca(*v.pca_view(image, model, layer, bool(foreground), bool(native), side))
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 7, 8))
 @user_errors
 def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str,
-                     other_image: str | None = None) -> Similarity:
+                     other_image: str | None = None, native: bool = False, side: str | None = None) -> Similarity:
     """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second image:
-    an example photo by name (``other``), or your own (``other_image``, which wins when given)."""
-    return Similarity(*v.similarity_view(image, model, layer, row, col, other, other_image))
+    an example photo by name (``other``), or your own (``other_image``, which wins when given); with
+    ``native``, both photos at their own shape, ``side`` px on the longer side."""
+    return Similarity(*v.similarity_view(image, model, layer, row, col, other, other_image, bool(native), side))
 
 
 @cost(Cost.HEAVY)
@@ -137,22 +142,26 @@ def layer_probes(image: str | None, model: str) -> Probes:
 @user_errors
 @memo_view()
 def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
-               other: str, other_image: str | None = None) -> FeatureViews:
+               other: str, other_image: str | None = None, native: bool = False,
+               side: str | None = None) -> FeatureViews:
     """Every view of the tab for the current controls."""
     cos_fig, cls_top, gap_top, att, pool_text = v.pooling_view(image, model)
     shown = lambda value: gr.update(value=value, visible=value is not None)  # noqa: E731
-    return FeatureViews(**vars(layer_views(image, model, layer, foreground, row, col, other, other_image)),
+    return FeatureViews(**vars(layer_views(image, model, layer, foreground, row, col, other, other_image, native,
+                                           side)),
                         **vars(layer_probes(image, model)), cos_plot=shown(cos_fig), cls_top=shown(cls_top),
                         gap_top=shown(gap_top), cls_att=shown(att), pool_text=pool_text)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 8, 9))
 @user_errors
 def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
-                other: str, other_image: str | None = None) -> LayerViews:
+                other: str, other_image: str | None = None, native: bool = False,
+                side: str | None = None) -> LayerViews:
     """The views that depend on the layer: PCA maps and correspondence."""
-    return LayerViews(**vars(feature_pca(image, model, layer, foreground)),
-                      **vars(patch_similarity(image, model, layer, row, col, other, other_image)))
+    return LayerViews(**vars(feature_pca(image, model, layer, foreground, native, side)),
+                      **vars(patch_similarity(image, model, layer, row, col, other, other_image, native, side)))
+
 
 
 @cost(Cost.VIEW)
@@ -172,11 +181,12 @@ def on_load(model: str, layer: float, request: gr.Request) -> ModelControls:
     return on_model(model, state.layer if state.layer is not None else None)
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 4, 5))
 @user_errors
-def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float) -> Picked:
+def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float, native: bool = False,
+               side: str | None = None) -> Picked:
     """A click on the left similarity map -> the clicked patch's grid (row, col) at this layer."""
-    return Picked(*v.pick_patch(image, model, layer, evt.index[0], evt.index[1]))
+    return Picked(*v.pick_patch(image, model, layer, evt.index[0], evt.index[1], native, side))
 
 
 @cost(Cost.VIEW)
@@ -202,6 +212,8 @@ def build(demo: gr.Blocks) -> Binder:
             image_box(ui, TAB_ID, "feat", height=220, image_mode=None)
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="feat-model")
             ui.note = gr.Markdown(v.model_note(default), elem_id="feat-model-note")
+            ui.native, ui.side = native_controls("feat")
+            ui.native_cost = gr.Markdown(elem_id="feat-native-cost")
         with gr.Column(scale=3):
             ui.layer = gr.Slider(0, 8, value=8, step=1, label="Layer (0 = patch + position embedding)",
                                  elem_id="feat-layer")
@@ -265,6 +277,8 @@ def build(demo: gr.Blocks) -> Binder:
     ui.layer.change(**ui.bind(layer_views))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.foreground.change(**ui.bind(feature_pca))
+    gr.on([ui.native.change, ui.side.change], **ui.bind(on_native)).then(**ui.bind(layer_views))
+    gr.on([ui.model.change, ui.new_image.change], **ui.bind(on_native))
     gr.on([ui.other.change, ui.other_image.change, ui.row.submit, ui.col.submit], **similarity)
     ui.left.select(**ui.bind(pick_patch, quick=False)).then(**similarity)
     return ui

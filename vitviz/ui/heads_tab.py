@@ -23,7 +23,8 @@ from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
 from .common import memo_view, user_errors
-from .serve.costs import Cost, cost, model_cost
+from .serve.costs import Cost, cost, model_cost, native_cost
+from .native_controls import native_controls
 from .shared_image import image_box
 
 TAB_ID, LABEL = "heads", "Heads"
@@ -96,12 +97,14 @@ def on_model(model: str, layer: float, head: float) -> Sliders:
     return Sliders(gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads)))
 
 
-@cost(model_cost(1))
+@cost(native_cost(1, 3, 4))
 @user_errors
-def token_norms(image: str | None, model: str, layer: float) -> NormsView:
+def token_norms(image: str | None, model: str, layer: float, native: bool = False,
+                side: str | None = None) -> NormsView:
     """Endpoint ``token_norms``: one layer's token-norm map (outliers outlined), histogram, per-layer chart, text
-    (``layer``: the token-norm slider's, 0 = the embedding)."""
-    return nv.norms_view(image, model, layer)
+    (``layer``: the token-norm slider's, 0 = the embedding; ``native``: the photo at its own shape, ``side`` px
+    on its longer side: 224, 336, 448, 518 or 644)."""
+    return nv.norms_view(image, model, layer, native, side)
 
 
 @cost(Cost.VIEW)
@@ -159,8 +162,11 @@ def build(demo: gr.Blocks) -> Binder:
             ui.qk_text = gr.Markdown(elem_id="heads-qk-info")
             gr.Markdown("### Token norms: registers and high-norm tokens")
             gr.Markdown(nv.HELP)
-            ui.norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)",
-                                      elem_id="heads-norm-layer")
+            with gr.Row(equal_height=True):
+                ui.norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)",
+                                          elem_id="heads-norm-layer", scale=3)
+                with gr.Column(scale=2, min_width=260):
+                    ui.norm_native, ui.norm_side = native_controls("heads-norm")
             with gr.Row(equal_height=True):
                 ui.norm_map = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                        buttons=["download"], label="token norms", elem_id="heads-norm-map",
@@ -174,8 +180,9 @@ def build(demo: gr.Blocks) -> Binder:
 
     ui.endpoint(head_atlas, api_name="head_atlas")
     ui.endpoint(qk_space, api_name="qk_space")
-    norms = ui.wiring(token_norms, inputs=["image", "model", "norm_layer"])
-    ui.endpoint(token_norms, api_name="token_norms", inputs=["image", "model", "norm_layer"])
+    norm_inputs = ["image", "model", "norm_layer", "norm_native", "norm_side"]
+    norms = ui.wiring(token_norms, inputs=norm_inputs)
+    ui.endpoint(token_norms, api_name="token_norms", inputs=norm_inputs)
 
     demo.load(**ui.bind(on_model, quick=False)).then(**ui.bind(update_all, quick=False))
     ui.model.change(**ui.bind(hv.model_note, inputs=["model"], outputs="note", quick=False, queue=False,
@@ -184,7 +191,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.new_image.change(**ui.bind(update_all))
     demo.load(**ui.bind(on_model_norms, outputs="norm_layer", quick=False)).then(**norms, api_visibility="private")
     ui.model.change(**ui.bind(on_model_norms, outputs="norm_layer")).then(**norms, **QUICK)
-    gr.on([ui.new_image.change, ui.norm_layer.input], **norms, **QUICK)
+    gr.on([ui.new_image.change, ui.norm_layer.input, ui.norm_native.change, ui.norm_side.change], **norms, **QUICK)
     ui.source.change(**ui.bind(head_atlas))
     gr.on([ui.layer.input, ui.head.input], **ui.bind(qk_views))
     ui.clicks.change(**ui.bind(qk_token))

@@ -9,13 +9,16 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..explain.attention import PARTS, masked_attention, num_layers, prefix_tokens
+from ..core.patches import pixel_to_patch
+from ..explain.attention import PARTS, attention, masked_attention, num_layers, prefix_tokens
 from ..explain.maps import AttentionMaps
 from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.registry import RANDOM_SUFFIX, parse_choice
 from ..plots.attention import attention_distance_figure
+from ..render._draw import hw, panel_size
 from ..render.attention import head_grid, heat_overlay, side_by_side
 from .common import as_seed, model_label, require_image
+from .native import native_of
 
 #: Families whose attention is global (Swin's windows have their own tab).
 FAMILIES = ("mae", "vit", "deit", "dino", "dinov2")
@@ -113,13 +116,29 @@ def model_note(choice: str | None) -> str:
     return ""
 
 
-def maps_for(image: Any, choice: str | None, part: str, ratio: float, seed: Any) -> tuple[LoadedModel, AttentionMaps]:
-    """The picked model and its (cached) attention for the image; ratio, seed and part apply to MAEs."""
+def maps_for(image: Any, choice: str | None, part: str, ratio: float, seed: Any, native: Any = False,
+             side: Any = None) -> tuple[LoadedModel, AttentionMaps]:
+    """The picked model and its (cached) attention for the image; ratio, seed and part apply to MAEs. With
+    ``native`` (a model that takes any grid), the photo at its own shape, ``side`` px on its longer side: the
+    encoder over every patch (an MAE's mask and decoder are square-only)."""
     require_image(image)
     model = load_choice(choice)
+    s = native_of(model, native, side)
+    if s is not None:
+        return model, attention(model, image, aspect="native", max_side=s)
     is_mae = model.family == "mae"
     return model, masked_attention(model, image, float(ratio or 0.0) if is_mae else 0.0,
                                    as_seed(seed if seed is not None else 0), part if is_mae else "encoder")
+
+
+def view_size(maps: AttentionMaps) -> int | tuple[int, int]:
+    """The overlays' size: :data:`VIEW_PX` square, or ``(h, w)`` with that longer side for a photo at its own shape."""
+    return panel_size(maps.image.shape, VIEW_PX)
+
+
+def _tile(maps: AttentionMaps, side: int) -> int | tuple[int, int]:
+    """A head tile of ``side`` px, in the photo's proportions when it keeps its own shape."""
+    return panel_size(maps.image.shape, side)
 
 
 def _layer_index(maps: AttentionMaps, layer: Any) -> int:
@@ -236,10 +255,11 @@ def query_view(maps: AttentionMaps, layer: Any, query: str, row: Any, col: Any, 
     if not 0 <= h <= maps.num_heads:
         raise ValueError(f"head must be 0 (mean of heads) or 1..{maps.num_heads}, got {head!r}")
     heat = maps.query(li, token)[h - 1] if h else maps.query_mean(li, token)
-    overlay = heat_overlay(maps.image, heat, VIEW_PX, query=where, hatch=_hatch(maps),
+    overlay = heat_overlay(maps.image, heat, view_size(maps), query=where, hatch=_hatch(maps),
                            label=f"layer {li + 1}/{maps.depth} · {name} · "
                                  + (f"head {h}" if h else f"mean of {maps.num_heads} heads"))
-    grid = head_grid(maps.image, maps.query(li, token), tile=TILE if maps.num_heads > 4 else 200, query=where,
+    grid = head_grid(maps.image, maps.query(li, token), tile=_tile(maps, TILE if maps.num_heads > 4 else 200),
+                     query=where,
                      hatch=_hatch(maps))
     prefix = ", ".join(f"{TOKEN_WORDS.get(n, n)} {100 * v:.1f}%" for n, v in maps.prefix_share_mean(li, token).items())
     info = (f"**Layer {li + 1} of {maps.depth}{_tag(maps)}**, query: **{name}**. "
@@ -258,7 +278,7 @@ def class_view(maps: AttentionMaps, mass: bool) -> ClassView:
     tile = TILE if h > 3 else 200
     for token in tokens:
         regions = maps.mass_regions(-1, token, MASS) if mass else None
-        grid = head_grid(maps.image, maps.query(-1, token), tile=tile, regions=regions, cols=cols,
+        grid = head_grid(maps.image, maps.query(-1, token), tile=_tile(maps, tile), regions=regions, cols=cols,
                          hatch=_hatch(maps))
         panels.append(("class token" if token == "cls" else "distillation token", grid))
     if not panels:
@@ -273,7 +293,7 @@ def class_view(maps: AttentionMaps, mass: bool) -> ClassView:
 def rollout_view(maps: AttentionMaps, head_fusion: str, discard_ratio: float) -> RolloutView:
     """Rollout overlay and a line of numbers."""
     r = maps.rollout(head_fusion, float(discard_ratio))
-    overlay = heat_overlay(maps.image, r, VIEW_PX, absent=maps.layout.hidden if maps.part == "encoder" else None,
+    overlay = heat_overlay(maps.image, r, view_size(maps), absent=maps.layout.hidden if maps.part == "encoder" else None,
                            hatch=_hatch(maps),
                            label=f"rollout · {head_fusion} · discard {float(discard_ratio):.0%}")
     s = maps.rollout_summary(r, 0.1)
@@ -373,40 +393,43 @@ def shown_query(maps: AttentionMaps, query: str, row: Any, col: Any, head: Any =
 
 
 def first_query_view(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str,
-                     row: Any, col: Any, head: Any = 0) -> tuple[QueryView, str]:
+                     row: Any, col: Any, head: Any = 0, native: Any = False, side: Any = None
+                     ) -> tuple[QueryView, str]:
     """The query view of :func:`all_views` alone, and the query token it shows (:func:`shown_query`): what a
     tab's first showing draws before the rest (:func:`image_views`)."""
-    _, maps = maps_for(image, choice, part, mask_ratio, seed)
+    _, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
     q, h = shown_query(maps, query, row, col, head)
     return query_view(maps, layer_value(layer, maps.depth), q, row, col, h), q
 
 
 def image_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, mass: bool, head_fusion: str,
-                discard_ratio: float) -> ImageViews:
+                discard_ratio: float, native: Any = False, side: Any = None) -> ImageViews:
     """Every view of :func:`all_views` but the query's (one capture, then lookups)."""
-    m, maps = maps_for(image, choice, part, mask_ratio, seed)
+    m, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
     return ImageViews(**vars(class_view(maps, bool(mass))), **vars(rollout_view(maps, head_fusion, discard_ratio)),
                       distance=distance_view(m, maps), top5=top5_value(maps), top5_note=top5_note(m, maps))
 
 
 def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
-              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0) -> AttentionViews:
+              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0, native: Any = False,
+              side: Any = None) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups): :func:`first_query_view` and
     :func:`image_views`."""
-    view, q = first_query_view(image, choice, part, mask_ratio, seed, layer, query, row, col, head)
+    view, q = first_query_view(image, choice, part, mask_ratio, seed, layer, query, row, col, head, native, side)
     return AttentionViews(**vars(view), **vars(image_views(image, choice, part, mask_ratio, seed, mass, head_fusion,
-                                                           discard_ratio)), query=q)
+                                                           discard_ratio, native, side)), query=q)
 
 
-def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float
-                   ) -> tuple[int, int]:
+def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float,
+                   native: Any = False, side: Any = None) -> tuple[int, int]:
     """The visible patch under a click at ``(x, y)`` of the query overlay.
 
     Raises:
         ValueError: the patch is hidden by the mask (the encoder never sees it).
     """
-    _, maps = maps_for(image, choice, part, mask_ratio, seed)
-    r, c = maps.layout.patch_at_pixel(x, y, VIEW_PX)
+    _, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
+    h, w = hw(view_size(maps))
+    r, c = pixel_to_patch(float(x) / w, float(y) / h, maps.layout.grid, 1.0)
     if maps.layout.token_of_patch(r, c) is None:
         raise ValueError(f"Patch (row {r}, col {c}) is hidden by the mask: the encoder never sees it. "
                          "Click a visible patch, or set the masking ratio to 0.")

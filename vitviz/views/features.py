@@ -30,10 +30,13 @@ from ..features.layer_tokens import LayerTokens, layer_tokens, num_blocks
 from ..models.loading import LoadedModel, load_choice
 from ..plots.features import cls_gap_figure, llrd_figure, probe_figure
 from ..render.attention import heat_overlay
+from ..core.patches import pixel_to_patch
+from ..render._draw import hw, panel_size
 from ..render.features import pca_grid
 from .attention import model_choices as _choices
 from .attention import model_note
 from .common import require_image
+from .native import native_of, native_pca
 
 __all__ = ["model_note", "num_blocks"]
 
@@ -46,6 +49,8 @@ N_PCA = 4
 #: Side of one PCA panel and of the clickable similarity overlays, in pixels.
 PANEL = 224
 VIEW_PX = 336
+#: Longer side of a similarity panel of a photo at its own shape (about 10 px a column at 46 columns).
+NATIVE_PANEL = 448
 #: Seed of the shuffled-target control.
 CONTROL_SEED = 0
 
@@ -99,11 +104,16 @@ def model_choices() -> list[tuple[str, str]]:
     return _choices(FAMILIES, RANDOM_FAMILIES)
 
 
-def tokens_for(image: Any, choice: str | None) -> tuple[LoadedModel, LayerTokens]:
-    """The picked model and its (cached) tokens of every layer for the image."""
+def tokens_for(image: Any, choice: str | None, native: Any = False, side: Any = None
+               ) -> tuple[LoadedModel, LayerTokens]:
+    """The picked model and its (cached) tokens of every layer for the image: the square view, or the photo at
+    its own shape with its longer side ``side`` when ``native`` is on and the model takes any grid
+    (:func:`vitviz.views.native.native_of`)."""
     require_image(image)
     model = load_choice(choice)
-    return model, layer_tokens(model, image)
+    s = native_of(model, native, side)
+    return model, layer_tokens(model, image) if s is None else layer_tokens(model, image, "native", s)
+
 
 
 def has_absolute_position_embedding(model: LoadedModel) -> bool:
@@ -171,10 +181,17 @@ def example_choices() -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------------------
 
 
-def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = False) -> tuple[np.ndarray, str]:
-    """Joint PCA maps of this image and three example photos at one layer -> (panel grid, caption)."""
-    model, lt = tokens_for(image, choice)
+def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = False, native: Any = False,
+             side: Any = None) -> tuple[np.ndarray, str]:
+    """Joint PCA maps of this image and three example photos at one layer -> (panel grid, caption).
+
+    With ``native`` (a model that takes any grid): the photo at its own shape, ``side`` px on its longer
+    side, and the PCA fitted on its tokens alone, photo and map side by side.
+    """
+    model, lt = tokens_for(image, choice, native, side)
     li = layer_index(lt, layer)
+    if native_of(model, native, side) is not None:
+        return native_pca(lt, li, foreground, _tag(lt))
     others = companions(model, image, N_PCA - 1)
     # (name, view, patch grid); the examples' tokens ship for dinov2-small (features/shipped.py)
     sets = [("this image", lt.image, lt.patch_grid(li))] + [(name, *example_grid(model, path, li))
@@ -202,10 +219,19 @@ def pca_view(image: Any, choice: str | None, layer: Any, foreground: bool = Fals
 # --------------------------------------------------------------------------------------
 
 
-def pick_patch(image: Any, choice: str | None, layer: Any, x: float, y: float) -> tuple[int, int]:
+def _sim_size(shape: tuple[int, ...]) -> int | tuple[int, int]:
+    """The similarity panel of a view: :data:`VIEW_PX` square, or a photo at its own shape with its longer side
+    :data:`NATIVE_PANEL` (about 10 px a column at 46 columns, enough to click one)."""
+    return VIEW_PX if shape[0] == shape[1] else panel_size(shape, NATIVE_PANEL)
+
+
+def pick_patch(image: Any, choice: str | None, layer: Any, x: float, y: float, native: Any = False,
+               side: Any = None) -> tuple[int, int]:
     """Pixel ``(x, y)`` of the left similarity view -> grid ``(row, col)`` at that layer."""
-    _, lt = tokens_for(image, choice)
-    return lt.layouts[layer_index(lt, layer)].patch_at_pixel(x, y, VIEW_PX)
+    _, lt = tokens_for(image, choice, native, side)
+    lay = lt.layouts[layer_index(lt, layer)]
+    h, w = hw(_sim_size(lt.image.shape))
+    return pixel_to_patch(float(x) / w, float(y) / h, lay.grid, 1.0)
 
 
 def _query(lt: LayerTokens, li: int, row: Any, col: Any) -> tuple[int, int]:
@@ -221,7 +247,8 @@ def _query(lt: LayerTokens, li: int, row: Any, col: Any) -> tuple[int, int]:
 
 
 def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: Any, other: str | None,
-                    other_image: Any = None) -> tuple[np.ndarray, np.ndarray, str]:
+                    other_image: Any = None, native: Any = False,
+                    side: Any = None) -> tuple[np.ndarray, np.ndarray, str]:
     """Cosine maps of one patch within the image and across to a second image -> (left, right, caption).
 
     Args:
@@ -230,7 +257,7 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
         other_image: the visitor's own second photo (an upload, or anything :func:`vitviz.load_image`
             reads); when given it replaces ``other``.
     """
-    model, lt = tokens_for(image, choice)
+    model, lt = tokens_for(image, choice, native, side)
     li = layer_index(lt, layer)
     if other_image is not None and not (isinstance(other_image, str) and not other_image):
         other_path, other_label = other_image, "your second photo"
@@ -239,12 +266,17 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
         if str(other) not in paths:
             raise ValueError(f"unknown second image {other!r}; choose one of {', '.join(paths)}, or drop your own")
         other_path, other_label = paths[str(other)], str(other)
-    view2, grid2 = example_grid(model, other_path, li)  # shipped for an example photo, else computed
+    s = native_of(model, native, side)
+    if s is None:
+        view2, grid2 = example_grid(model, other_path, li)  # shipped for an example photo, else computed
+    else:  # the second photo at its own shape too, at the same side
+        lt2 = layer_tokens(model, other_path, "native", s)
+        view2, grid2 = lt2.image, lt2.patch_grid(li)
     r, c = _query(lt, li, row, col)
     corr = correspondence(lt.patch_grid(li), r, c, grid2)
-    left = heat_overlay(lt.image, (corr.same + 1) / 2, VIEW_PX, vmax=1.0, query=(r, c),
+    left = heat_overlay(lt.image, (corr.same + 1) / 2, _sim_size(lt.image.shape), vmax=1.0, query=(r, c),
                         label=f"{lt.names[li]} · patch (row {r}, col {c})")
-    right = heat_overlay(view2, (corr.other + 1) / 2, VIEW_PX, vmax=1.0, query=corr.best,
+    right = heat_overlay(view2, (corr.other + 1) / 2, _sim_size(view2.shape), vmax=1.0, query=corr.best,
                          label=f"best match (row {corr.best[0]}, col {corr.best[1]}) · cos {corr.best_score:.2f}")
     same = np.delete(corr.same.reshape(-1), r * corr.same.shape[1] + c)
     text = (f"**{lt.names[li]}**{_tag(lt)}, query patch (row {r}, col {c}). In this image the other patches' "

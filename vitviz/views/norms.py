@@ -15,7 +15,9 @@ from ..explain.layout import TOKEN_NAMES
 from ..models.loading import load_choice
 from ..plots.norms import norm_depth_figure, norm_histogram_figure
 from ..render.attention import heat_overlay
+from ..render._draw import panel_size
 from .common import require_image
+from .native import native_of
 
 VIEW_PX = 448
 
@@ -29,10 +31,13 @@ HELP = (
 )
 
 
-def norms_for(image: Any, choice: str | None) -> TokenNorms:
-    """The picked model's token norms on the image (captures cached)."""
+def norms_for(image: Any, choice: str | None, native: Any = False, side: Any = None) -> TokenNorms:
+    """The picked model's token norms on the image (captures cached); with ``native`` (a model that takes any
+    grid), the photo at its own shape, ``side`` px on its longer side."""
     require_image(image)
-    return token_norms(load_choice(choice), image)
+    model = load_choice(choice)
+    s = native_of(model, native, side)
+    return token_norms(model, image) if s is None else token_norms(model, image, "native", s)
 
 
 @dataclass(frozen=True)
@@ -45,19 +50,22 @@ class NormsView:
     norm_text: str
 
 
-def norms_view(image: Any, choice: str | None, layer: Any) -> NormsView:
-    """``(norm map with outliers outlined (VIEW_PX, VIEW_PX, 3) uint8, histogram, per-layer chart, Markdown)``."""
-    n = norms_for(image, choice)
+def norms_view(image: Any, choice: str | None, layer: Any, native: Any = False, side: Any = None) -> NormsView:
+    """``(norm map with outliers outlined (VIEW_PX, VIEW_PX, 3) uint8 (the photo's proportions with ``native``),
+    histogram, per-layer chart, Markdown)``."""
+    n = norms_for(image, choice, native, side)
     try:
         li = n.check_layer(int(round(float(layer))))
     except (TypeError, ValueError):
         raise ValueError(f"layer must be a whole number, got {layer!r}") from None
     from ..features.layer_tokens import layer_tokens
 
-    view = layer_tokens(load_choice(choice), image).image
+    model = load_choice(choice)
+    s = native_of(model, native, side)
+    view = (layer_tokens(model, image) if s is None else layer_tokens(model, image, "native", s)).image
     heat = n.patch_norms(li)
     tag = " (random weights)" if n.random_init else ""
-    overlay = heat_overlay(view, heat, size=VIEW_PX, region=n.outlier_map(li) if n.outlier_map(li).any() else None,
+    overlay = heat_overlay(view, heat, size=panel_size(view.shape, VIEW_PX), region=n.outlier_map(li) if n.outlier_map(li).any() else None,
                            label=f"{n.model_name}{tag} · {n.names[li]} · token norm")
     k = n.layout.num_prefix
     prefix = {TOKEN_NAMES.get(name, name): float(n.norms[li, i]) for i, name in enumerate(n.layout.prefix)}

@@ -166,3 +166,23 @@ def model_positions(fn: Any) -> tuple[int, ...]:
     """Input positions at which ``fn``'s declaration (a :func:`model_cost`) reads a model choice; () if none."""
     found = declared(fn)
     return tuple(getattr(found, "positions", ())) if callable(found) and not isinstance(found, Cost) else ()
+
+
+def native_cost(model_at: int, native_at: int, side_at: int) -> Callable[[list[Any]], Cost]:
+    """A computed cost for a view that may take a photo at its own shape: HEAVY while the model at input
+    ``model_at`` is not in memory (as :func:`model_cost`), or when the switch at ``native_at`` is on and the
+    side at ``side_at`` may pass :data:`vitviz.views.native.HEAVY_PATCH_TOKENS` patch tokens (its square
+    photo's grid, closed form: :func:`vitviz.compute.grid_cost.most_patch_tokens`); VIEW otherwise."""
+    loaded = model_cost(model_at)
+
+    def computed(values: list[Any]) -> Cost:
+        from ...views.native import heavy
+
+        if loaded(values) is Cost.HEAVY:
+            return Cost.HEAVY
+        on = values[native_at] if native_at < len(values) else None
+        side = values[side_at] if side_at < len(values) else None
+        return Cost.HEAVY if on is not False and (on is None or heavy(side)) else Cost.VIEW
+
+    computed.positions = (model_at,)  # type: ignore[attr-defined]
+    return computed

