@@ -302,6 +302,16 @@ def _probe_features(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_web(args: argparse.Namespace) -> int:
+    from .web.export import export_web
+
+    files = export_web(args.dir)
+    size = sum((args.dir / f).stat().st_size for f in files)
+    print(f"wrote {len(files)} files ({size / 1e6:.1f} MB) to {args.dir}; serve it with "
+          f"`python -m http.server -d {args.dir}` or publish it as a static site (docs/in-browser.md)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command."""
     parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
@@ -415,6 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output folder (default ~/.cache/vitviz/features)")
     p.add_argument("--random-weights", action="store_true", help="the encoder's random-weight version")
     p.set_defaults(func=_probe_features)
+    p = sub.add_parser("export-web", parents=[common],
+                       help="write the static page (mae-tiny in the visitor's browser) into a folder",
+                       description="Write the static page: mae-tiny reconstructs photos and the camera in the "
+                                   "visitor's browser (ONNX Runtime Web); serve the folder with any static server.")
+    p.add_argument("dir", type=Path, help="folder to write (created)")
+    p.set_defaults(func=_export_web)
     p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
     p.set_defaults(func=_settings)
     return parser
