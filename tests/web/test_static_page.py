@@ -2,7 +2,8 @@
 
 It reconstructs a photo it never saw (a held-out photo, uploaded) with the same panels, error map and
 PSNR as the library (within 2/255), answers ratio-slider steps, seed, pattern and painted patches with
-new panels, runs the fake camera, and makes no request outside the folder's origin. No timing is
+new panels, runs the fake camera, makes no request outside the folder's origin, and opens offline
+after the first visit. No timing is
 asserted (bench/web_page.py measures the speed).
 """
 
@@ -73,7 +74,7 @@ def page(site, tmp_path_factory):
         pg.on("pageerror", lambda e: errors.append(str(e)))
         pg.goto(url)
         pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
-        yield pg, url, requests, errors
+        yield pg, url, requests, errors, browser
         browser.close()
 
 
@@ -97,7 +98,7 @@ def _library(mask: np.ndarray):
 
 
 def test_unseen_photo_matches_the_library(page, tmp_path):
-    pg, _, _, errors = page
+    pg, _, _, errors, _ = page
     from vitviz.core.images import square_view
 
     view = square_view(UNSEEN, 224)  # the model's view, uploaded as it is: the page's crop is then the identity
@@ -123,7 +124,7 @@ def test_unseen_photo_matches_the_library(page, tmp_path):
 def test_slider_steps_seed_pattern_and_paint_give_new_panels_like_the_library(page):
     from vitviz.core.masking import make_mask
 
-    pg, _, _, errors = page
+    pg, _, _, errors, _ = page
     seen = {bytes(_rgb(pg.evaluate(READ_CANVAS, "pasted")))}
     slider = pg.locator("#ratio")
     for expected in (0.70, 0.65, 0.60):
@@ -167,7 +168,7 @@ def test_slider_steps_seed_pattern_and_paint_give_new_panels_like_the_library(pa
 
 
 def test_fake_camera_streams_through_the_model(page):
-    pg, _, _, errors = page
+    pg, _, _, errors, _ = page
     pg.click("#camera")
     pg.wait_for_function("window.maePage.stats.frames >= 5", timeout=120_000)
     assert "frames a second" in pg.inner_text("#fps") or pg.evaluate("window.maePage.stats.frames") >= 5
@@ -176,9 +177,27 @@ def test_fake_camera_streams_through_the_model(page):
 
 
 def test_no_request_leaves_the_folder(page, site):
-    pg, url, requests, _ = page
+    pg, url, requests, _, _ = page
     folder, _ = site
     assert requests and all(r.startswith(url) for r in requests), [r for r in requests if not r.startswith(url)]
     for r in requests:  # and each names a file of the folder
         path = r[len(url):].split("?")[0] or "index.html"
         assert (folder / path).is_file(), r
+
+
+def test_the_page_opens_and_runs_offline_after_the_first_visit(page):
+    """The service worker caches the folder's files: with the network off, a reload reconstructs again."""
+    _, url, _, _, browser = page
+    context = browser.new_context()  # a fresh profile: nothing cached before this visit
+    try:
+        pg = context.new_page()
+        pg.goto(url)
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        pg.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        pg.wait_for_function("!!navigator.serviceWorker.controller", timeout=60_000)
+        context.set_offline(True)
+        pg.reload()
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        assert pg.evaluate("window.maePage.stats.runs") >= 1 and not pg.inner_text("#error")
+    finally:
+        context.close()
