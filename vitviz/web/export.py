@@ -32,6 +32,37 @@ def _package_folder(name: str) -> Path:
     return Path(str(resources.files("vitviz.web") / name))
 
 
+def site_files(seeds: int | None = None) -> dict[str, Path | bytes]:
+    """Every file of the static page: its path in the folder -> the file to copy, or the bytes to write.
+
+    One list for :func:`export_web` and for the app's own ``/in-browser/`` route
+    (:mod:`vitviz.ui.serve.in_browser`).
+    """
+    from ..core.images import DataConfig
+
+    static = _package_folder("static")
+    files: dict[str, Path | bytes] = {name: static / name for name in PAGE_FILES}
+    for f in sorted(_package_folder("vendor").iterdir()):
+        if f.is_file():
+            files[f"vendor/{f.name}"] = f
+    files[GRAPH_FILE] = graph_file()
+    shown = []
+    for f in sorted((assets_dir() / "examples").iterdir()):
+        if f.suffix.lower() in (".jpg", ".png", ".md"):
+            files[f"examples/{f.name}"] = f
+            if f.suffix.lower() != ".md":
+                shown.append({"title": f.stem, "file": f"examples/{f.name}"})
+    shown.sort(key=lambda e: e["title"] != "chelsea")  # the app's default photo first
+    tables = mask_tables(seeds=seeds) if seeds else mask_tables()
+    files["masks.json"] = json.dumps(tables, separators=(",", ":")).encode()
+    cfg = DataConfig()
+    config = {"model": GRAPH_FILE, "name": WEB_MODEL, "size": cfg.input_size, "patch": 16,
+              "mean": list(cfg.mean), "std": list(cfg.std), "examples": shown}
+    files["config.json"] = json.dumps(config, indent=1).encode()
+    files["files.json"] = json.dumps(sorted([*files, "files.json"]), indent=0).encode()
+    return files
+
+
 def export_web(out: Path | str, seeds: int | None = None) -> list[Path]:
     """Write the static page into ``out`` (created; existing files of the same names are replaced).
 
@@ -45,36 +76,15 @@ def export_web(out: Path | str, seeds: int | None = None) -> list[Path]:
     Raises:
         ValueError: ``out`` exists and is not a folder.
     """
-    from ..core.images import DataConfig
-
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder; give a folder to write the page into")
-    out.mkdir(parents=True, exist_ok=True)
-    static = _package_folder("static")
-    for name in PAGE_FILES:
-        shutil.copyfile(static / name, out / name)
-    vendor = out / "vendor"
-    vendor.mkdir(exist_ok=True)
-    for f in _package_folder("vendor").iterdir():
-        if f.is_file():
-            shutil.copyfile(f, vendor / f.name)
-    shutil.copyfile(graph_file(), out / GRAPH_FILE)
-    examples = out / "examples"
-    examples.mkdir(exist_ok=True)
-    shown = []
-    for f in sorted((assets_dir() / "examples").iterdir()):
-        if f.suffix.lower() in (".jpg", ".png", ".md"):
-            shutil.copyfile(f, examples / f.name)
-            if f.suffix.lower() != ".md":
-                shown.append({"title": f.stem, "file": f"examples/{f.name}"})
-    shown.sort(key=lambda e: e["title"] != "chelsea")  # the app's default photo first
-    tables = mask_tables(seeds=seeds) if seeds else mask_tables()
-    (out / "masks.json").write_text(json.dumps(tables, separators=(",", ":")))
-    cfg = DataConfig()
-    config = {"model": GRAPH_FILE, "name": WEB_MODEL, "size": cfg.input_size, "patch": 16,
-              "mean": list(cfg.mean), "std": list(cfg.std), "examples": shown}
-    (out / "config.json").write_text(json.dumps(config, indent=1))
-    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != "files.json")
-    (out / "files.json").write_text(json.dumps(files, indent=0))
-    return sorted(Path(f) for f in [*files, "files.json"])
+    files = site_files(seeds)
+    for name, source in files.items():
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(source, bytes):
+            target.write_bytes(source)
+        else:
+            shutil.copyfile(source, target)
+    return sorted(Path(f) for f in files)
