@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/web_page.py [--port 7891] [--seconds 20] [--ratio 0.75]
+    python bench/web_page.py [--port 7891] [--seconds 20] [--ratio 0.75] [--isolated]
 
 Exports the page to a temporary folder, serves it with ``python -m http.server`` and opens it in
 headless Chromium (``--no-sandbox --disable-gpu``) with a fake camera playing a 320x240 Y4M panned
@@ -13,6 +13,8 @@ across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
 * time from navigation to the model ready, and to the first reconstruction drawn;
 * the camera: frames reconstructed and drawn a second, measured over ``--seconds`` after a 3 s warm-up,
   and the page's own time per frame (normalise, run the graph, build the panels);
+* with ``--isolated`` the server adds COOP/COEP (as the app's ``/in-browser/`` route does), so the page
+  is cross-origin isolated and ONNX Runtime Web runs ``min(4, cores)`` threads; without, one thread;
 * the load average before and after (the machine may be shared: read the rates with it).
 
 Everything runs in the page: the server only sends files. Prints one JSON object.
@@ -37,7 +39,21 @@ from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port  # noqa: E402
 from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
 
 
-def measure(port: int, seconds: float, ratio: float) -> dict:
+#: ``python -m http.server`` that also sends the cross-origin isolation headers.
+ISOLATED_SERVER = """
+import functools, http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def end_headers(self):
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), functools.partial(H, directory=sys.argv[2])).serve_forever()
+"""
+
+
+def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> dict:
     from playwright.sync_api import sync_playwright
 
     from vitviz.web.export import export_web
@@ -46,8 +62,9 @@ def measure(port: int, seconds: float, ratio: float) -> dict:
         site = Path(tmp) / "site"
         export_web(site)
         y4m = write_y4m(Path(tmp) / "pan.y4m", pan_frames(count=60))
-        server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(site)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = ([sys.executable, "-c", ISOLATED_SERVER, str(port), str(site)] if isolated else
+               [sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(site)])
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}/"
         try:
             for _ in range(100):
@@ -95,6 +112,7 @@ def measure(port: int, seconds: float, ratio: float) -> dict:
         "download_bytes": total,
         "model_bytes": first["modelBytes"],
         "wasm_bytes": sum(v for k, v in downloaded.items() if k.endswith(".wasm")),
+        "isolated": isolated,
         "threads": first["threads"],
         "model_ready_ms": round(first["loadMs"]),
         "first_reconstruction_ms": round(first["firstFrameMs"]),
@@ -115,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0, help="port of the static server (default: a free one)")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--ratio", type=float, default=0.75)
+    ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP: WASM threads")
     args = ap.parse_args(argv)
-    print(json.dumps(measure(args.port or free_port(), args.seconds, args.ratio), indent=1))
+    print(json.dumps(measure(args.port or free_port(), args.seconds, args.ratio, args.isolated), indent=1))
     return 0
 
 

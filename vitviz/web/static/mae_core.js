@@ -161,7 +161,11 @@ export function errorImage(errorMap, size, patch, peak) {
  */
 export async function loadModel(vendorUrl, modelUrl, size) {
   const ort = await import(vendorUrl + "ort.wasm.min.mjs");
-  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
+  // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
+  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11
+  // (bench/README.md).
+  const cores = navigator.hardwareConcurrency || 1;
+  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1;
   ort.env.wasm.wasmPaths = vendorUrl;
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = false;
