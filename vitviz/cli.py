@@ -303,26 +303,6 @@ def _probe_features(args: argparse.Namespace) -> int:
     return 0
 
 
-def _doctor(args: argparse.Namespace) -> int:
-    from .doctor.diagnose import diagnose
-    from .models.registry import model_names
-
-    subject = args.checkpoint if args.checkpoint in model_names() else Path(args.checkpoint)
-    photos = [str(image_or_example(p)) for p in args.photo] if args.photo else None
-    d = diagnose(subject, device=args.device, photos=photos)
-    print(d.to_json() if args.json else d.to_text())
-    if args.panels is not None and d.panels:
-        import numpy as np
-        from PIL import Image
-
-        from .render.doctor import doctor_panels
-
-        args.panels.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(np.asarray(doctor_panels(d.panels))).save(args.panels)
-        print(f"panels -> {args.panels}", file=sys.stderr)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command."""
     parser = argparse.ArgumentParser(prog="python -m vitviz", description="Explore Vision Transformers and MAEs.")
@@ -436,16 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output folder (default ~/.cache/vitviz/features)")
     p.add_argument("--random-weights", action="store_true", help="the encoder's random-weight version")
     p.set_defaults(func=_probe_features)
-    p = sub.add_parser("doctor", parents=[common],
-                       help="is this MAE checkpoint healthy? findings with their evidence and what to do")
-    p.add_argument("checkpoint", help="a checkpoint file (.pth, .bin, .safetensors), a Hugging Face snapshot folder, "
-                                      "or a registry model name (mae-tiny shows a healthy report)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON (the same findings, as data)")
-    p.add_argument("--photo", action="append", default=None, metavar="IMAGE",
-                   help="measure on this image instead of the bundled example photos (repeatable)")
-    p.add_argument("--panels", type=Path, default=None, help="also write the reconstruction panels as a PNG here")
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
-    p.set_defaults(func=_doctor)
+    from .doctor.commands import add_command as add_doctor
+    from .web.commands import add_command as add_export_web
+
+    add_doctor(sub, common)
+    add_export_web(sub, common)
     p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
     p.set_defaults(func=_settings)
     return parser

@@ -136,9 +136,10 @@ def middleware() -> list:
     from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
-    from . import frames, http, page_module
+    from . import frames, http, in_browser, page_module
 
-    return [Middleware(http.Hardening), Middleware(frames.LiveFrames), Middleware(http.StaticCache),
+    return [Middleware(http.Hardening), Middleware(frames.LiveFrames), Middleware(in_browser.InBrowserPage),
+            Middleware(http.StaticCache),
             Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED),
             Middleware(page_module.PageModule)]
 

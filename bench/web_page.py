@@ -1,0 +1,143 @@
+"""The static page (``python -m vitviz export-web``) in headless Chromium: download, first frame, camera rate.
+
+Usage::
+
+    python bench/web_page.py [--port 7891] [--seconds 20] [--ratio 0.75] [--isolated]
+
+Exports the page to a temporary folder, serves it with ``python -m http.server`` and opens it in
+headless Chromium (``--no-sandbox --disable-gpu``) with a fake camera playing a 320x240 Y4M panned
+across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
+
+* the bytes the page downloads before its first reconstruction (every response body, from Playwright),
+  of which the model and the WASM runtime;
+* time from navigation to the model ready, and to the first reconstruction drawn;
+* the camera: frames reconstructed and drawn a second, measured over ``--seconds`` after a 3 s warm-up,
+  and the page's own time per frame (normalise, run the graph, build the panels);
+* with ``--isolated`` the server adds COOP/COEP (as the app's ``/in-browser/`` route does), so the page
+  is cross-origin isolated and ONNX Runtime Web runs ``min(4, cores)`` threads; without, one thread;
+* the load average before and after (the machine may be shared: read the rates with it).
+
+Everything runs in the page: the server only sends files. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port  # noqa: E402
+from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
+
+
+#: ``python -m http.server`` that also sends the cross-origin isolation headers.
+ISOLATED_SERVER = """
+import functools, http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def end_headers(self):
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), functools.partial(H, directory=sys.argv[2])).serve_forever()
+"""
+
+
+def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.web.export import export_web
+
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        export_web(site)
+        y4m = write_y4m(Path(tmp) / "pan.y4m", pan_frames(count=60))
+        cmd = ([sys.executable, "-c", ISOLATED_SERVER, str(port), str(site)] if isolated else
+               [sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(site)])
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(url, timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            load_before = os.getloadavg()
+            sizes: dict[str, int] = {}
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=LAUNCH_ARGS + camera_args(y4m))
+                page = browser.new_page(viewport={"width": 1280, "height": 720})
+
+                def on_response(r):
+                    try:
+                        sizes[r.url] = len(r.body())
+                    except Exception:  # noqa: BLE001 - a redirect or an aborted request has no body
+                        pass
+
+                page.on("response", on_response)
+                page.goto(url)
+                page.wait_for_selector("body[data-ready='1']", timeout=300_000)
+                first = page.evaluate("window.maePage.stats")
+                downloaded = dict(sizes)
+                page.evaluate(f"(r) => {{ const s = document.querySelector('#ratio'); s.value = r; "
+                              f"s.dispatchEvent(new Event('input')); }}", ratio)
+                page.click("#camera")
+                page.wait_for_function("window.maePage.stats.frames >= 3", timeout=120_000)
+                time.sleep(3)
+                f0, t0 = page.evaluate("[window.maePage.stats.frames, performance.now()]")
+                page.evaluate("window.__ms = []; setInterval(() => window.__ms.push(window.maePage.stats.lastMs), 250)")
+                time.sleep(seconds)
+                f1, t1 = page.evaluate("[window.maePage.stats.frames, performance.now()]")
+                per_frame = sorted(page.evaluate("window.__ms"))
+                page.click("#camera")
+                browser.close()
+            load_after = os.getloadavg()
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    total = sum(downloaded.values())
+    return {
+        "download_bytes": total,
+        "model_bytes": first["modelBytes"],
+        "wasm_bytes": sum(v for k, v in downloaded.items() if k.endswith(".wasm")),
+        "isolated": isolated,
+        "threads": first["threads"],
+        "model_ready_ms": round(first["loadMs"]),
+        "first_reconstruction_ms": round(first["firstFrameMs"]),
+        "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
+        "camera_frames_measured": f1 - f0,
+        "fake_camera_fps": 30,
+        "page_ms_per_frame_median": round(per_frame[len(per_frame) // 2], 1) if per_frame else None,
+        "ratio": ratio,
+        "seconds": seconds,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+        "cpus": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0, help="port of the static server (default: a free one)")
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--ratio", type=float, default=0.75)
+    ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP: WASM threads")
+    args = ap.parse_args(argv)
+    print(json.dumps(measure(args.port or free_port(), args.seconds, args.ratio, args.isolated), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

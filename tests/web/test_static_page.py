@@ -1,0 +1,203 @@
+"""The exported static page, served by ``python -m http.server``, as a visitor uses it in Chromium.
+
+It reconstructs a photo it never saw (a held-out photo, uploaded) with the same panels, error map and
+PSNR as the library (within 2/255), answers ratio-slider steps, seed, pattern and painted patches with
+new panels, runs the fake camera, makes no request outside the folder's origin, and opens offline
+after the first visit. No timing is
+asserted (bench/web_page.py measures the speed).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port
+from tools.fake_camera import camera_args, pan_frames, write_y4m
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+UNSEEN = ROOT / "assets" / "models" / "heldout" / "red_panda.png"  # held out from training; not a page example
+
+READ_CANVAS = """(id) => Array.from(document.getElementById(id).getContext('2d').getImageData(0, 0, 224, 224).data)"""
+
+
+def _rgb(flat: list[int]) -> np.ndarray:
+    return np.asarray(flat, dtype=np.uint8).reshape(224, 224, 4)[..., :3]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The exported folder, served by ``python -m http.server`` on a free loopback port."""
+    from vitviz.web.export import export_web
+
+    folder = tmp_path_factory.mktemp("site")
+    export_web(folder, seeds=8)  # fewer seeds: the tables are the slow part of an export
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield folder, url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def page(site, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    folder, url = site
+    y4m = write_y4m(tmp_path_factory.mktemp("cam") / "pan.y4m", pan_frames(count=20))
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+        pg = browser.new_page(viewport={"width": 1280, "height": 720})
+        pg.on("request", lambda r: requests.append(r.url))
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(url)
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        yield pg, url, requests, errors, browser
+        browser.close()
+
+
+def _runs(pg) -> int:
+    return pg.evaluate("window.maePage.stats.runs")
+
+
+def _wait_runs(pg, after: int) -> int:
+    pg.wait_for_function(f"window.maePage.stats.runs > {after} && !document.querySelector('#error').textContent",
+                         timeout=60_000)
+    time.sleep(0.3)  # a run asked for while one was computing follows it at once
+    pg.wait_for_function("window.maePage.stats.runs > 0 && !window.maePage.busy", timeout=60_000)
+    return _runs(pg)
+
+
+def _library(mask: np.ndarray):
+    import vitviz
+    from vitviz.mae.reconstruct import reconstruct
+
+    return reconstruct(vitviz.load_model("mae-tiny", device="cpu"), UNSEEN, mask=mask)
+
+
+def test_unseen_photo_matches_the_library(page, tmp_path):
+    pg, _, _, errors, _ = page
+    from vitviz.core.images import square_view
+
+    view = square_view(UNSEEN, 224)  # the model's view, uploaded as it is: the page's crop is then the identity
+    upload = tmp_path / "unseen.png"
+    Image.fromarray(view).save(upload)
+    before = _runs(pg)
+    pg.set_input_files("#file", str(upload))
+    _wait_runs(pg, before)
+    last = pg.evaluate("window.maePage.stats.last")
+    mask = np.asarray(last["mask"], dtype=bool).reshape(14, 14)
+    assert mask.sum() == 147  # 75% of 196, the page's default (random, seed 0)
+    ref = _library(mask)
+    assert np.array_equal(_rgb(pg.evaluate(READ_CANVAS, "original")), view)
+    for canvas, name in (("masked", "masked"), ("reconstruction", "reconstruction"), ("pasted", "pasted")):
+        diff = np.abs(_rgb(pg.evaluate(READ_CANVAS, canvas)).astype(int) - getattr(ref, name).astype(int)).max()
+        assert diff <= 2, (canvas, diff)
+    np.testing.assert_allclose(np.asarray(last["errorMap"]).reshape(14, 14), ref.error_map, atol=2e-4)
+    assert abs(last["psnr"] - ref.psnr) < 0.05
+    assert abs(float(pg.inner_text("#psnr").split()[1]) - ref.psnr) < 0.01  # shown to two decimals
+    assert not errors
+
+
+def test_slider_steps_seed_pattern_and_paint_give_new_panels_like_the_library(page):
+    from vitviz.core.masking import make_mask
+
+    pg, _, _, errors, _ = page
+    seen = {bytes(_rgb(pg.evaluate(READ_CANVAS, "pasted")))}
+    slider = pg.locator("#ratio")
+    for expected in (0.70, 0.65, 0.60):
+        before = _runs(pg)
+        slider.focus()
+        pg.keyboard.press("ArrowLeft")
+        _wait_runs(pg, before)
+        last = pg.evaluate("window.maePage.stats.last")
+        assert last["hidden"] == round(expected * 196)
+        assert np.array_equal(np.asarray(last["mask"], bool).reshape(14, 14), make_mask((14, 14), expected, 0).numpy())
+        panel = bytes(_rgb(pg.evaluate(READ_CANVAS, "pasted")))
+        assert panel not in seen
+        seen.add(panel)
+    for pattern, seed in (("block", 3), ("grid", 3)):
+        before = _runs(pg)
+        pg.select_option("#pattern", pattern)
+        pg.fill("#seed", str(seed))
+        _wait_runs(pg, before)
+        last = pg.evaluate("window.maePage.stats.last")
+        mask = np.asarray(last["mask"], bool).reshape(14, 14)
+        assert np.array_equal(mask, make_mask((14, 14), 0.6, seed, pattern).numpy()), pattern
+    # Paint: a click on a hidden patch of the masked panel shows it; a click on a visible one hides it.
+    box = pg.locator("#masked").bounding_box()
+    cell = box["width"] / 14
+    mask = np.asarray(pg.evaluate("window.maePage.stats.last.mask"), bool).reshape(14, 14)
+    r, c = map(int, np.argwhere(mask)[0])
+    before = _runs(pg)
+    pg.mouse.click(box["x"] + (c + 0.5) * cell, box["y"] + (r + 0.5) * cell)
+    _wait_runs(pg, before)
+    painted = np.asarray(pg.evaluate("window.maePage.stats.last.mask"), bool).reshape(14, 14)
+    expected = mask.copy()
+    expected[r, c] = False
+    assert np.array_equal(painted, expected)
+    ref = _library(painted)
+    diff = np.abs(_rgb(pg.evaluate(READ_CANVAS, "pasted")).astype(int) - ref.pasted.astype(int)).max()
+    assert diff <= 2
+    pg.fill("#seed", "500")  # outside the page's seeds: a message, the page stays up
+    pg.wait_for_function("document.querySelector('#error').textContent.includes('0 to 7')")
+    pg.fill("#seed", "1")
+    assert not errors
+
+
+def test_fake_camera_streams_through_the_model(page):
+    pg, _, _, errors, _ = page
+    pg.click("#camera")
+    pg.wait_for_function("window.maePage.stats.frames >= 5", timeout=120_000)
+    assert "frames a second" in pg.inner_text("#fps") or pg.evaluate("window.maePage.stats.frames") >= 5
+    pg.click("#camera")
+    assert pg.inner_text("#camera") == "Start camera" and not errors
+
+
+def test_no_request_leaves_the_folder(page, site):
+    pg, url, requests, _, _ = page
+    folder, _ = site
+    assert requests and all(r.startswith(url) for r in requests), [r for r in requests if not r.startswith(url)]
+    for r in requests:  # and each names a file of the folder
+        path = r[len(url):].split("?")[0] or "index.html"
+        assert (folder / path).is_file(), r
+
+
+def test_the_page_opens_and_runs_offline_after_the_first_visit(page):
+    """The service worker caches the folder's files: with the network off, a reload reconstructs again."""
+    _, url, _, _, browser = page
+    context = browser.new_context()  # a fresh profile: nothing cached before this visit
+    try:
+        pg = context.new_page()
+        pg.goto(url)
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        pg.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        pg.wait_for_function("!!navigator.serviceWorker.controller", timeout=60_000)
+        context.set_offline(True)
+        pg.reload()
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        assert pg.evaluate("window.maePage.stats.runs") >= 1 and not pg.inner_text("#error")
+    finally:
+        context.close()

@@ -1,0 +1,86 @@
+"""The static page on the app's own route: ``GET /in-browser/...`` serves :func:`vitviz.web.export.site_files`.
+
+The app then offers the MAE that runs in the visitor's browser (``/in-browser/``) beside its own tabs,
+with no server work after the files are sent. Its responses carry ``Cross-Origin-Opener-Policy:
+same-origin`` and ``Cross-Origin-Embedder-Policy: require-corp``, so the page is cross-origin isolated
+and ONNX Runtime Web runs several WebAssembly threads; only this route's responses carry them (the
+Gradio page keeps its own headers). Everything else is passed on untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+
+#: Where the page is served.
+PREFIX = "/in-browser/"
+
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".mjs": "text/javascript",
+         ".css": "text/css", ".wasm": "application/wasm", ".json": "application/json",
+         ".onnx": "application/octet-stream", ".jpg": "image/jpeg", ".png": "image/png",
+         ".md": "text/markdown; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
+
+ISOLATION = [(b"cross-origin-opener-policy", b"same-origin"), (b"cross-origin-embedder-policy", b"require-corp"),
+             (b"cross-origin-resource-policy", b"same-origin")]
+
+_FILES: dict[str, Path | bytes] | None = None
+_LOCK = threading.Lock()
+
+
+def files() -> dict[str, Path | bytes]:
+    """The page's files, listed once (the mask tables take a few seconds: at the first request, not at import)."""
+    global _FILES
+    with _LOCK:
+        if _FILES is None:
+            from ...web.export import site_files
+
+            _FILES = site_files()
+        return _FILES
+
+
+def _read(name: str) -> bytes | None:
+    source = files().get(name)
+    if source is None:
+        return None
+    return source if isinstance(source, bytes) else source.read_bytes()
+
+
+class InBrowserPage:
+    """ASGI middleware: ``GET``/``HEAD`` under :data:`PREFIX` answered from the page's files; all else passed on."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope.get("type") == "http" else ""
+        if not (path == PREFIX.rstrip("/") or path.startswith(PREFIX)):
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method")
+        if path == PREFIX.rstrip("/"):
+            await _respond(send, 308, [(b"location", PREFIX.encode())], b"")
+            return
+        if method not in ("GET", "HEAD"):
+            await _respond(send, 405, [(b"allow", b"GET, HEAD")], b"only GET and HEAD here\n")
+            return
+        name = path[len(PREFIX):] or "index.html"
+        body = await asyncio.get_running_loop().run_in_executor(None, _read, name)
+        if body is None:
+            await _respond(send, 404, [(b"content-type", b"text/plain; charset=utf-8")], b"no such file\n")
+            return
+        kind = TYPES.get(Path(name).suffix.lower(), "application/octet-stream")
+        headers = [(b"content-type", kind.encode()), (b"cache-control", b"no-cache"), *ISOLATION]
+        await _respond(send, 200, headers, b"" if method == "HEAD" else body, length=len(body))
+
+
+async def _respond(send: Send, status: int, headers: list, body: bytes, length: int | None = None) -> None:
+    size = len(body) if length is None else length
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(size).encode())]})
+    await send({"type": "http.response.body", "body": body})

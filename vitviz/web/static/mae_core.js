@@ -1,0 +1,187 @@
+// mae-tiny in the browser: masks, the ONNX Runtime Web session, and the panels from its predictions.
+//
+// The arithmetic is the library's (vitviz/mae/reconstruct.py): the model sees the square view
+// normalised with the ImageNet mean/std; its per-patch predictions (L, p*p*3, pixels in
+// (row, col, channel) order) are de-normalised, clipped to [0, 1], scaled by 255 and rounded;
+// the error of a patch is the mean of the squared differences of the 0-255 levels over its
+// p*p*3 values, divided by 255^2; the masked MSE is the mean over hidden patches, and
+// PSNR = -10 log10(masked MSE). Masks: `random` and `block` hide a prefix of the seed's hiding
+// order (tables written by vitviz.web.graph.mask_tables, so the masks are the server's),
+// `grid` is computed here as vitviz.core.masking.grid_mask computes it.
+
+export const HIDDEN_GREY = 128;
+
+/** Python's round(): halves to even (num_hidden rounds ratio * L this way). */
+function roundHalfEven(x) {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/** Hidden patches for a ratio: round(ratio * L), leaving at least one visible. */
+export function numHidden(length, ratio) {
+  return Math.min(roundHalfEven(ratio * length), length - 1);
+}
+
+/** The grid pattern: keep L - hidden evenly spaced patches (a 2-D lattice when it fits). */
+export function gridMask(gh, gw, ratio) {
+  const length = gh * gw;
+  const keep = length - numHidden(length, ratio);
+  const mask = new Uint8Array(length).fill(1);
+  const s = roundHalfEven(Math.sqrt(length / keep));
+  if (s >= 1 && s * s * keep === length && gh % s === 0 && gw % s === 0) {
+    for (let r = 0; r < gh; r += s) for (let c = 0; c < gw; c += s) mask[r * gw + c] = 0;
+    return mask;
+  }
+  for (let i = 0; i < keep; i++) mask[Math.floor((i * length) / keep)] = 0;
+  return mask;
+}
+
+/**
+ * A mask as Uint8Array(L), 1 = hidden. `tables` is masks.json: {grid: [gh, gw], seeds, random: [...], block: [...]}.
+ */
+export function makeMask(tables, pattern, ratio, seed) {
+  const [gh, gw] = tables.grid;
+  const length = gh * gw;
+  if (pattern === "grid") return gridMask(gh, gw, ratio);
+  const orders = tables[pattern];
+  if (!orders) throw new Error(`unknown mask pattern ${pattern}; choose one of random, block, grid`);
+  if (!(Number.isInteger(seed) && seed >= 0 && seed < tables.seeds)) {
+    throw new Error(`the page carries seeds 0 to ${tables.seeds - 1}; got ${seed}`);
+  }
+  const order = orders[seed];
+  const mask = new Uint8Array(length);
+  const k = numHidden(length, ratio);
+  for (let i = 0; i < k; i++) mask[order[i]] = 1;
+  return mask;
+}
+
+/** Visible patch indices in raster order, as the graph's int64 input. */
+export function visibleIds(mask) {
+  const ids = [];
+  for (let i = 0; i < mask.length; i++) if (!mask[i]) ids.push(BigInt(i));
+  return BigInt64Array.from(ids);
+}
+
+/** RGBA (S*S*4) of the square view -> Float32Array (3*S*S), channel-first, normalised. */
+export function normalise(rgba, size, mean, std) {
+  const n = size * size;
+  const out = new Float32Array(3 * n);
+  for (let c = 0; c < 3; c++) {
+    const m = Math.fround(mean[c]);
+    const s = Math.fround(std[c]);
+    for (let i = 0; i < n; i++) out[c * n + i] = Math.fround(Math.fround(rgba[4 * i + c] / 255) - m) / s;
+  }
+  return out;
+}
+
+/**
+ * The panels and numbers of one prediction.
+ *
+ * @param {Uint8ClampedArray} rgba  square view, S*S*4
+ * @param {Float32Array} pred       (L, p*p*3) predictions in normalised space
+ * @param {Uint8Array} mask         (L,) 1 = hidden
+ * @returns {{masked, reconstruction, pasted: Uint8ClampedArray, errorMap: Float64Array, maskedMse: number, psnr: number}}
+ */
+export function panels(rgba, pred, mask, size, patch, mean, std) {
+  const gw = size / patch;
+  const masked = new Uint8ClampedArray(rgba.length);
+  const reconstruction = new Uint8ClampedArray(rgba.length);
+  const pasted = new Uint8ClampedArray(rgba.length);
+  const errorMap = new Float64Array(mask.length);
+  const per = patch * patch * 3;
+  for (let l = 0; l < mask.length; l++) {
+    const pr = Math.floor(l / gw);
+    const pc = l % gw;
+    const hidden = mask[l] === 1;
+    let sum = 0;
+    for (let y = 0; y < patch; y++) {
+      for (let x = 0; x < patch; x++) {
+        const pix = ((pr * patch + y) * size + pc * patch + x) * 4;
+        const src = l * per + (y * patch + x) * 3;
+        for (let c = 0; c < 3; c++) {
+          const v = pred[src + c] * std[c] + mean[c];
+          const level = Math.round(Math.min(1, Math.max(0, v)) * 255);
+          const orig = rgba[pix + c];
+          const d = level - orig;
+          sum += d * d;
+          reconstruction[pix + c] = level;
+          pasted[pix + c] = hidden ? level : orig;
+          masked[pix + c] = hidden ? HIDDEN_GREY : orig;
+        }
+        reconstruction[pix + 3] = pasted[pix + 3] = masked[pix + 3] = 255;
+      }
+    }
+    errorMap[l] = sum / (per * 255 * 255);
+  }
+  let total = 0;
+  let count = 0;
+  for (let l = 0; l < mask.length; l++) if (mask[l]) { total += errorMap[l]; count++; }
+  const maskedMse = count ? total / count : 0;
+  const psnr = maskedMse > 0 ? -10 * Math.log10(maskedMse) : Infinity;
+  return { masked, reconstruction, pasted, errorMap, maskedMse, psnr };
+}
+
+/** Colours of the error map (viridis, 5 stops), value in [0, 1]. */
+const RAMP = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+
+export function rampColour(t) {
+  const x = Math.min(1, Math.max(0, t)) * (RAMP.length - 1);
+  const i = Math.min(RAMP.length - 2, Math.floor(x));
+  const f = x - i;
+  return RAMP[i].map((a, c) => Math.round(a + f * (RAMP[i + 1][c] - a)));
+}
+
+/** Error map as RGBA at S*S: each patch one colour, scaled by `peak` (the largest error shown). */
+export function errorImage(errorMap, size, patch, peak) {
+  const gw = size / patch;
+  const out = new Uint8ClampedArray(size * size * 4);
+  for (let l = 0; l < errorMap.length; l++) {
+    const [r, g, b] = rampColour(peak > 0 ? errorMap[l] / peak : 0);
+    const pr = Math.floor(l / gw);
+    const pc = l % gw;
+    for (let y = 0; y < patch; y++) {
+      for (let x = 0; x < patch; x++) {
+        const pix = ((pr * patch + y) * size + pc * patch + x) * 4;
+        out[pix] = r; out[pix + 1] = g; out[pix + 2] = b; out[pix + 3] = 255;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Load ONNX Runtime Web (WASM backend) and the graph.
+ *
+ * @param {string} vendorUrl  folder of ort.wasm.min.mjs and its WASM (absolute URL, ending in /)
+ * @param {string} modelUrl   the .onnx file
+ * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, bytes: number}>}
+ */
+export async function loadModel(vendorUrl, modelUrl, size) {
+  const ort = await import(vendorUrl + "ort.wasm.min.mjs");
+  // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
+  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11
+  // (bench/README.md).
+  const cores = navigator.hardwareConcurrency || 1;
+  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1;
+  ort.env.wasm.wasmPaths = vendorUrl;
+  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.proxy = false;
+  const response = await fetch(modelUrl);
+  if (!response.ok) throw new Error(`could not load the model (${response.status})`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const session = await ort.InferenceSession.create(bytes, {
+    executionProviders: ["wasm"], graphOptimizationLevel: "all",
+  });
+  const run = async (image, visible) => {
+    const feeds = {
+      image: new ort.Tensor("float32", image, [1, 3, size, size]),
+      visible: new ort.Tensor("int64", visible, [visible.length]),
+    };
+    const out = await session.run(feeds);
+    return out.pred.data;
+  };
+  return { run, threads, bytes: bytes.length };
+}

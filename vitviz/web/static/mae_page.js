@@ -1,0 +1,207 @@
+// The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
+import { errorImage, loadModel, makeMask, normalise, panels, visibleIds } from "./mae_core.js";
+
+const $ = (id) => document.getElementById(id);
+const base = new URL("./", import.meta.url).href;
+const config = await (await fetch(base + "config.json")).json();
+const tables = await (await fetch(base + "masks.json")).json();
+const { size, patch, mean, std } = config;
+const grid = tables.grid[0] * tables.grid[1];
+
+// What the page exposes to tests and benchmarks (no behaviour depends on it).
+const stats = { runs: 0, lastMs: 0, frames: 0, modelBytes: 0, threads: 0, loadMs: 0, firstFrameMs: 0, last: null };
+window.maePage = { stats, ready: null, busy: false };
+
+const state = { rgba: null, painted: null, busy: false, pending: false, camera: null };
+
+function showError(text) { $("error").textContent = text || ""; }
+
+function draw(id, rgba) {
+  const ctx = $(id).getContext("2d");
+  ctx.putImageData(new ImageData(rgba, size, size), 0, 0);
+}
+
+/** The model's view of an image or video frame: shorter side to `size`, centre crop (RGBA). */
+function squareView(source, width, height) {
+  const canvas = $("original");
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const side = Math.min(width, height);
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  ctx.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
+  return ctx.getImageData(0, 0, size, size).data;
+}
+
+function currentMask() {
+  if (state.painted) return state.painted;
+  return makeMask(tables, $("pattern").value, Number($("ratio").value), Number($("seed").value));
+}
+
+async function reconstruct() {
+  if (!state.rgba || !model) return;
+  if (state.busy) { state.pending = true; return; }
+  state.busy = window.maePage.busy = true;
+  try {
+    do {
+      state.pending = false;
+      const rgba = state.rgba;
+      const mask = currentMask();
+      if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
+      const t0 = performance.now();
+      const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
+      const out = panels(rgba, pred, mask, size, patch, mean, std);
+      stats.lastMs = performance.now() - t0;
+      draw("masked", out.masked);
+      draw("reconstruction", out.reconstruction);
+      draw("pasted", out.pasted);
+      draw("error-map", errorImage(out.errorMap, size, patch, Math.max(...out.errorMap)));
+      $("psnr").textContent = Number.isFinite(out.psnr) ? `PSNR ${out.psnr.toFixed(2)} dB (hidden patches)`
+        : "nothing hidden: PSNR not defined";
+      stats.runs += 1;
+      stats.last = { hidden: mask.reduce((a, b) => a + b, 0), psnr: out.psnr, maskedMse: out.maskedMse,
+        mask: Array.from(mask), errorMap: Array.from(out.errorMap) };
+      document.body.dataset.runs = String(stats.runs);
+      showError("");
+    } while (state.pending);
+  } catch (err) {
+    showError(String(err.message || err));
+  } finally {
+    state.busy = window.maePage.busy = false;
+  }
+}
+
+async function showImage(blob) {
+  try {
+    const bitmap = await createImageBitmap(blob);
+    state.rgba = squareView(bitmap, bitmap.width, bitmap.height);
+    bitmap.close();
+    reconstruct();
+  } catch (err) {
+    showError("could not read that file as an image; try a JPEG or PNG photo");
+  }
+}
+
+// --- controls ---------------------------------------------------------------------------------------
+$("ratio").addEventListener("input", () => {
+  $("ratio-out").textContent = `${Math.round(Number($("ratio").value) * 100)}%`;
+  state.painted = null;
+  reconstruct();
+});
+$("pattern").addEventListener("change", () => { state.painted = null; reconstruct(); });
+$("seed").addEventListener("input", () => {
+  const seed = Number($("seed").value);
+  if (!(Number.isInteger(seed) && seed >= 0 && seed < tables.seeds)) {
+    showError(`the seed must be a whole number from 0 to ${tables.seeds - 1}`);
+    return;
+  }
+  state.painted = null;
+  reconstruct();
+});
+$("paint-clear").addEventListener("click", () => { state.painted = null; reconstruct(); });
+$("file").addEventListener("change", () => { if ($("file").files[0]) showImage($("file").files[0]); });
+const drop = $("drop");
+drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (e) => {
+  e.preventDefault();
+  drop.classList.remove("over");
+  const file = e.dataTransfer.files[0];
+  if (file) showImage(file);
+});
+for (const ex of config.examples) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = ex.title;
+  b.addEventListener("click", async () => showImage(await (await fetch(base + ex.file)).blob()));
+  $("examples").appendChild(b);
+}
+
+// Painting on the masked panel: the first patch touched decides whether the stroke hides or shows.
+let stroke = null;
+function paintAt(event) {
+  const rect = $("masked").getBoundingClientRect();
+  const gw = size / patch;
+  const col = Math.floor(((event.clientX - rect.left) / rect.width) * gw);
+  const row = Math.floor(((event.clientY - rect.top) / rect.height) * gw);
+  if (col < 0 || row < 0 || col >= gw || row >= gw) return;
+  if (!state.painted) state.painted = Uint8Array.from(currentMask());
+  const i = row * gw + col;
+  if (stroke === null) stroke = state.painted[i] ? 0 : 1;
+  if (state.painted[i] !== stroke) { state.painted[i] = stroke; reconstruct(); }
+}
+$("masked").addEventListener("pointerdown", (e) => { stroke = null; paintAt(e); $("masked").setPointerCapture(e.pointerId); });
+$("masked").addEventListener("pointermove", (e) => { if (e.buttons) paintAt(e); });
+$("masked").addEventListener("pointerup", () => { stroke = null; });
+
+// --- camera: every frame the camera delivers, one reconstruction at a time ------------------------------
+async function cameraLoop() {
+  const video = $("video");
+  let shown = 0;
+  let since = performance.now();
+  while (state.camera) {
+    if (video.readyState >= 2) {
+      state.rgba = squareView(video, video.videoWidth, video.videoHeight);
+      await reconstruct();
+      stats.frames += 1;
+      shown += 1;
+      const now = performance.now();
+      if (now - since >= 1000) {
+        $("fps").textContent = `${(shown * 1000 / (now - since)).toFixed(1)} frames a second, in your browser`;
+        shown = 0;
+        since = now;
+      }
+    }
+    await new Promise((resolve) => (video.requestVideoFrameCallback
+      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
+  }
+}
+$("camera").addEventListener("click", async () => {
+  if (state.camera) {
+    state.camera.getTracks().forEach((t) => t.stop());
+    state.camera = null;
+    $("camera").textContent = "Start camera";
+    $("fps").textContent = "";
+    return;
+  }
+  try {
+    state.camera = await navigator.mediaDevices.getUserMedia({ video: { width: 320, height: 240 } });
+    const video = $("video");
+    video.srcObject = state.camera;
+    await video.play();
+    $("camera").textContent = "Stop camera";
+    cameraLoop();
+  } catch (err) {
+    state.camera = null;
+    showError(`no camera: ${err.message || err}`);
+  }
+});
+
+// --- start ------------------------------------------------------------------------------------------------
+let model = null;
+const t0 = performance.now();
+window.maePage.ready = (async () => {
+  try {
+    model = await loadModel(base + "vendor/", base + config.model, size);
+    stats.modelBytes = model.bytes;
+    stats.threads = model.threads;
+    stats.loadMs = performance.now() - t0;
+    $("status").textContent = `in your browser (WebAssembly, ${model.threads} thread${model.threads > 1 ? "s" : ""}; `
+      + `model ${(model.bytes / 1e6).toFixed(1)} MB)`;
+    $("status").classList.add("ready");
+    const first = config.examples[0];
+    if (first && !state.rgba) await showImage(await (await fetch(base + first.file)).blob());
+    await reconstruct();
+    stats.firstFrameMs = performance.now() - t0;
+    document.body.dataset.ready = "1";
+  } catch (err) {
+    $("status").textContent = "the model could not start in this browser";
+    showError(String(err.message || err));
+    throw err;
+  }
+})();
+
+// Offline after the first visit: a service worker caches the folder's files (secure contexts only:
+// https or localhost). The page works without it.
+if ("serviceWorker" in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register(base + "sw.js").catch(() => {});
+}
