@@ -10,6 +10,8 @@ Commands:
     features      PCA feature map of one layer's patch tokens as a PNG (--probes: R^2 by layer)
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
     settings      every VITVIZ_* setting: its value here, default and meaning
+    ablate        switch heads or tokens off: the prediction (or MAE error) before and after, heads ranked
+    logit-lens    every layer read through the final norm and head (an MAE: its decoder's picture by layer)
 
 Global options (before or after the command):
     --weights-dir DIR   a local folder of weights searched first, holding files under
@@ -417,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_probe_features)
     p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
     p.set_defaults(func=_settings)
+    from .intervene.commands import add_commands
+
+    add_commands(sub, common)
     return parser
 
 
