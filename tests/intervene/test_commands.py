@@ -31,7 +31,7 @@ def test_ablate_command_prints_before_after_and_a_ranking(tmp_path, capsys):
 def test_logit_lens_command_on_an_mae(tmp_path, capsys):
     out = tmp_path / "lens.json"
     assert main(["logit-lens", "chelsea", "--model", "mae-tiny", "--json", str(out)]) == 0
-    assert "decoder block 4  hidden-patch MSE" in capsys.readouterr().out
+    assert "decoder layer 3  hidden-patch MSE" in capsys.readouterr().out
     assert len(json.loads(out.read_text())["hidden_error"]) == 4
 
 

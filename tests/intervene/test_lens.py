@@ -48,7 +48,7 @@ def test_the_mae_decoder_read_after_its_last_block_is_the_reconstruction(mae, ph
     r = vitviz.reconstruct(mae, photo_path, mask_ratio=0.75, seed=0)
     assert isinstance(lens, PixelLens) and lens.pictures.shape == (4, 224, 224, 3)
     assert np.array_equal(lens.pictures[-1], r.reconstruction) and lens.errors[-1] == r.masked_mse
-    assert np.array_equal(lens.mask, r.mask) and "decoder block 4" in lens.summary()
+    assert np.array_equal(lens.mask, r.mask) and "decoder layer 3" in lens.summary()
 
 
 def test_a_backbone_without_the_heads_backbone_is_refused(backbone, image):

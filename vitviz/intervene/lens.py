@@ -49,7 +49,8 @@ class ClassLens:
         model_name: registry name.
         head_from: ``""`` for the model's own head, else which head reads it (a backbone without one).
         classes: ``C`` class names.
-        names: ``L`` layer names (``block 1`` ... ``block L``).
+        names: ``L`` layer names (``layer 0`` ... ``layer L-1``: the output of each block, counted from 0
+            as the heads of :func:`vitviz.ablate` are).
         cls_logits: ``(L, C)`` float32: each block's output, final norm, pooled as the model pools
             (the class token), the head. Row ``L - 1`` is the model's own logits.
         avg_logits: ``(L, C)`` float32: the same from the average of the patch tokens.
@@ -109,7 +110,7 @@ class PixelLens:
 
     Attributes:
         model_name: registry name.
-        names: ``Ld`` layer names (``decoder block 1`` ...).
+        names: ``Ld`` layer names (``decoder layer 0`` ...: each decoder block's output, from 0).
         pictures: ``(Ld, S, S, 3)`` uint8, each layer's raw prediction everywhere.
         errors: ``(Ld,)`` MSE over the hidden patches, RGB in [0, 1]; the last is the reconstruction's.
         mask: ``(gh, gw)`` bool, True = hidden.
@@ -225,7 +226,7 @@ def logit_lens(model: LoadedModel, image: ImageInput, mask: np.ndarray | None = 
             n = pixels.shape[0]
             masks = torch.as_tensor(m).unsqueeze(0).expand(n, -1, -1)
             recs = assemble_stops(view, pixels, masks, losses, model.module.patch_size, model.norm_pix)
-            names = tuple(f"decoder block {i + 1}" for i in range(n))
+            names = tuple(f"decoder layer {i}" for i in range(n))
             return PixelLens(model.name, names, np.stack([r.reconstruction for r in recs]),
                              np.array([r.masked_mse for r in recs]), m, view, bool(model.random_init))
 
@@ -238,7 +239,7 @@ def logit_lens(model: LoadedModel, image: ImageInput, mask: np.ndarray | None = 
         own = subject.kind == "classifier"
         names = class_names(model) if own else read_head(head_dir() / LAB8_HEAD).classes
         return ClassLens(model.name, "" if own else f"{LAB8}'s linear head", tuple(names),
-                         tuple(f"block {i + 1}" for i in range(cls.shape[0])), cls, avg, logits,
+                         tuple(f"layer {i}" for i in range(cls.shape[0])), cls, avg, logits,
                          bool(model.random_init))
 
     return CACHE.get_or_compute(key, classes)
