@@ -19,7 +19,7 @@ def before_after_bars(names: Sequence[str], before: Sequence[float], after: Sequ
     fig.update_layout(barmode="group", yaxis_title=unit, font=dict(size=15))
     if unit == "probability":
         fig.update_yaxes(range=[0, 1], tickformat=".0%")
-    return layout(fig, title, height=340)
+    return layout(fig, title, height=320)
 
 
 def ranking_bars(labels: Sequence[str], effects: Sequence[float], title: str, unit: str) -> go.Figure:

@@ -142,18 +142,19 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.layer = gr.Slider(0, 11, value=11, step=1, label="Layer (from 0)", elem_id="intervene-layer")
                 ui.head = gr.Slider(0, 5, value=0, step=1, label="Head (from 0)", elem_id="intervene-head")
             with gr.Row():
-                off = gr.Button("Switch this head off", variant="primary", elem_id="intervene-off")
-                layer_off = gr.Button("Knock out the whole layer", elem_id="intervene-layer-off")
-                only = gr.Button("Keep only this head", elem_id="intervene-only")
-                reset = gr.Button("Switch all back on", elem_id="intervene-reset")
-            with gr.Row(equal_height=True):
-                ui.heads_off = gr.Textbox("", label="Heads switched off (layer.head, from 0; Enter to apply)",
-                                          elem_id="intervene-heads", scale=3)
-                ui.try_head = gr.Checkbox(False, label="Also switch off the head at the sliders (try it)",
-                                          elem_id="intervene-try", scale=2)
-            ui.ab_text = gr.Markdown(elem_id="intervene-info")
-            with gr.Row(equal_height=True):
-                ui.ab_chart = gr.Plot(label="before and after", elem_id="intervene-chart", show_label=False)
+                off = gr.Button("Switch this head off", variant="primary", elem_id="intervene-off", size="md")
+                layer_off = gr.Button("Knock out the layer", elem_id="intervene-layer-off", size="md")
+                only = gr.Button("Keep only this head", elem_id="intervene-only", size="md")
+                reset = gr.Button("All back on", elem_id="intervene-reset", size="md")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3):
+                    ui.ab_chart = gr.Plot(label="before and after", elem_id="intervene-chart", show_label=False)
+                with gr.Column(scale=2, min_width=280):
+                    ui.ab_text = gr.Markdown(elem_id="intervene-info")
+                    ui.heads_off = gr.Textbox("", label="Heads switched off (layer.head, from 0; Enter applies)",
+                                              elem_id="intervene-heads")
+                    ui.try_head = gr.Checkbox(False, label="Also switch off the head at the sliders (try it)",
+                                              elem_id="intervene-try")
             ui.ab_panels = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                     buttons=["download"], label="attention before and after",
                                     elem_id="intervene-panels")
