@@ -164,8 +164,8 @@ def build(demo: gr.Blocks) -> Binder:
             ui.rank_text = gr.Markdown(elem_id="intervene-rank-info")
             ui.rank_chart = gr.Plot(label="heads ranked", elem_id="intervene-rank-chart", show_label=False)
             gr.Markdown("### The logit lens: the answer, read after every block")
-            ui.lens_text = gr.Markdown(elem_id="intervene-lens-info")
             ui.lens_chart = gr.Plot(label="lens by layer", elem_id="intervene-lens-chart", show_label=False)
+            ui.lens_text = gr.Markdown(elem_id="intervene-lens-info")
             ui.lens_pictures = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                         label="decoder by layer", elem_id="intervene-lens-pictures",
                                         visible=False)
