@@ -26,15 +26,17 @@ def test_handlers_without_a_browser(photo_path):
     tried = t.show(img, "mae-tiny", "", "", "zero", True, 6, 1)
     assert "layer 6 head 1 zeroed" in tried.ab_text
     assert t.show_tried(img, "mae-tiny", "", "", "zero", False, 6, 1).ab_text is not None  # a skip, not a redraw
-    assert t._editor("layer")("mae-tiny", "1.2", 7, 0) == "1.2, 7.0, 7.1, 7.2"
-    assert t._editor("only")("mae-tiny", "7.0, 7.1, 7.2", 7, 1) == "7.0, 7.2"
-    assert t._editor("reset")("mae-tiny", "7.0", 7, 1) == ""
+    assert t._editor("layer")(img, "mae-tiny", "1.2", "", "zero", False, 7, 0).heads_off == "1.2, 7.0, 7.1, 7.2"
+    edited = t._editor("only")(img, "mae-tiny", "7.0, 7.1, 7.2", "", "zero", False, 7, 1)
+    assert edited.heads_off == "7.0, 7.2" and "layer 7 head 0, layer 7 head 2 zeroed" in edited.ab_text
+    assert t._editor("reset")(img, "mae-tiny", "7.0", "", "zero", False, 7, 1).heads_off == ""
     with pytest.raises(gr.Error, match=r"layers are 0\.\.7 and heads 0\.\.2"):
         t.ablate(img, "mae-tiny", "8.0", "", "zero")
     with pytest.raises(gr.Error, match="LAYER.HEAD"):
         t.ablate(img, "mae-tiny", "seven", "", "zero")
-    s = t.on_model("mae-tiny", 11, 0)
+    s = t.update_all(img, "mae-tiny", "", "", "zero", False, 11, 0)
     assert s.layer["maximum"] == 7 and s.layer["value"] == 7 and s.head["maximum"] == 2
+    assert "Michel" in s.help_ablation and "nostalgebraist" in s.help_lens and "decoder" in s.lens_text
 
 
 def test_named_endpoints_answer_with_their_defaults(url, photo_path):

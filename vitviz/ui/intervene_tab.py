@@ -23,14 +23,6 @@ from .shared_image import image_box
 TAB_ID, LABEL = "intervene", "Ablate"
 
 
-@dataclass(frozen=True)
-class Sliders:
-    """The layer and head pickers of a model (values kept when they fit)."""
-
-    layer: Any
-    head: Any
-
-
 @cost(model_cost(1))
 @user_errors
 def ablate(image: str | None, model: str, heads_off: str = "", tokens: str = "", mode: str = "zero") -> AblationView:
@@ -82,16 +74,6 @@ def logit_lens(image: str | None, model: str) -> LensView:
     return replace(v, lens_pictures=gr.update(value=v.lens_pictures, visible=v.lens_pictures is not None))
 
 
-@cost(Cost.VIEW)
-@user_errors
-def on_model(model: str, layer: float, head: float) -> Sliders:
-    """New model -> the layer and head pickers' ranges (from 0)."""
-    depth, heads = iv.head_range(model)
-    clamp = lambda v, n: min(max(0, int(round(float(v or 0)))), n - 1)  # noqa: E731
-    return Sliders(gr.update(maximum=depth - 1, value=clamp(layer if layer else depth - 1, depth)),
-                   gr.update(maximum=heads - 1, value=clamp(head, heads)))
-
-
 @cost(model_cost(1))
 @user_errors
 def show_tried(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
@@ -102,14 +84,59 @@ def show_tried(image: str | None, model: str, heads_off: str, tokens: str, mode:
     return show(image, model, heads_off, tokens, mode, try_head, layer, head)
 
 
+@dataclass(frozen=True)
+class Edited:
+    """A button's answer: the new list of heads switched off, and the views with it."""
+
+    heads_off: str
+    ab_chart: Any
+    ab_panels: Any
+    ab_text: str
+
+
 def _editor(action: str) -> Any:
-    @cost(Cost.VIEW)
+    @cost(model_cost(1))
     @user_errors
-    def edit(model: str, heads_off: str, layer: float, head: float) -> Any:
-        return iv.edit_heads(model, heads_off, layer, head, action)
+    def edit(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
+             head: float) -> Edited:
+        heads = iv.edit_heads(model, heads_off, layer, head, action)
+        return Edited(heads, **vars(show(image, model, heads, tokens, mode, try_head, layer, head)))
 
     edit.__name__ = f"heads_{action}"
     return edit
+
+
+@dataclass(frozen=True)
+class Everything:
+    """Every view of the tab at once (the page load, a new model or photo): pickers, ablation, lens, help."""
+
+    layer: Any
+    head: Any
+    ab_chart: Any
+    ab_panels: Any
+    ab_text: str
+    lens_chart: Any
+    lens_pictures: Any
+    lens_text: str
+    help_intro: str
+    help_ablation: str
+    help_lens: str
+
+
+@cost(model_cost(1))
+@user_errors
+def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
+               head: float) -> Everything:
+    """The pickers fitted to the model (values kept when they fit), then the ablation and the lens. The two help
+    sections come with this first answer rather than in the page's configuration, which stays small."""
+    depth, heads = iv.head_range(model)
+    lay = min(max(0, int(round(float(layer if layer is not None else depth - 1)))), depth - 1)
+    hd = min(max(0, int(round(float(head or 0)))), heads - 1)
+    ab = show(image, model, heads_off, tokens, mode, try_head, lay, hd)
+    lens = logit_lens(image, model)
+    return Everything(gr.update(maximum=depth - 1, value=lay), gr.update(maximum=heads - 1, value=hd), **vars(ab),
+                      **vars(lens), help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
+                      help_lens=helptext.read(TAB_ID, "lens"))
 
 
 def url_controls(state: Any) -> dict[str, Any]:
@@ -129,10 +156,11 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     choices = iv.model_choices()
     default = iv.default_model(choices)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])
+    ui.help_intro = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-intro")
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            image_box(ui, TAB_ID, "intervene", height=200, image_mode=None, examples_id="intervene-examples")
+            # no example photos of its own (the page configuration stays small): a photo picked in any other tab comes here
+            image_box(ui, TAB_ID, "intervene", height=200, image_mode=None, with_examples=False)
             ui.model = gr.Dropdown(choices=choices, value=default, label="Model", elem_id="intervene-model")
             ui.mode = gr.Radio(iv.MODES, value="zero", label="Switch off by", elem_id="intervene-mode")
             ui.tokens = gr.Dropdown(iv.TOKEN_CHOICES, value="", label="Tokens nobody reads",
@@ -158,7 +186,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.ab_panels = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                     buttons=["download"], label="attention before and after",
                                     elem_id="intervene-panels")
-            gr.Markdown(helptext.read(TAB_ID, "ablation"), elem_classes=["vitviz-help"])
+            ui.help_ablation = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-help")
             gr.Markdown("### Which heads of this layer matter?")
             rank_button = gr.Button("Rank this layer's heads (one pass per head)", elem_id="intervene-rank")
             ui.rank_text = gr.Markdown(elem_id="intervene-rank-info")
@@ -169,20 +197,17 @@ def build(demo: gr.Blocks) -> Binder:
             ui.lens_pictures = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
                                         label="decoder by layer", elem_id="intervene-lens-pictures",
                                         visible=False)
-            gr.Markdown(helptext.read(TAB_ID, "lens"), elem_classes=["vitviz-help"])
+            ui.help_lens = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-lens-help")
 
     ui.endpoint(ablate, api_name="ablate")
     ui.endpoint(logit_lens, api_name="logit_lens")
     view = ui.bind(show)
-    lens = ui.bind(logit_lens)
-    demo.load(**ui.bind(on_model, quick=False)).then(**ui.bind(show, quick=False)).then(
-        **ui.bind(logit_lens, quick=False))
-    ui.model.change(**ui.bind(on_model)).then(**view).then(**lens)
-    ui.new_image.change(**view).then(**lens)
+    demo.load(**ui.bind(update_all, quick=False))
+    gr.on([ui.model.change, ui.new_image.change], **ui.bind(update_all))
     gr.on([ui.heads_off.submit, ui.mode.change, ui.tokens.change, ui.try_head.change], **view)
-    gr.on([ui.layer.release, ui.head.release], **ui.bind(show_tried, quick=True))
+    gr.on([ui.layer.release, ui.head.release], **ui.bind(show_tried))
     for button, action in ((off, "off"), (layer_off, "layer"), (only, "only"), (reset, "reset")):
-        button.click(**ui.bind(_editor(action), outputs="heads_off", quick=False)).then(**view)
+        button.click(**ui.bind(_editor(action), quick=False))
     rank_button.click(**ui.bind(rank, quick=False, show_progress="full"))
     ui.follow_url(("model", "layer", "heads_off"), url_controls)
     return ui
