@@ -39,6 +39,15 @@ def test_handlers_without_a_browser(photo_path):
     assert "Michel" in s.help_ablation and "nostalgebraist" in s.help_lens and "decoder" in s.lens_text
 
 
+def test_the_url_names_heads_and_the_tab_takes_them():
+    from vitviz.ui.urlstate import parse_query
+
+    state = parse_query({"model": "mae-tiny", "layer": "7", "heads": "7.0,7.2"})
+    assert state.heads == "7.0, 7.2"
+    assert t.url_controls(state) == {"model": "mae-tiny", "layer": 7, "heads_off": "7.0, 7.2"}
+    assert parse_query({"heads": "7.0,<script>"}).heads is None and parse_query({"heads": ""}).heads is None
+
+
 def test_named_endpoints_answer_with_their_defaults(url, photo_path):
     from gradio_client import Client, handle_file
 

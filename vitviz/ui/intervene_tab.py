@@ -3,6 +3,10 @@
 Its contract: the views of :mod:`vitviz.views.intervene` (dataclasses whose fields name this tab's
 components, :mod:`vitviz.ui.binder`). The heads switched off are a text field (``"11.2, 8.4"``, layer.head
 from 0) that the buttons edit and the URL's ``heads=`` sets.
+
+Not yet in :data:`vitviz.ui.app.TABS`: with it the app's page configuration measured 304.9 KB, over the 300 KB
+budget of ``tests/ui/test_pageconfig.py`` (287.0 KB without it). Registering it is one entry in ``TABS`` and
+``PURPOSES``; its tour step, first-screen visuals and endpoint lists are in the branch's report.
 """
 
 from __future__ import annotations
