@@ -209,8 +209,9 @@ class Ablation:
             parts.append("the " + ", ".join(self.token_names))
         what = " and ".join(parts) or "nothing"
         if self.mode == "zero":
-            how = {(True, False): "zeroed", (False, True): "unread by the other tokens"}.get(
-                (bool(self.heads), bool(self.tokens)), "removed (heads zeroed, tokens unread)")
+            how = {(True, False): "zeroed", (False, True): "unread by the other tokens",
+                   (False, False): "removed"}.get((bool(self.heads), bool(self.tokens)),
+                                                  "removed (heads zeroed, tokens unread)")
         else:
             how = "held at their mean over the example photos"
         if self.kind == "classifier":
