@@ -23,7 +23,7 @@ ROOT = Path(vitviz.__file__).resolve().parent
 RANK = {
     "": 0, "core": 0,  # errors, settings, cache, assets, and pure arrays
     "models": 1,
-    "mae": 2, "explain": 2, "embedding": 2, "compute": 2, "beit": 2, "features": 2, "probing": 2,
+    "mae": 2, "explain": 2, "embedding": 2, "compute": 2, "beit": 2, "features": 2, "probing": 2, "intervene": 2,
     "render": 3, "plots": 3,
     "views": 4,
     "ui": 5, "cli": 5,
@@ -33,7 +33,7 @@ FORBIDDEN = {("compute", "explain"), ("render", "models"), ("plots", "models"), 
              ("render", "embedding"), ("plots", "embedding")}
 #: Rooms this check owns (other rooms are checked for cycles and gradio only).
 SIZE_CHECKED = ("", "core", "models", "mae", "explain", "embedding", "compute", "beit", "features",
-                "probing", "render", "plots",
+                "probing", "intervene", "render", "plots",
                 "views", "ui", "cli")
 MAX_LINES = 450
 

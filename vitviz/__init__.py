@@ -23,6 +23,8 @@ Public API::
     f.patch_grid(-1)                                # (gh, gw, D) patch tokens of the last block
     lp = vitviz.linear_probe("mae-tiny", layer=-1, pooling="cls")  # lp.accuracy (len(k), seeds); lp.mean()
     dx = vitviz.diagnose("checkpoint-399.pth")      # is this MAE healthy? dx.findings, dx.to_text(), dx.to_json()
+    ab = vitviz.ablate(c, img, heads=[(11, 3)], tokens=["cls"], mode="zero")  # ab.before / ab.after, ab.top(5)
+    ll = vitviz.logit_lens(c, img)                  # ll.prob_by_layer(), ll.top(layer, 3), ll.first_lead()
 
 The package is laid out by concept (``docs/architecture.md``): ``core`` (arrays),
 ``models``, ``mae``, ``explain``, ``embedding``, ``compute``, ``render``, ``plots``,
@@ -55,6 +57,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from .explain.methods import Explanation, explain_maps
     from .explain.qk import QueryKeySpace, query_key_space
     from .features.layer_tokens import LayerTokens, layer_tokens
+    from .intervene.ablation import Ablation, HeadRanking, ablate, rank_heads
+    from .intervene.lens import ClassLens, PixelLens, logit_lens
     from .mae.provenance import DecoderProvenance, decoder_provenance
     from .mae.reconstruct import Reconstruction, reconstruct
     from .models.loading import LoadedModel, ModelInfo, available_models
@@ -90,6 +94,13 @@ _EXPORTS: dict[str, str] = {
     "query_key_space": ".explain.qk",
     "LayerTokens": ".features.layer_tokens",
     "layer_tokens": ".features.layer_tokens",
+    "Ablation": ".intervene.ablation",
+    "HeadRanking": ".intervene.ablation",
+    "ablate": ".intervene.ablation",
+    "rank_heads": ".intervene.ablation",
+    "ClassLens": ".intervene.lens",
+    "PixelLens": ".intervene.lens",
+    "logit_lens": ".intervene.lens",
     "DecoderProvenance": ".mae.provenance",
     "decoder_provenance": ".mae.provenance",
     "Reconstruction": ".mae.reconstruct",
@@ -113,6 +124,13 @@ __all__ = [
     "tokenize",
     "LayerTokens",
     "layer_tokens",
+    "Ablation",
+    "HeadRanking",
+    "ablate",
+    "rank_heads",
+    "ClassLens",
+    "PixelLens",
+    "logit_lens",
     "DecoderProvenance",
     "decoder_provenance",
     "AttentionMaps",

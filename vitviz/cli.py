@@ -11,6 +11,8 @@ Commands:
     flops         the compute tables (global vs windowed attention, models, MAE) as CSV
     settings      every VITVIZ_* setting: its value here, default and meaning
     doctor        is this MAE checkpoint healthy? findings with evidence and what to do (--json: as data)
+    ablate        switch heads or tokens off: the prediction (or MAE error) before and after, heads ranked
+    logit-lens    every layer read through the final norm and head (an MAE: its decoder's picture by layer)
 
 Global options (before or after the command):
     --weights-dir DIR   a local folder of weights searched first, holding files under
@@ -416,13 +418,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output folder (default ~/.cache/vitviz/features)")
     p.add_argument("--random-weights", action="store_true", help="the encoder's random-weight version")
     p.set_defaults(func=_probe_features)
-    from .doctor.commands import add_command as add_doctor
-    from .web.commands import add_command as add_export_web
-
-    add_doctor(sub, common)
-    add_export_web(sub, common)
     p = sub.add_parser("settings", parents=[common], help="every VITVIZ_* setting: value here, default, meaning")
     p.set_defaults(func=_settings)
+    from .doctor.commands import add_command as add_doctor
+    from .intervene.commands import add_commands as add_intervene
+    from .web.commands import add_command as add_export_web
+
+    for add in (add_doctor, add_export_web, add_intervene):
+        add(sub, common)
     return parser
 
 

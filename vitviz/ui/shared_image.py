@@ -42,15 +42,17 @@ def default_image() -> str | None:
 
 
 def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop, paste or webcam)",
-              examples_id: str | None = None, examples_class: str | None = None, **kwargs: Any) -> None:
+              examples_id: str | None = None, examples_class: str | None = None, with_examples: bool = True,
+              **kwargs: Any) -> None:
     """A tab's image box, its example photos and its relay, on the tab's binder: ``ui.image`` (``#PREFIX-input``,
     starting at :func:`default_image`), ``ui.examples`` (in a group of ``examples_class`` when given) and
     ``ui.new_image``, the hidden counter whose ``change`` the tab's image listeners listen to (it moves once
     per new image shown while the tab is open). A user's upload, paste, webcam shot, example click or clear
-    publishes the image (:func:`publish_js`). ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
+    publishes the image (:func:`publish_js`). ``with_examples=False`` leaves the example photos out (``ui.examples``
+    None: the tab takes the photo shown in any other tab). ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
     kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
     image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
-    examples, found = None, example_images()
+    examples, found = None, (example_images() if with_examples else [])
     if found and examples_class is None:
         examples = gr.Examples(examples=found, inputs=image, label="Example photos", elem_id=examples_id)
     elif found:

@@ -41,6 +41,8 @@ class UrlState:
     encoders: tuple[str, ...] | None = None
     depth: str | None = None
     pooling: str | None = None
+    # the Ablation & lens tab: heads switched off, "LAYER.HEAD, ..." (from 0)
+    heads: str | None = None
 
 
 def parse_query(params: Mapping[str, str], tabs: Collection[str] = ()) -> UrlState:
@@ -76,7 +78,16 @@ def parse_query(params: Mapping[str, str], tabs: Collection[str] = ()) -> UrlSta
         encoders=_encoders(params.get("encoders")),
         depth=params.get("depth") if params.get("depth") in PROBE_DEPTHS else None,
         pooling=params.get("pooling") if params.get("pooling") in POOLINGS else None,
+        heads=_heads(params.get("heads")),
     )
+
+
+def _heads(text: str | None) -> str | None:
+    """``heads=11.2,8.4``: at most 64 LAYER.HEAD pairs (whether they exist is the tab's check)."""
+    pairs = [p.strip() for p in (text or "")[:400].split(",") if p.strip()]
+    if not pairs or len(pairs) > 64 or not all(re.fullmatch(r"\d{1,3}\.\d{1,3}", p) for p in pairs):
+        return None
+    return ", ".join(pairs)
 
 
 def _encoders(text: str | None) -> tuple[str, ...] | None:
