@@ -122,7 +122,7 @@ def test_norm_pix_loss_in_args(tmp_path):
     _check(d)
     f = next(f for f in d.findings if f.title == "per-patch normalised targets (norm_pix_loss)")
     assert f.severity == "warning" and "args.norm_pix_loss" in f.sentence and "leaks" in f.sentence
-    assert "MAE-pytorch issue 40" in f.expected and "Table 1c" in f.expected
+    assert "MAE-pytorch#40" in f.expected and "Table 1c" in f.expected
     # mae-tiny was trained on pixels: the doctor sees that the flag does not fit these weights
     assert _titles(d)["the outputs look like plain pixels"] == "warning"
 

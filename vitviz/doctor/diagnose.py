@@ -322,8 +322,8 @@ def _targets(case: _Case, m: Measures) -> None:
         case.add("warning", "targets", "the outputs look per-patch normalised",
                  ("nothing in the file says norm_pix_loss" if said is None else f"{src} says norm_pix_loss=False") +
                  ", but the decoder's output fits per-patch normalised pixels far better than plain ones: drawn as "
-                 "pixels it looks like grey, low-contrast noise (the 'colourful noise' of facebookresearch/mae "
-                 "issue 95).", evidence=ev,
+                 "pixels it looks like grey, low-contrast noise (the 'colourful noise' of "
+                 "facebookresearch/mae#95).", evidence=ev,
                  action=("if it was trained with --norm_pix_loss, save that in the checkpoint's args "
                          "(args.norm_pix_loss=True) so that vitviz de-normalises it (and says what that leaks)"))
         return

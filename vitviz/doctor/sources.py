@@ -31,7 +31,7 @@ SINCOS_SOURCE = ("facebookresearch/mae models_mae.py: pos_embed and decoder_pos_
                  "(requires_grad=False), so a file's table equals the one computed for its grid")
 INTERPOLATE_SOURCE = ("facebookresearch/mae util/pos_embed.py interpolate_pos_embed: bicubic resampling of "
                       "pos_embed only (decoder_pos_embed is left as it was)")
-LEAK_SOURCE = ("MAE-pytorch issue 40 (pengzhiliang/MAE-pytorch): de-normalising a norm-pix prediction with the "
+LEAK_SOURCE = ("pengzhiliang/MAE-pytorch#40: de-normalising a norm-pix prediction with the "
                "hidden patch's true mean and variance puts the answer's colour and contrast into the picture")
 OFFICIAL_FILES = ("facebookresearch/mae README: mae_visualize_vit_*.pth (encoder + decoder, pixel targets) for "
                   "pictures, mae_pretrain_vit_*.pth (encoder only) for fine-tuning, *_full.pth (norm-pix decoder)")
