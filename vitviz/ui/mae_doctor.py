@@ -18,10 +18,8 @@ from .binder import Binder
 from .common import user_errors
 from .serve.costs import Cost, cost
 
-INTRO = ("Is this MAE healthy? The doctor reads the checkpoint (format, keys, targets, preprocessing), measures "
-         "its reconstructions on the example photos against the visible-ring baseline, its own random-weight "
-         "twin and mae-tiny, and says what training left in its attention. Each finding has its evidence and "
-         "what to do. About half a minute for a small model.")
+INTRO = ("Is this MAE healthy? Its file, its reconstructions against simple baselines and mae-tiny, and what "
+         "training left in its attention, each finding with its evidence and what to do (about half a minute).")
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ def build(ui: Binder) -> None:
                                         visible=not settings.public(), scale=4)
             ui.doctor_button = gr.Button("Check the checkpoint", variant="primary", elem_id="mae-doctor-run", scale=1)
         # the picture carries its own titles (a label would cover the first one)
-        ui.doctor_panel = gr.Image(label="Same mask: masked input, ring baseline, this checkpoint, mae-tiny",
+        ui.doctor_panel = gr.Image(label="Same mask, four panels",
                                    show_label=False, type="numpy", format="png", interactive=False,
                                    elem_id="mae-doctor-panel")
         ui.doctor_report = gr.Markdown(elem_id="mae-doctor-report")
