@@ -115,7 +115,7 @@ def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
             page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
                                    ".includes('46×26 patches')", timeout=240_000)
             page.wait_for_function("() => { const i = document.querySelector('#feat-pca img'); "
-                                   "return i && i.naturalWidth > 2 * i.naturalHeight; }", timeout=60_000)
+                                   "return i && i.naturalWidth > 2 * i.naturalHeight; }", timeout=240_000)
             page.locator("#feat-pca").scroll_into_view_if_needed()
             page.wait_for_timeout(500)
             page.screenshot(path=str(tmp_path / "features-native-pca.png"))
@@ -125,7 +125,7 @@ def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
             left = page.locator("#feat-sim-same img").first
             left.scroll_into_view_if_needed()
             page.wait_for_function("() => { const i = document.querySelector('#feat-sim-same img'); "
-                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=60_000)
+                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=240_000)
             page.wait_for_timeout(800)
             box = left.bounding_box()
             nat = page.evaluate("() => { const i = document.querySelector('#feat-sim-same img'); "
@@ -197,7 +197,7 @@ def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
             over = page.locator("#attn-query-overlay img").first
             over.scroll_into_view_if_needed()
             page.wait_for_function("() => { const i = document.querySelector('#attn-query-overlay img'); "
-                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=60_000)
+                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=240_000)
             page.wait_for_timeout(800)
             box = over.bounding_box()
             nat = page.evaluate("() => { const i = document.querySelector('#attn-query-overlay img'); "
@@ -212,7 +212,7 @@ def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
             page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
             page.locator("#attn-cls-heads").scroll_into_view_if_needed()
             page.wait_for_function("() => { const i = document.querySelector('#attn-cls-heads img'); "
-                                   "return i && i.naturalWidth > 5 * i.naturalHeight; }", timeout=60_000)
+                                   "return i && i.naturalWidth > 5 * i.naturalHeight; }", timeout=240_000)
             page.wait_for_timeout(800)
             page.screenshot(path=str(tmp_path / "attention-native-cls.png"))
         except Exception:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
+from ..errors import ModelUnavailable
 from ..compute.grid_cost import grid_cost, most_patch_tokens
 from ..core.images import image_size, native_size
 from ..core.patches import grid_size
@@ -85,8 +86,12 @@ def heavy(side: Any, patch: int = 14) -> bool:
 
 def cost_note(image: Any, choice: str | None, native: Any, side: Any) -> str:
     """What the chosen view costs, before it runs: the grid, the patch tokens and the attention products
-    against the model's square input (closed form). A sentence for every state of the switch."""
-    model = load_choice(choice)
+    against the model's square input (closed form). A sentence for every state of the switch; an
+    unavailable model gives an empty note, since the tab's view already says why (one message, not two)."""
+    try:
+        model = load_choice(choice)
+    except ModelUnavailable:
+        return ""
     if not native:
         gh, gw = model.grid
         return (f"Square view: the photo's shorter side to {model.input_size} px, centre-cropped "
