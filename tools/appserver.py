@@ -56,6 +56,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_page(url: str, proc: subprocess.Popen, timeout: float, poll: float = 0.5) -> None:
+    """Ask for ``url`` every ``poll`` s until it answers 200, while the server process ``proc`` runs.
+
+    Raises:
+        RuntimeError: ``exited early`` (``proc`` ended) or ``did not start in time`` (``timeout`` s passed).
+    """
+    deadline = time.time() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("exited early")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("did not start in time")
+        time.sleep(poll)
+
+
 @contextmanager
 def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str, ...] = (),
                 **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
@@ -75,19 +96,10 @@ def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("the app exited early" + (f":\n{log.read_text()}" if log else ""))
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError("the app did not start in time" + (f":\n{log.read_text()}" if log else ""))
-            time.sleep(0.5)
+        try:
+            wait_for_page(url, proc, timeout)
+        except RuntimeError as exc:
+            raise RuntimeError(f"the app {exc}" + (f":\n{log.read_text()}" if log else "")) from None
         yield url, proc
     finally:
         stop(proc)
