@@ -54,6 +54,30 @@ def tiny_loaded(tiny_config):
 
 
 @pytest.fixture(scope="session")
+def vit():
+    """A random ViT-Tiny classifier of 3 blocks (3 heads, 1000 classes)."""
+    from .random_models import random_loaded
+
+    return random_loaded("vit_tiny_patch16_224", "vit-base", 1, depth=3)
+
+
+@pytest.fixture(scope="session")
+def deit():
+    """A random distilled DeiT-Tiny of 3 blocks (class and distillation tokens)."""
+    from .random_models import random_loaded
+
+    return random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 2, depth=3)
+
+
+@pytest.fixture(scope="session")
+def backbone():
+    """A random ViT without a head (a DINO-like backbone)."""
+    from .random_models import random_loaded
+
+    return random_loaded("vit_tiny_patch16_224", "dino-small", 3, depth=3, num_classes=0)
+
+
+@pytest.fixture(scope="session")
 def photo_path() -> Path:
     """A real photo from the bundled examples."""
     return EXAMPLES / "chelsea.jpg"

@@ -14,18 +14,6 @@ from vitviz.explain import capture as explain_capture
 from vitviz.explain.methods import METHODS, check_methods, check_target, explain_maps
 from vitviz.models.loading import LoadedModel
 
-from ..random_models import random_loaded
-
-
-@pytest.fixture(scope="module")
-def vit() -> LoadedModel:
-    return random_loaded("vit_tiny_patch16_224", "vit-base", 1, depth=3)
-
-
-@pytest.fixture(scope="module")
-def deit() -> LoadedModel:
-    return random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 2, depth=3)
-
 
 @pytest.fixture(scope="module")
 def image() -> np.ndarray:
