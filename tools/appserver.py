@@ -108,6 +108,30 @@ def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str
 
 
 @contextmanager
+def browser_page(viewport: tuple[int, int] = (1280, 720), args: tuple[str, ...] = (),
+                 failure_shot: Path | None = None) -> Iterator:
+    """A Playwright page in headless Debian Chromium (:data:`LAUNCH_ARGS` and ``args``); the browser is
+    closed after. With ``failure_shot``, an exception inside saves a full-page screenshot there first.
+
+    ``page.context.browser`` is the browser (for a fresh context, a second page).
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + list(args))
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            try:
+                yield page
+            except Exception:
+                if failure_shot is not None:
+                    page.screenshot(path=str(failure_shot), full_page=True)
+                raise
+        finally:
+            browser.close()
+
+
+@contextmanager
 def serving_tab(title: str, build, tab_id: str | None = None) -> Iterator[str]:  # noqa: ANN001 - build(demo)
     """Serve one tab (``build(demo)`` inside ``gr.Tab(title)``) in-process on a free port; yield its URL.
 

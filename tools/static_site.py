@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tools.appserver import CHROMIUM, LAUNCH_ARGS, stop, wait_for_page
+from tools.appserver import browser_page, stop, wait_for_page
 from tools.fake_camera import camera_args
 
 #: ``python -m http.server`` that also sends the cross-origin isolation headers (argv: port, folder).
@@ -64,16 +64,9 @@ def opened_page(url: str, y4m: Path, listeners: dict[str, Callable[[Any], Any]] 
         listeners: page events to listen to from the start (``{"request": fn}``), before the page loads.
         ready_ms: how long the page may take to load its model and draw its first reconstruction.
     """
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            for event, fn in (listeners or {}).items():
-                page.on(event, fn)
-            page.goto(url)
-            page.wait_for_selector("body[data-ready='1']", timeout=ready_ms)
-            yield browser, page
-        finally:
-            browser.close()
+    with browser_page(args=tuple(camera_args(y4m))) as page:
+        for event, fn in (listeners or {}).items():
+            page.on(event, fn)
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']", timeout=ready_ms)
+        yield page.context.browser, page
