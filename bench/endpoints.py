@@ -23,14 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTO = ROOT / "assets" / "examples" / "chelsea.jpg"
 sys.path.insert(0, str(ROOT))
 
-from tools.appserver import stop  # noqa: E402
+from tools.appserver import stop, wait_for_page  # noqa: E402
 
 
 def loadavg() -> str:
@@ -63,17 +62,10 @@ def one_app(port: int, env: dict[str, str], skip: set[str], settle: float,
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/"
         try:
-            deadline = time.time() + 300
-            while True:
-                try:
-                    with urllib.request.urlopen(url, timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.time() > deadline:
-                    raise SystemExit("the app did not start:\n" + (Path(tmp) / "app.log").read_text()[-3000:])
-                time.sleep(0.5)
+            try:
+                wait_for_page(url, proc, 300)
+            except RuntimeError:
+                raise SystemExit("the app did not start:\n" + (Path(tmp) / "app.log").read_text()[-3000:]) from None
             time.sleep(settle)  # what starts in the background (worker processes) is ready, as for a later visitor
             client = Client(url, verbose=False, download_files=False)
             info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]

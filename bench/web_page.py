@@ -25,70 +25,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port  # noqa: E402
-from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
-
-
-#: ``python -m http.server`` that also sends the cross-origin isolation headers.
-ISOLATED_SERVER = """
-import functools, http.server, sys
-class H(http.server.SimpleHTTPRequestHandler):
-    def end_headers(self):
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        super().end_headers()
-    def log_message(self, *a):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), functools.partial(H, directory=sys.argv[2])).serve_forever()
-"""
+from tools.appserver import free_port  # noqa: E402
+from tools.fake_camera import pan_frames, write_y4m  # noqa: E402
+from tools.static_site import opened_page, serving_folder  # noqa: E402
 
 
 def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> dict:
-    from playwright.sync_api import sync_playwright
-
+    """Export the page, serve it on ``port`` and measure it in Chromium (the figures listed above)."""
     from vitviz.web.export import export_web
 
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         export_web(site)
         y4m = write_y4m(Path(tmp) / "pan.y4m", pan_frames(count=60))
-        cmd = ([sys.executable, "-c", ISOLATED_SERVER, str(port), str(site)] if isolated else
-               [sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(site)])
-        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}/"
-        try:
-            for _ in range(100):
-                try:
-                    urllib.request.urlopen(url, timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        sizes: dict[str, int] = {}
+
+        def on_response(r):
+            try:
+                sizes[r.url] = len(r.body())
+            except Exception:  # noqa: BLE001 - a redirect or an aborted request has no body
+                pass
+
+        with serving_folder(site, port, isolated) as url:
             load_before = os.getloadavg()
-            sizes: dict[str, int] = {}
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                            args=LAUNCH_ARGS + camera_args(y4m))
-                page = browser.new_page(viewport={"width": 1280, "height": 720})
-
-                def on_response(r):
-                    try:
-                        sizes[r.url] = len(r.body())
-                    except Exception:  # noqa: BLE001 - a redirect or an aborted request has no body
-                        pass
-
-                page.on("response", on_response)
-                page.goto(url)
-                page.wait_for_selector("body[data-ready='1']", timeout=300_000)
+            with opened_page(url, y4m, {"response": on_response}, ready_ms=300_000) as (_, page):
                 first = page.evaluate("window.maePage.stats")
                 downloaded = dict(sizes)
                 page.evaluate(f"(r) => {{ const s = document.querySelector('#ratio'); s.value = r; "
@@ -102,11 +70,7 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> 
                 f1, t1 = page.evaluate("[window.maePage.stats.frames, performance.now()]")
                 per_frame = sorted(page.evaluate("window.__ms"))
                 page.click("#camera")
-                browser.close()
             load_after = os.getloadavg()
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
     total = sum(downloaded.values())
     return {
         "download_bytes": total,

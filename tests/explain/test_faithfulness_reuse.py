@@ -8,25 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from vitviz.core.images import DataConfig, model_input
+from vitviz.core.images import model_input
 from vitviz.explain import faithfulness as fm
 from vitviz.explain.methods import METHODS, explain_maps
 from vitviz.models.loading import LoadedModel
-from vitviz.models.registry import get_spec
+
+from ..random_models import random_loaded
 
 
 @pytest.fixture(scope="module")
 def model() -> LoadedModel:
-    import timm
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(5)
-        module = timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, depth=2,
-                                   img_size=64).eval().requires_grad_(False)
-    return LoadedModel("deit-small-distilled", get_spec("deit-small-distilled"), module, DataConfig(input_size=64),
-                       torch.device("cpu"), random_init=True)
+    return random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 5, img_size=64, depth=2)
 
 
 @pytest.fixture(scope="module")

@@ -15,20 +15,6 @@ MODEL = "dinov2-small-lab8"
 CLASSES = tuple(load_manifest()["classes"])
 
 
-@pytest.fixture(scope="module")
-def lab8():
-    """The loaded classifier, with the package weights switched on for this module only."""
-    from vitviz.models.loading import available_models, load_model
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        info = next(i for i in available_models() if i.name == MODEL)
-        if not info.available:
-            pytest.skip(f"dinov2-small's weights are not here ({info.reason})")
-        yield load_model(MODEL, device="cpu")
-
-
 def test_a_class_the_model_lacks_gets_a_sentence_naming_its_classes():
     assert check_target("monument", 8, CLASSES) == CLASSES.index("monument")
     with pytest.raises(ValueError) as err:

@@ -12,29 +12,7 @@ import vitviz
 import vitviz.explain.attention  # a submodule: `import vitviz` alone no longer imports it (lazy names)
 from vitviz.explain import capture as explain_capture
 from vitviz.explain.methods import METHODS, check_methods, check_target, explain_maps
-from vitviz.models.build import timm_data_config
 from vitviz.models.loading import LoadedModel
-from vitviz.models.registry import get_spec
-
-
-def _loaded(timm_name: str, registry_name: str, seed: int) -> LoadedModel:
-    import timm
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = timm.create_model(timm_name, pretrained=False, depth=3).eval().requires_grad_(False)
-    return LoadedModel(registry_name, get_spec(registry_name), module, timm_data_config(module), torch.device("cpu"),
-                       random_init=True)
-
-
-@pytest.fixture(scope="module")
-def vit() -> LoadedModel:
-    return _loaded("vit_tiny_patch16_224", "vit-base", 1)
-
-
-@pytest.fixture(scope="module")
-def deit() -> LoadedModel:
-    return _loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 2)
 
 
 @pytest.fixture(scope="module")

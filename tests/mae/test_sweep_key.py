@@ -13,20 +13,12 @@ import torch
 import vitviz
 from vitviz.core.images import synthetic_image
 from vitviz.mae.sweep import SweepCache, image_key, reconstruct_cached
-from vitviz.models import loading, local
+from vitviz.models import loading
 
 from ..models.local_fixtures import mae_state_dict
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    for name in ("VITVIZ_MODELS", "VITVIZ_PUBLIC", "SPACE_ID"):
-        monkeypatch.delenv(name, raising=False)
-    loading.CACHE.clear()
-    local.DESCRIBED.clear()
-    yield
-    loading.CACHE.clear()
-    local.DESCRIBED.clear()
+pytestmark = pytest.mark.usefixtures("no_own_models")
 
 
 def test_random_weights_are_never_served_the_trained_models_pixels():

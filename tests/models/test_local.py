@@ -13,20 +13,12 @@ from safetensors.torch import save_file
 
 import vitviz
 from vitviz.core.images import IMAGENET_MEAN, IMAGENET_STD, synthetic_image
-from vitviz.models import loading, local
+from vitviz.models import loading
 
 from .local_fixtures import mae_forward, mae_state_dict, vit_forward, vit_state_dict
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    for name in ("VITVIZ_MODELS", "VITVIZ_PUBLIC", "SPACE_ID"):
-        monkeypatch.delenv(name, raising=False)
-    loading.CACHE.clear()
-    local.DESCRIBED.clear()
-    yield
-    loading.CACHE.clear()
-    local.DESCRIBED.clear()
+pytestmark = pytest.mark.usefixtures("no_own_models")
 
 
 def _x(view: np.ndarray) -> torch.Tensor:

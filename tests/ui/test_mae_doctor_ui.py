@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tools.appserver import CHROMIUM, LAUNCH_ARGS
+from tools.appserver import CHROMIUM, browser_page
 
 
 def test_handler_reports_on_registry_models_and_refuses_paths_on_a_public_host(tmp_path, monkeypatch):
@@ -49,27 +49,19 @@ def test_doctor_endpoint(app_url, tmp_path):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_check_a_checkpoint_in_the_page(app_url, tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        try:
-            page.goto(app_url)
-            page.get_by_text("Check a checkpoint", exact=True).click()
-            button = page.locator("#mae-doctor-run")
-            expect(button).to_be_visible(timeout=30_000)
-            button.click()
-            page.wait_for_function("() => { const e = document.querySelector('#mae-doctor-report');"
-                                   " return e && e.innerText.includes('Clean report'); }", timeout=240_000)
-            text = page.locator("#mae-doctor-report").inner_text()
-            assert "beats its random-weight twin" in text and "measured on mae-tiny" in text
-            page.wait_for_function("() => { const i = document.querySelector('#mae-doctor-panel img');"
-                                   " return i && i.complete && i.naturalWidth > 0; }", timeout=60_000)
-            page.locator("#mae-doctor-panel").scroll_into_view_if_needed()
-            page.screenshot(path=str(tmp_path / "doctor.png"))
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with browser_page(failure_shot=tmp_path / "failure.png") as page:
+        page.goto(app_url)
+        page.get_by_text("Check a checkpoint", exact=True).click()
+        button = page.locator("#mae-doctor-run")
+        expect(button).to_be_visible(timeout=30_000)
+        button.click()
+        page.wait_for_function("() => { const e = document.querySelector('#mae-doctor-report');"
+                               " return e && e.innerText.includes('Clean report'); }", timeout=240_000)
+        text = page.locator("#mae-doctor-report").inner_text()
+        assert "beats its random-weight twin" in text and "measured on mae-tiny" in text
+        page.wait_for_function("() => { const i = document.querySelector('#mae-doctor-panel img');"
+                               " return i && i.complete && i.naturalWidth > 0; }", timeout=60_000)
+        page.locator("#mae-doctor-panel").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "doctor.png"))

@@ -8,18 +8,12 @@ import argparse
 import pytest
 import torch
 
-from vitviz.models import local
 from vitviz.ui.starter import build_parser, start_options
 
 from ..models.local_fixtures import vit_state_dict
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    for name in ("VITVIZ_MODELS", "VITVIZ_PUBLIC", "SPACE_ID"):
-        monkeypatch.setenv(name, "")  # recorded, so that what start_options sets is undone after the test
-        monkeypatch.delenv(name)
-    local.DESCRIBED.clear()
+pytestmark = pytest.mark.usefixtures("no_own_models")
 
 
 def _file(tmp_path):

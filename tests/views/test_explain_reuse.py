@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from vitviz.core.images import DataConfig
 from vitviz.explain import faithfulness as fm
 from vitviz.explain import methods as mm
 from vitviz.explain.labels import imagenet_labels
 from vitviz.models.loading import LoadedModel
-from vitviz.models.registry import get_spec
 from vitviz.views import explain as v
+
+from ..random_models import random_loaded
 
 
 @pytest.fixture()
 def tiny(monkeypatch) -> LoadedModel:
-    import timm
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(3)
-        module = timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, depth=2,
-                                   img_size=64).eval().requires_grad_(False)
-    model = LoadedModel("deit-small-distilled", get_spec("deit-small-distilled"), module,
-                        DataConfig(input_size=64), torch.device("cpu"), random_init=True)
+    model = random_loaded("deit_tiny_distilled_patch16_224", "deit-small-distilled", 3, img_size=64, depth=2)
     monkeypatch.setattr(v, "load_choice", lambda choice: model)
     for cache in (v.MAPS, v.CURVES, v.PREDICTED_CLASS, v.ROWS):
         monkeypatch.setattr(cache, "_data", type(cache._data)())

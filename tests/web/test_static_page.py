@@ -10,18 +10,16 @@ asserted (bench/web_page.py measures the speed).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port
-from tools.fake_camera import camera_args, pan_frames, write_y4m
+from tools.appserver import CHROMIUM, free_port
+from tools.fake_camera import pan_frames, write_y4m
+from tools.static_site import opened_page, serving_folder
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 
@@ -42,40 +40,19 @@ def site(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("site")
     export_web(folder, seeds=8)  # fewer seeds: the tables are the slow part of an export
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(folder)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url, timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving_folder(folder, free_port()) as url:
         yield folder, url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
 def page(site, tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-
     folder, url = site
     y4m = write_y4m(tmp_path_factory.mktemp("cam") / "pan.y4m", pan_frames(count=20))
     requests: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
-        pg = browser.new_page(viewport={"width": 1280, "height": 720})
-        pg.on("request", lambda r: requests.append(r.url))
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(url)
-        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+    errors: list[str] = []
+    listeners = {"request": lambda r: requests.append(r.url), "pageerror": lambda e: errors.append(str(e))}
+    with opened_page(url, y4m, listeners) as (browser, pg):
         yield pg, url, requests, errors, browser
-        browser.close()
 
 
 def _runs(pg) -> int:

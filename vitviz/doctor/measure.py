@@ -207,6 +207,20 @@ def _attention(m: Measures, model: LoadedModel, photos: list[str]) -> None:
     m.outlier_share, m.max_norm_ratio = float(np.mean(shares)), float(np.max(ratios))
 
 
+def random_twin(model: LoadedModel) -> LoadedModel:
+    """The model's architecture with seeded random weights (the same builder as ``random_init=True``): what
+    training must beat."""
+    from ..models import local
+    from ..models.build import build_random
+
+    if model.spec.local is not None:
+        module, dc, norm_pix = local.build_random(model.spec.local)
+    else:
+        module, dc, norm_pix = build_random(model.spec)
+    module = module.eval().requires_grad_(False).to(model.device)
+    return LoadedModel(model.name, model.spec, module, dc, model.device, norm_pix=norm_pix, random_init=True)
+
+
 def measure(model: LoadedModel, photos: list[str] | None = None) -> Measures:
     """Every measurement that applies to ``model`` on ``photos`` (default: the bundled example photos).
 
