@@ -33,8 +33,9 @@ from .decode import check_bytes, decode
 #: What :func:`open_image` reads: a file path, the file's bytes, or a handle already open.
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "ImageHandle"]
 
-#: A file version (path, size, mtime, ctime, inode, device) -> its content digest.
-_IDENTITY: LRU[tuple, str] = LRU(512, name="core.handle.identity")
+#: A file version (path, size, mtime, ctime, inode, device) -> its content digest and ``(width, height)``
+#: (None: the content did not decode).
+_IDENTITY: LRU[tuple, tuple[str, tuple[int, int] | None]] = LRU(512, name="core.handle.identity")
 #: Content digest -> the decoded RGB image (shared: never mutated; :meth:`ImageHandle.image` gives a copy).
 _DECODED: LRU[str, Image.Image] = LRU(8, name="core.handle.decoded")
 #: ``(digest, *what)`` -> a read-only view of that image (``(H, W, 3)`` uint8 for the model views).
@@ -59,12 +60,12 @@ class ImageHandle:
 
     __slots__ = ("digest", "size", "_source")
 
-    def __init__(self, digest: str, source: Path | bytes) -> None:
-        """``digest`` of the content at ``source`` (a file, or the bytes themselves), decoded now unless it is
-        decoded already."""
+    def __init__(self, digest: str, source: Path | bytes, size: tuple[int, int] | None = None) -> None:
+        """``digest`` of the content at ``source`` (a file, or the bytes themselves); without its ``size``
+        (width, height), the content is decoded now unless it is decoded already."""
         self.digest = digest
         self._source = source
-        self.size: tuple[int, int] = self.decoded().size
+        self.size: tuple[int, int] = self.decoded().size if size is None else (int(size[0]), int(size[1]))
 
     def __repr__(self) -> str:
         return f"ImageHandle({self.digest[:12]}…, {self.size[0]}x{self.size[1]})"
@@ -137,19 +138,22 @@ def file_digest(source: str | os.PathLike) -> str:
     Raises:
         ImageError: a missing or unreadable file, or one over ``VITVIZ_MAX_UPLOAD``.
     """
-    path = Path(source)
+    return _file_version(Path(source))[0]
+
+
+def _file_version(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """The digest and decoded size (None: no image) of the file at ``path`` in its current version."""
     ident = _identity(path)
 
-    def first_use() -> str:
+    def first_use() -> tuple[str, tuple[int, int] | None]:
         data = read_file(path)
         if _identity(path) != ident:
             raise ImageError("the file changed while it was read; please drop it again")
         digest = bytes_digest(data)
         try:
-            _DECODED.get_or_compute(digest, lambda: decode(data))
+            return digest, _DECODED.get_or_compute(digest, lambda: decode(data)).size
         except ImageError:
-            pass  # not an image: open_image reads it again and says why
-        return digest
+            return digest, None  # not an image: open_image reads it again and says why
 
     return _IDENTITY.get_or_compute(ident, first_use)
 
@@ -175,7 +179,8 @@ def open_image(source: Source) -> ImageHandle:
         check_bytes(len(data))
         handle = ImageHandle(bytes_digest(data), data)
     elif isinstance(source, (str, os.PathLike)):
-        handle = ImageHandle(file_digest(source), Path(source))
+        digest, size = _file_version(Path(source))
+        handle = ImageHandle(digest, Path(source), size)
     else:
         raise ImageError(f"cannot read an image from a {type(source).__name__}")
     w, h = handle.size
