@@ -3,8 +3,8 @@
 ``python bench/decodes.py [photo]`` copies the photo (default: the second example) to a new path, as an
 upload would be, and runs the MAE tab's handlers for a new image in the page's order: the view
 (``update_view``), the sweep beside it (``page_sweep``) and the slider's stops shipped to the page
-(``scrub_payload``). It counts the calls of ``vitviz.core.images._open`` (one per decode of a file or
-of bytes) during each, and the total.
+(``scrub_payload``). It counts the calls of ``vitviz.core.decode.open_checked`` (one per decode of a file
+or of bytes) during each, and the total.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> None:
     from vitviz.assets import example_images
-    from vitviz.core import images
+    from vitviz.core import decode
     from vitviz.ui import mae_tab
 
     source = Path(sys.argv[1] if len(sys.argv) > 1 else example_images()[1])
@@ -29,13 +29,13 @@ def main() -> None:
         upload = folder / ("upload" + source.suffix)
         shutil.copyfile(source, upload)
         calls = {"n": 0}
-        real = images._open
+        real = decode.open_checked
 
-        def counting(data: bytes):  # noqa: ANN202 - same as images._open
+        def counting(data: bytes):  # noqa: ANN202 - same as decode.open_checked
             calls["n"] += 1
             return real(data)
 
-        images._open = counting
+        decode.open_checked = counting
         quiet = lambda *a, **k: None  # noqa: E731 - a gr.Progress stand-in
         steps = [
             ("update_view", lambda: mae_tab.update_view(mae_tab.Controls(str(upload), "mae-tiny", 0.75, 0, "random",

@@ -64,17 +64,18 @@ def test_square_resize_centre_crops_shorter_side():
 def test_one_decode_per_content_whatever_the_path(photo_path, tmp_path, monkeypatch):
     """Issue 27 item 5: the image's content is its key, so a copy under another path (a second
     upload of the same photo) is not decoded again, and a rewritten file is."""
-    from vitviz.core import images
+    from vitviz.core import decode, handle
 
     calls = []
-    real = images._to_rgb
-    monkeypatch.setattr(images, "_to_rgb", lambda im: calls.append(1) or real(im))
-    images._DECODED.clear()
+    real = decode.to_rgb
+    monkeypatch.setattr(decode, "to_rgb", lambda im: calls.append(1) or real(im))
+    handle._DECODED.clear()
+    handle._IDENTITY.clear()
     copy = tmp_path / "same.jpg"
     copy.write_bytes(photo_path.read_bytes())
     a, b = load_image(photo_path), load_image(copy)
     assert len(calls) == 1 and np.array_equal(np.asarray(a), np.asarray(b))
-    assert images.file_digest(copy) == images.file_digest(photo_path) == images.bytes_digest(copy.read_bytes())
+    assert handle.file_digest(copy) == handle.file_digest(photo_path) == handle.bytes_digest(copy.read_bytes())
     copy.write_bytes(_png(Image.new("RGB", (5, 5), (1, 2, 3))))
     assert np.asarray(load_image(copy))[0, 0].tolist() == [1, 2, 3] and len(calls) == 2
 

@@ -15,31 +15,20 @@ side (:func:`native_size`, :func:`native_view`).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Union
 
 import numpy as np
 import torch
-from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+from PIL import Image
 
 from .. import settings
-from ..cache import LRU
 from ..errors import ImageError
+from .decode import from_array, open_checked, to_rgb
+from .handle import ImageHandle, open_image, read_file
 
-ImageInput = Union[str, os.PathLike, bytes, Image.Image, np.ndarray]
-
-# Size limits are settings (``VITVIZ_MAX_UPLOAD``, ``VITVIZ_MAX_PIXELS``), read at each call.
-#: Extreme aspect ratios beyond this are refused (the centre crop would show a sliver).
-MAX_ASPECT = 50.0
-
-#: Peak bytes per pixel of decoding an image of each mode to RGB (:func:`_to_rgb`): the decoded image, the
-#: intermediate conversions (palette -> RGBA -> composited RGBA -> RGB; float/int -> float64 -> uint8) and
-#: the result. Modes not listed count 4.
-DECODE_BYTES_PER_PIXEL = {"1": 4, "L": 4, "RGB": 6, "YCbCr": 6, "CMYK": 7, "LA": 14, "RGBA": 15, "P": 16,
-                          "PA": 17, "I;16": 22, "I;16B": 22, "I;16L": 22, "I;16N": 22, "I": 28, "F": 28}
+ImageInput = Union[str, os.PathLike, bytes, ImageHandle, Image.Image, np.ndarray]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -58,142 +47,41 @@ class DataConfig:
         return {"input_size": (3, self.input_size, self.input_size), "mean": self.mean, "std": self.std}
 
 
-def _open(data: bytes) -> Image.Image:
-    MAX_BYTES, MAX_PIXELS = settings.max_upload_bytes(), settings.max_pixels()
-    if len(data) > MAX_BYTES:
-        raise ImageError(f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB")
-    if not data:
-        raise ImageError("the file is empty")
-    try:
-        img = Image.open(io.BytesIO(data))
-    except UnidentifiedImageError:
-        raise ImageError("this file is not an image in a format vitviz can read (JPEG, PNG, WebP, GIF, BMP, TIFF)") from None
-    except Image.DecompressionBombError:
-        raise ImageError(f"the image has too many pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels") from None
-    except Exception as exc:  # noqa: BLE001 - PIL raises many types on bad headers
-        raise ImageError(f"the image header could not be read ({type(exc).__name__})") from None
-    w, h = img.size
-    if w < 1 or h < 1:
-        raise ImageError("the image has no pixels")
-    if w * h > MAX_PIXELS:
-        raise ImageError(f"the image is {w}x{h} pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels")
-    # What decoding costs depends on the mode, not only the pixels: a palette PNG of 54 KB or a float TIFF
-    # becomes 12-21 bytes per pixel on its way to RGB. Each mode gets the pixels a largest RGB photo's
-    # memory allows, checked before decoding.
-    cost = DECODE_BYTES_PER_PIXEL.get(img.mode, 4)
-    limit = MAX_PIXELS * DECODE_BYTES_PER_PIXEL["RGB"] // cost
-    if w * h > limit:
-        raise ImageError(f"the image is {w}x{h} pixels in mode {img.mode}; the limit for this kind of image is "
-                         f"{limit / 1e6:.0f} megapixels ({MAX_PIXELS / 1e6:.0f} for an RGB photo)")
-    if max(w, h) / min(w, h) > MAX_ASPECT:
-        raise ImageError(f"the image is {w}x{h}: its aspect ratio is more extreme than {MAX_ASPECT:.0f}:1")
-    return img
-
-
-def _to_rgb(img: Image.Image) -> Image.Image:
-    """Decode fully and convert any mode to RGB (alpha composited on mid grey)."""
-    ImageFile.LOAD_TRUNCATED_IMAGES = False
-    try:
-        img.seek(0)
-    except EOFError:
-        pass
-    try:
-        img.load()
-        img = ImageOps.exif_transpose(img)
-    except Exception as exc:  # noqa: BLE001 - truncated or corrupt data
-        raise ImageError(f"the image data is truncated or corrupt ({type(exc).__name__})") from None
-    mode = img.mode
-    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
-        img = Image.fromarray(_scale_to_uint8(np.asarray(img), mode), "L")
-        mode = "L"
-    if mode == "P" or mode == "PA":
-        img = img.convert("RGBA")
-    if img.mode in ("RGBA", "LA", "RGBa", "La"):
-        rgba = img.convert("RGBA")
-        bg = Image.new("RGBA", rgba.size, (128, 128, 128, 255))
-        return Image.alpha_composite(bg, rgba).convert("RGB")
-    return img.convert("RGB")
-
-
-def _scale_to_uint8(arr: np.ndarray, mode: str) -> np.ndarray:
-    """Scale a single-channel high-bit-depth image to ``uint8``.
-
-    16-bit modes divide by 65535; 32-bit integer images whose values fit 8 or 16 bits
-    are scaled by that range; float images in [0, 1] are taken as they are; anything
-    else is stretched from its minimum to its maximum. NaN becomes 0.
-    """
-    a = np.asarray(arr, dtype=np.float64)
-    finite = a[np.isfinite(a)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if mode.startswith("I;16"):
-        lo, hi = 0.0, 65535.0
-    elif mode == "I" and lo >= 0 and hi <= 255:
-        lo, hi = 0.0, 255.0
-    elif mode == "I" and lo >= 0 and hi <= 65535:
-        lo, hi = 0.0, 65535.0
-    elif mode == "F" and lo >= 0 and hi <= 1:
-        lo, hi = 0.0, 1.0
-    scaled = np.nan_to_num((a - lo) / max(hi - lo, 1e-12), nan=0.0, posinf=1.0, neginf=0.0).clip(0, 1)
-    return (scaled * 255 + 0.5).astype(np.uint8)
-
-
 def load_image(source: ImageInput) -> Image.Image:
     """Read an image from a path, bytes, a PIL image or an array.
 
     Args:
-        source: a file path, the file's bytes, a ``PIL.Image``, or an ``(H, W)``,
-            ``(H, W, 3)`` or ``(H, W, 4)`` array (uint8, or float in [0, 1]).
+        source: a file path, the file's bytes, an :class:`~vitviz.core.handle.ImageHandle`, a ``PIL.Image``, or
+            an ``(H, W)``, ``(H, W, 3)`` or ``(H, W, 4)`` array (uint8, or float in [0, 1]).
 
     Returns:
         An RGB ``PIL.Image`` (EXIF orientation applied, transparency on grey), the caller's own copy.
-        A file is decoded once per content (:func:`file_digest`): the same photo under another
-        path, or uploaded twice, is not decoded again.
+        A file or bytes go through their handle (:func:`~vitviz.core.handle.open_image`): read, hashed and
+        decoded once per content and file version.
 
     Raises:
         ImageError: unreadable, corrupt, too large or otherwise unusable input.
     """
-    MAX_PIXELS = settings.max_pixels()
     if isinstance(source, Image.Image):
+        MAX_PIXELS = settings.max_pixels()
         w, h = source.size
         if w * h > MAX_PIXELS or w < 1 or h < 1:
             raise ImageError(f"the image is {w}x{h} pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels")
-        return _to_rgb(source.copy())
+        return to_rgb(source.copy())
     if isinstance(source, np.ndarray):
-        return _from_array(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-        if len(data) > settings.max_upload_bytes():
-            return _to_rgb(_open(data))  # raises the size sentence, memo hit or not
-    elif isinstance(source, (str, os.PathLike)):
-        data = _read_file(source)  # the size limit is checked here, so a memo hit obeys today's limit too
-    else:
-        raise ImageError(f"cannot read an image from a {type(source).__name__}")
-    img = _DECODED.get_or_compute(bytes_digest(data), lambda: _to_rgb(_open(data)))
-    if img.size[0] * img.size[1] > MAX_PIXELS:
-        raise ImageError(f"the image is {img.size[0]}x{img.size[1]} pixels; the limit is "
-                         f"{MAX_PIXELS / 1e6:.0f} megapixels")
-    return img.copy()
+        return from_array(source)
+    return open_image(source).image()
 
 
 def image_size(source: ImageInput) -> tuple[int, int]:
-    """``(width, height)`` of an image as :func:`load_image` reads it (a file is decoded once: the memo below).
+    """``(width, height)`` of an image as :func:`load_image` reads it (a file's from its handle: no copy).
 
     Raises:
         ImageError: as :func:`load_image`.
     """
-    return load_image(source).size
-
-
-#: Image files and byte strings already decoded, by content (:func:`bytes_digest`) -> their RGB image: one
-#: upload is decoded once, however many views and caches read it (the MAE tab's view, sweep and slider stops
-#: used to decode it four times: ``bench/decodes.py``). Entries count against the one cache budget
-#: (``VITVIZ_CACHE_BUDGET``).
-_DECODED: LRU[str, Image.Image] = LRU(8, name="core.images.decoded")
-
-
-def bytes_digest(data: bytes) -> str:
-    """The content key of an encoded image: BLAKE2b-128 of its bytes, hex (32 characters)."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    if isinstance(source, (Image.Image, np.ndarray)):
+        return load_image(source).size
+    return open_image(source).size
 
 
 def pixels_digest(pixels: np.ndarray) -> str:
@@ -211,27 +99,6 @@ def pixels_digest(pixels: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def file_digest(source: str | os.PathLike) -> str:
-    """The content key of an image file (:func:`bytes_digest` of its bytes), after the size check.
-
-    Raises:
-        ImageError: a missing file or one over ``VITVIZ_MAX_UPLOAD``.
-    """
-    return bytes_digest(_read_file(source))
-
-
-def _read_file(source: str | os.PathLike) -> bytes:
-    """The bytes of an image file, after checking it exists and is within ``VITVIZ_MAX_UPLOAD``."""
-    path, max_bytes = Path(source), settings.max_upload_bytes()
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise ImageError(f"no readable file at {os.fspath(source)!r}") from None
-    if size > max_bytes:
-        raise ImageError(f"the file is {size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB")
-    return path.read_bytes()
-
-
 def check_image_file(source: str | os.PathLike) -> tuple[int, int]:
     """Check, from its header and without decoding, that a file is an image :func:`load_image` reads.
 
@@ -244,22 +111,7 @@ def check_image_file(source: str | os.PathLike) -> tuple[int, int]:
     Raises:
         ImageError: a missing, too large, non-image or oversized file.
     """
-    return _open(_read_file(source)).size
-
-
-def _from_array(arr: np.ndarray) -> Image.Image:
-    if arr.ndim == 3 and arr.shape[2] == 1:
-        arr = arr[:, :, 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
-        raise ImageError(f"an image array must be (H, W), (H, W, 3) or (H, W, 4); got {arr.shape}")
-    if arr.shape[0] * arr.shape[1] > settings.max_pixels() or arr.size == 0:
-        raise ImageError(f"the image is {arr.shape[1]}x{arr.shape[0]} pixels, outside the limits")
-    if arr.dtype != np.uint8:
-        a = np.nan_to_num(arr.astype(np.float64))
-        if a.max(initial=0) <= 1.0:
-            a = a * 255.0
-        arr = (a.clip(0, 255) + 0.5).astype(np.uint8)
-    return _to_rgb(Image.fromarray(arr))
+    return open_checked(read_file(source)).size
 
 
 def square_resize(img: Image.Image, size: int) -> Image.Image:
@@ -305,11 +157,16 @@ def denormalize(x: torch.Tensor, cfg: DataConfig) -> torch.Tensor:
 def square_view(image: ImageInput, size: int) -> np.ndarray:
     """The ``(size, size, 3)`` uint8 view a model sees (the policy above).
 
-    An ``(size, size, 3)`` uint8 array is taken as the view already and returned as it is.
+    An ``(size, size, 3)`` uint8 array is taken as the view already and returned as it is. A file's or bytes'
+    view is made once per content and size (:meth:`~vitviz.core.handle.ImageHandle.view`) and shared: read-only,
+    as every view from a decoded image is.
     """
     if isinstance(image, np.ndarray) and image.shape == (size, size, 3) and image.dtype == np.uint8:
         return image
-    return to_uint8(square_resize(load_image(image), size))
+    if isinstance(image, (Image.Image, np.ndarray)):
+        return to_uint8(square_resize(load_image(image), size))
+    size = int(size)
+    return open_image(image).view(("square", size), lambda img: to_uint8(square_resize(img, size)))
 
 
 #: How a photo becomes a model's view: ``square`` (shorter side to the input size, centre crop) or
@@ -347,12 +204,20 @@ def native_size(width: int, height: int, max_side: int, patch: int) -> tuple[int
 def native_view(image: ImageInput, max_side: int, patch: int) -> np.ndarray:
     """The ``(H, W, 3)`` uint8 native view (the policy above, :func:`native_size`), never cropped.
 
-    An ``(H, W, 3)`` uint8 array already at its own native size is returned as it is.
+    An ``(H, W, 3)`` uint8 array already at its own native size is returned as it is. A file's or bytes'
+    view is made once per content, side and patch and shared (read-only).
     """
     if isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8:
         if native_size(image.shape[1], image.shape[0], max_side, patch) == image.shape[:2]:
             return image
-    img = load_image(image)
+    if isinstance(image, (Image.Image, np.ndarray)):
+        return _native_pixels(load_image(image), max_side, patch)
+    side, p = int(max_side), int(patch)
+    return open_image(image).view(("native", side, p), lambda img: _native_pixels(img, side, p))
+
+
+def _native_pixels(img: Image.Image, max_side: int, patch: int) -> np.ndarray:
+    """``img`` resized to its native size (:func:`native_size`), ``(H, W, 3)`` uint8."""
     h, w = native_size(img.size[0], img.size[1], max_side, patch)
     if (w, h) == img.size:
         return to_uint8(img)

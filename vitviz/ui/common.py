@@ -15,7 +15,7 @@ import gradio as gr
 
 from ..assets import example_images
 from ..cache import LRU
-from ..core.images import file_digest
+from ..core.handle import file_digest
 from ..errors import ImageError, ModelUnavailable
 from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
