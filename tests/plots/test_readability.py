@@ -59,6 +59,22 @@ def test_error_map_colour_bar_labels_fit():
     assert (bar[:, -3:] > 200).all()  # nothing drawn in the last columns: no label cut off
 
 
+def test_error_map_colour_bar_clear_of_the_map_and_the_edge():
+    """The colour bar touched the map (its strip 4 px from it) and its values, 11 px high, were about 8 px on the
+    screen where the panel is shown at 3/4 size: now a gap on each side of the bar and values written larger."""
+    from vitviz.render.mae import BAR_GAP, BAR_TEXT, error_heatmap
+
+    err = np.full((14, 14), 0.0654, dtype=np.float32)
+    img = error_heatmap(err, np.ones((14, 14), dtype=bool), 16)
+    bar = img[:, 14 * 16:]
+    inked = np.where((bar < 200).any(axis=(0, 2)))[0]
+    assert inked.min() >= BAR_GAP >= 6  # a white gap between the map and the strip
+    assert bar.shape[1] - 1 - inked.max() >= 6  # and between the widest value and the panel's edge
+    rows = np.where((bar[:, BAR_GAP + 13:] < 200).any(axis=(1, 2)))[0]
+    assert rows.min() >= 3 and img.shape[0] - 1 - rows.max() >= 3  # the top and bottom values are whole
+    assert BAR_TEXT * 0.75 >= 11  # still 11 px on the screen at 3/4 size
+
+
 def test_token_ids_are_written_large_enough_to_read():
     """The ids were a third of a cell high: about 6 px once the 448-px map is shown at 260 px."""
     from vitviz.render.beit import id_font_size
@@ -66,3 +82,20 @@ def test_token_ids_are_written_large_enough_to_read():
     shown = 260 / 448
     for digits in (1, 2, 3):
         assert id_font_size(32, digits) * shown >= 8.5, digits
+
+
+def test_head_grid_cells_read_from_the_back_row():
+    """The head atlas gave a layer 26 px of figure height (cells about 28 px tall in the page) and told the types
+    apart by colour only: now 40 px a layer, and each cell carries its type's letter in a 15 px font."""
+    from vitviz.plots.heads import ROW_PX, TYPE_LETTERS, head_grid_figure
+
+    names = ("prefix-sink", "self", "local", "global")
+    types = np.array([[0, 1, 2], [3, 3, 2]], dtype=np.int64).repeat(6, axis=0)  # 12 layers x 3 heads
+    stats = {k: np.ones(types.shape) for k in ("distance", "entropy", "prefix_share", "self_share")}
+    fig = head_grid_figure(types, names, stats, "t")
+    margins = fig.layout.margin.t + fig.layout.margin.b
+    assert (fig.layout.height - margins) / 12 >= 0.9 * ROW_PX >= 36
+    grid = fig.data[0]
+    assert grid.text[0].tolist() == ["P", "S", "L"] and grid.text[6].tolist() == ["G", "G", "L"]
+    assert grid.textfont.size >= 14
+    assert [t.name for t in fig.data[1:]] == [f"{TYPE_LETTERS[n]} {n}" for n in names]

@@ -54,7 +54,7 @@ def metrics_marker(image, ratio: float, seed: int = 0, pattern: str = "random", 
     from vitviz.views import mae as mae_view
 
     loaded, r = mae_view.result(str(image), model, ratio, seed, pattern, None)
-    return mae_view.metrics_text(mae_view.metrics(loaded, r)).split(" · model loss")[0]
+    return mae_view.metrics_text(mae_view.metrics(loaded, r)).split(" · training loss")[0]
 
 
 def wait_metrics(page, marker: str, timeout: int = 180_000) -> None:

@@ -189,5 +189,5 @@ def test_an_example_photo_uploaded_is_that_example_in_the_link(app_url):
         page.locator("#explain-input input[type=file]").set_input_files(str(EXAMPLES / "coffee.jpg"))
         page.wait_for_function(_shows("explain-input", "coffee"), timeout=120_000)
         page.wait_for_function("() => new URL(location.href).searchParams.get('photo') === 'coffee'", timeout=30_000)
-        assert page.evaluate(text) == "example photo coffee"
+        assert page.evaluate(text) == "link opens photo coffee"
         browser.close()

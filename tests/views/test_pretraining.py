@@ -91,6 +91,16 @@ def test_verdict_is_computed_not_written():
     assert v.verdict(tied).startswith("**It does not reproduce")
     close = dict(base, **{"scratch-vit": _run(0.44, 0.03), "scratch-cnn": _run(0.46, 0.03)})
     assert v.verdict(close).startswith("**Not clearly")
-    closes = dict(base, **{"ft": _run(0.9, 0.0)})
-    assert "90.0% ± 0.0 at best) closes the gap" in v.verdict(closes)
+    closes = dict(base, **{"ft": _run(58 / 64, 0.0)})
+    assert "90.6%, 58 of 64 on every seed at best) closes the gap" in v.verdict(closes)
     assert "no verdict" in v.verdict({})
+
+
+def test_a_spread_of_zero_says_every_seed_scored_the_same():
+    """The verdict said the from-scratch ViT scored "32.8% ± 0.0": every seed got 21 of the 64 test photos."""
+    assert v.accuracy_text(21 / 64, 0.0, 3, 64) == "32.8%, 21 of 64 on every seed"
+    assert v.accuracy_text(0.495, 0.019, 3, 64) == "49.5% ± 1.9"
+    assert v.accuracy_text(21 / 64, 0.0, 1, 64) == "32.8% (one seed)"  # no spread measured, none claimed
+    base = shipped_summary(v.SCHEDULE)
+    if base.get("scratch-vit", {}).get("spread") == 0.0:
+        assert "± 0.0" not in v.verdict(base) and "on every seed" in v.verdict(base)

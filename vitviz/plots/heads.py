@@ -19,6 +19,11 @@ TYPE_COLORS: dict[str, str] = {"prefix-sink": "#9467bd", "self": "#8c564b", "loc
 #: Outline of queries and keys in the query-key space (AttentionViz's green and pink).
 QK_COLORS: dict[str, str] = {"query": "#1a9850", "key": "#d6338a"}
 QK_SYMBOLS: dict[str, str] = {"query": "circle", "key": "diamond"}
+#: The letter written in a head's cell of the grid (colour is not the only cue, and a letter reads from afar).
+TYPE_LETTERS: dict[str, str] = {"prefix-sink": "P", "self": "S", "local": "L", "global": "G"}
+#: Height of one layer's row of the grid, in px: a cell stays legible on a projector (6 heads in the tab's
+#: column at 1280 px are about 45 px wide; 28 px rows made them slivers).
+ROW_PX = 40
 
 
 def _hover_stats(stats: dict[str, np.ndarray], names: np.ndarray) -> np.ndarray:
@@ -55,16 +60,20 @@ def head_grid_figure(types: np.ndarray, type_names: tuple[str, ...], stats: dict
     for i, name in enumerate(type_names):  # a stepped colour scale: code i -> its type's colour
         scale += [[i / n, TYPE_COLORS[name]], [(i + 1) / n, TYPE_COLORS[name]]]
     names = np.asarray(type_names, dtype=object)[t]
+    letters = np.vectorize(lambda name: TYPE_LETTERS.get(name, ""), otypes=[object])(names)
     fig = go.Figure(go.Heatmap(
         z=t, x=np.arange(1, n_heads + 1), y=np.arange(1, n_layers + 1), zmin=-0.5, zmax=n - 0.5,
         colorscale=scale, showscale=False, xgap=2, ygap=2, customdata=_hover_stats(stats, names),
-        hovertemplate=HOVER, name="heads"))
+        hovertemplate=HOVER, name="heads", text=letters, texttemplate="%{text}",
+        textfont=dict(size=15 if n_heads <= 8 else 11, color="white")))
     for name in type_names:  # legend entries only
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, showlegend=True,
-                                 marker=dict(size=12, symbol="square", color=TYPE_COLORS[name])))
-    fig.update_xaxes(title_text="head", dtick=1, showgrid=False, zeroline=False)
-    fig.update_yaxes(title_text="layer", dtick=1, autorange="reversed", showgrid=False, zeroline=False)
-    layout(fig, title, height=max(300, 26 * n_layers + 140), legend_below=True)  # a narrow column: not over the title
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{TYPE_LETTERS.get(name, '?')} {name}",
+                                 showlegend=True, marker=dict(size=14, symbol="square", color=TYPE_COLORS[name])))
+    fig.update_xaxes(title_text="head", dtick=1, showgrid=False, zeroline=False, tickfont=dict(size=14))
+    fig.update_yaxes(title_text="layer", dtick=1, autorange="reversed", showgrid=False, zeroline=False,
+                     tickfont=dict(size=14))
+    layout(fig, title, height=max(320, ROW_PX * n_layers + 140), legend_below=True)  # legend not over the title
+    fig.update_layout(legend=dict(font=dict(size=14)))
     return fig
 
 

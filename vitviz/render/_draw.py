@@ -236,20 +236,21 @@ def label_row(panels: list[tuple[str, np.ndarray]], gap: int = 8, title_height: 
 
 
 def colorbar(height: int, vmin: float, vmax: float, label: str = "", width: int = 56, top: int = 14,
-             bottom: int = 14, fmt: str = "{:.2g}") -> np.ndarray:
+             bottom: int = 14, fmt: str = "{:.2g}", left: int = 4, size: int = 11) -> np.ndarray:
     """A vertical viridis colour bar with its top, middle and bottom values: ``(height, width, 3)`` uint8.
 
-    The bar runs from ``top`` to ``bottom`` px above the lower edge; ``label`` is written above it.
+    The bar (10 px wide) starts ``left`` px from the left edge and runs from ``top`` to ``bottom`` px above
+    the lower edge; its values are written beside it at ``size`` px; ``label`` is written above it.
     """
     bar = np.full((height, width, 3), 255, dtype=np.uint8)
     top = max(10, min(int(top), height - 16))
     inner = max(1, height - top - bottom)
-    bar[top:top + inner, 4:14] = colormap(np.linspace(1, 0, inner)).round().astype(np.uint8)[:, None, :]
+    bar[top:top + inner, left:left + 10] = colormap(np.linspace(1, 0, inner)).round().astype(np.uint8)[:, None, :]
     pil = Image.fromarray(bar)
     draw = ImageDraw.Draw(pil)
-    f = font(11)
+    f = font(size)
     for y, v in ((top, vmax), (top + inner // 2, (vmin + vmax) / 2), (top + inner - 1, vmin)):
-        draw.text((17, y), drawable(fmt.format(v), f), fill=(30, 30, 30), font=f, anchor="lm")
+        draw.text((left + 13, y), drawable(fmt.format(v), f), fill=(30, 30, 30), font=f, anchor="lm")
     if label:
         draw.text((2, top - 13), drawable(label, font(10)), fill=(30, 30, 30), font=font(10))
     return np.asarray(pil)

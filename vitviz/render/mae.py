@@ -20,8 +20,14 @@ def grid_overlay(image: np.ndarray, patch_size: int, color: tuple[int, int, int]
     return out.round().astype(np.uint8)
 
 
+#: The error map's colour bar: its strip starts :data:`BAR_GAP` px right of the map, its values are written at
+#: :data:`BAR_TEXT` px (read where the panel is shown at about 3/4 of its size), and the strip, the gap and the
+#: widest value ("0.065", 39 px) leave 8 px clear at the right edge: nothing touches the map or the panel's edge.
+BAR_GAP, BAR_TEXT, BAR_WIDTH = 8, 15, 68
+
+
 def error_heatmap(error_map: np.ndarray, mask: np.ndarray, patch_size: int, vmax: float | None = None,
-                  bar_width: int = 58) -> np.ndarray:
+                  bar_width: int = BAR_WIDTH) -> np.ndarray:
     """Per-patch error of the hidden patches as a heatmap with a colour bar.
 
     Visible patches are drawn light grey (they are not predicted). The colour scale
@@ -46,7 +52,8 @@ def error_heatmap(error_map: np.ndarray, mask: np.ndarray, patch_size: int, vmax
     cells = colormap(err / top).round().astype(np.uint8)
     cells[~m] = 225
     img = blocks(cells, patch_size)
-    bar = colorbar(img.shape[0], 0.0, top, width=bar_width, top=10, bottom=10, fmt="{:.3f}")
+    bar = colorbar(img.shape[0], 0.0, top, width=bar_width, top=12, bottom=12, fmt="{:.3f}", left=BAR_GAP,
+                   size=BAR_TEXT)
     return np.concatenate([img, bar], axis=1)
 
 

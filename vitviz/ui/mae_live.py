@@ -73,8 +73,9 @@ STREAM_EVERY = 0.05
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
 #: Placeholder value of the stamp box, replaced by the page with its clock in every frame it sends.
 STAMP = js.LIVE_STAMP
-#: Panel height of the live section.
-HEIGHT = 240
+#: Panel height of the live section, in px: the two live panels share two thirds of the panel column (about
+#: 300 px each at 1280 px, 450 at 1920), large enough for a projector; 240 left them about 200 px on the screen.
+HEIGHT = 320
 
 HELP_LIVE = (
     "**Live camera**: click the camera's button to start; every frame is masked and rebuilt by the model above at "

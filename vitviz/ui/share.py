@@ -24,7 +24,7 @@ def markup(photo: str | None) -> str:
     Args:
         photo: the example every tab starts with (its name, no extension), or None.
     """
-    carried = f"example photo {html.escape(photo)}" if photo else "no photo"
+    carried = f"link opens photo {html.escape(photo)}" if photo else "link carries no photo"
     # each example's name and byte size: an upload of an example's own file is that example (the page module)
     known = html.escape(json.dumps({Path(p).stem: Path(p).stat().st_size for p in example_images()}))
     return (f'<div class="vitviz-share" data-examples="{known}">'

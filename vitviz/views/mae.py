@@ -88,6 +88,13 @@ def metrics(model: LoadedModel, r: Reconstruction, photo: Any = None) -> dict:
     return out
 
 
+#: Where the model's own loss is measured, for the metrics line: the same hidden-patch MSE on the pixels the
+#: model was trained to predict (each channel standardised by the model's mean and spread, ImageNet's for
+#: MAE; each patch by its own mean and variance for ``norm_pix`` checkpoints), so it differs from the 0-to-1
+#: MSE beside it (:func:`vitviz.mae.reconstruct.predict`).
+LOSS_SPACE = {False: "the same error on the model's standardised pixels", True: "on per-patch normalised pixels"}
+
+
 def metrics_markdown(m: dict) -> str:
     """The metrics as one or two lines of Markdown."""
     hidden = m["hidden_patches"]
@@ -98,8 +105,8 @@ def metrics_markdown(m: dict) -> str:
                 + (f"\n\n{note}" if note else ""))
     psnr = f"{m['psnr_db']:.1f}\u00a0dB"  # never "dB" alone on the next line
     text = (
-        f"**{m['model']}** · hidden-patch **MSE {m['masked_mse']:.4f}** · **PSNR {psnr}** (RGB in [0, 1]) · "
-        f"model loss {m['model_loss']:.3f} (its training space) · "
+        f"**{m['model']}** · hidden-patch **MSE {m['masked_mse']:.4f}** · **PSNR {psnr}** (pixel values 0 to 1) · "
+        f"training loss {m['model_loss']:.3f} ({LOSS_SPACE[bool(m.get('norm_pix'))]}) · "
         f"**{m['tokens_encoded']} of {m['num_patches']} tokens** encoded ({hidden} hidden): "
         f"**{m['encoder_flops_saving']:.1f}x fewer encoder FLOPs** "
         f"({m['encoder_gflops']:.2f} vs {m['encoder_gflops_full_sequence']:.2f} GFLOPs)"

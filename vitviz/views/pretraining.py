@@ -181,9 +181,19 @@ def _series(key: str, c: ProbeCurve, depth_of: int) -> Series:
     return Series(f"{label(key)} · block {c.layer}/{depth_of}", family(model), random, x, ticks, c.accuracy)
 
 
+def accuracy_text(mean: float, spread: float, n_seeds: int, n_test: int) -> str:
+    """A test accuracy over seeds as ``"49.5% ± 1.9"``; where every seed scored the same, it says so with the
+    count (``"32.8%, 21 of 64 on every seed"``): a bare ``± 0.0`` reads as the rounding of a small spread."""
+    if n_seeds == 1:
+        return f"{100 * mean:.1f}% (one seed)"
+    if spread < 1e-9:
+        return f"{100 * mean:.1f}%, {round(mean * n_test)} of {n_test} on every seed"
+    return f"{100 * mean:.1f}% ± {100 * spread:.1f}"
+
+
 def _cell(c: ProbeCurve, k: int | str) -> str:
     mean, spread = c.at(k)
-    return f"{100 * mean:.1f}%" if k == "all" else f"{100 * mean:.1f}% ± {100 * spread:.1f}"
+    return f"{100 * mean:.1f}%" if k == "all" else accuracy_text(mean, spread, len(c.seeds), c.n_test)
 
 
 @dataclass(frozen=True)
@@ -258,8 +268,10 @@ def verdict(summary: dict, probes: Sequence[tuple[Bar, ProbeCurve]] = ()) -> str
     if cnn is None or vit is None:
         return "The shipped runs lack a from-scratch ViT or CNN, so there is no verdict."
 
+    n_test = sum(p.get("split") == "test" for p in load_manifest()["photos"])
+
     def pm(v: dict) -> str:
-        return f"{100 * v['mean']:.1f}% ± {100 * v['spread']:.1f}"
+        return accuracy_text(v["mean"], v["spread"], len(v["test_acc"]), n_test)
 
     n = len(cnn["test_acc"])
     finetuned = [summary[r] for r in ("ft", "ft-llrd") if r in summary]

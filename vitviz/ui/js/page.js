@@ -209,7 +209,7 @@
       const el = document.querySelector('#share .vitviz-share-text');
       if (!el) return;
       if (!st.uploaded && !st.photo) return;  // the page's first photo: the server wrote its name
-      el.textContent = st.uploaded ? 'your upload is not in the link' : `example photo ${st.photo}`;
+      el.textContent = st.uploaded ? 'your upload is not in the link' : `link opens photo ${st.photo}`;
       el.parentElement.title = st.uploaded
         ? 'The link carries the tab and its controls, not your uploaded photo: whoever opens it sees the example photo instead.'
         : 'The link carries the tab, its controls and the example photo shown.';
