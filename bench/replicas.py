@@ -1,4 +1,5 @@
-"""Visitors served per minute by one app replica and by two behind nginx (deploy/), at p95 <= 2x alone.
+"""Visitors served per minute by one app replica, by two behind nginx (deploy/),
+and by one whose model calls run on Ray actors, at p95 <= 2x alone.
 
 Each arrangement: the time of one reconstruct (mae-tiny, 75% hidden) for a visitor alone (median of 5),
 then ``c`` visitors at once for ``SECONDS`` each (c = 1, 2, 4, ...), each calling in a loop; the row is the
@@ -6,7 +7,8 @@ largest ``c`` whose p95 stays within twice the alone time, and the calls complet
 Memory: the resident set of the replicas' processes (and their workers) at the end. On one machine the
 two replicas share its cores: the ratio shows the proxy's and the second process's cost, not more cores.
 
-    python bench/replicas.py            # both arrangements; prints a Markdown table
+    python bench/replicas.py            # every arrangement; prints a Markdown table
+    python bench/replicas.py Ray        # only the arrangements whose name holds "Ray"
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from tools.nginx import proxy
 SECONDS = float(os.environ.get("VITVIZ_BENCH_SECONDS", "20"))
 PHOTO = ROOT / "assets" / "examples" / "chelsea.jpg"
 ENV = dict(VITVIZ_WARMUP="0", HF_HUB_OFFLINE="1")
+#: ``python app.py`` with its model calls sent to Ray actors (a local Ray: ``ray.init(num_cpus=2)``), the cost
+#: class of each call told as VITVIZ_WORKERS=processes tells it (vitviz.ui.serve.model_workers.cost_of).
+RAY_APP = [sys.executable, "-c",
+           "import runpy, ray; ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); "
+           "from vitviz.models import runner; from vitviz.models.ray_workers import RayWorkers; "
+           "from vitviz.ui.serve.model_workers import cost_of; w = RayWorkers(); w.start(); "
+           "runner.install_dispatch(w.submit, cost_of); runpy.run_path('app.py', run_name='__main__')"]
 
 
 def rss_mib(pid: int) -> float:
@@ -95,17 +104,20 @@ def measure(url: str) -> dict[str, float]:
     return best
 
 
-def main() -> None:
+def main(only: str = "") -> None:
     rows = []
-    for n in (1, 2):
+    for n, command, name in ((1, None, "1 replica"), (2, None, "2 replicas behind nginx"),
+                             (1, RAY_APP, "1 replica, model calls on Ray actors (local Ray)")):
+        if only and only not in name:
+            continue
         with ExitStack() as stack:
-            apps = [stack.enter_context(running_app(**ENV)) for _ in range(n)]
+            apps = [stack.enter_context(running_app(command=command, **ENV)) for _ in range(n)]
             url = apps[0][0] if n == 1 else stack.enter_context(proxy([u.rstrip("/")[7:] for u, _ in apps]))
             load_before = os.getloadavg()
             row = measure(url)
             row["rss_mib"] = sum(rss_mib(p.pid) for _, p in apps)
             row["load"] = f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}"
-            rows.append((f"{n} replica{'s behind nginx' if n > 1 else ''}", row))
+            rows.append((name, row))
     print("| arrangement | alone (ms) | visitors at p95 <= 2x alone | p95 (ms) | calls per minute | "
           "memory (MiB) | load average (1 min) before / after |")
     print("|---|---|---|---|---|---|---|")
@@ -115,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(" ".join(sys.argv[1:]))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -24,10 +26,13 @@ def actors():
     from vitviz.models.ray_workers import RayWorkers
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # Ray's session folder (sockets, logs) in a short folder of its own, removed after (Ray leaves it)
+    folder = tempfile.mkdtemp(prefix="vitviz-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
     try:  # the actors import vitviz and these tests from the checkout
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=folder,
                  runtime_env={"env_vars": {"PYTHONPATH": root}})
     except Exception as e:  # noqa: BLE001 - no shared memory, no free port, a sandbox: say why and skip
+        shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"Ray cannot start here: {type(e).__name__}: {e}")
     workers = RayWorkers(views=1, threads=torch.get_num_threads())
     try:
@@ -35,6 +40,7 @@ def actors():
     finally:
         workers.close()
         ray.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture()

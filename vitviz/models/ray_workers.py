@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import settings
-from .workers import COSTS, HEAVY_NICE, _start, _work, crashed, finish, prepare
+from .workers import COSTS, HEAVY_NICE, _start, _work, crashed, finish, prepare, shape
 
 
 #: Environment variables that set the thread pools of torch's OpenMP and numpy's BLAS.
@@ -89,11 +89,7 @@ class RayWorkers:
 
     def _shape(self, cost: str) -> tuple[int, int, int]:
         """``(actors, nice, threads)`` of a class."""
-        if cost == "heavy":
-            return 1, self.heavy_nice, self.threads
-        if cost == "live":
-            return 1, 0, 1
-        return max(1, self.views), 0, self.threads
+        return shape(cost, self.views, self.threads, self.heavy_nice)
 
     def actors(self, cost: str) -> list[Any]:
         """The actor handles of a class (started now if it has none)."""

@@ -185,6 +185,16 @@ def crashed(cost: str, fn: Callable[..., Any]) -> WorkerCrashed:
                          f"try again: a fresh worker starts for the next request")
 
 
+def shape(cost: str, views: int, threads: int, heavy_nice: int) -> tuple[int, int, int]:
+    """``(workers, nice, threads)`` of a cost class: ``views`` view workers; one heavy worker at ``heavy_nice``;
+    one live worker on one thread."""
+    if cost == "heavy":
+        return 1, heavy_nice, threads
+    if cost == "live":
+        return 1, 0, 1
+    return max(1, views), 0, threads
+
+
 def _start(nice: int, threads: int, parent: int) -> None:
     """A worker's start: its OS priority, its intra-op threads, and a watch that ends it when ``parent`` (the
     host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay."""
@@ -252,11 +262,7 @@ class Workers:
 
     def _shape(self, cost: str) -> tuple[int, int, int]:
         """``(processes, nice, threads)`` of a class."""
-        if cost == "heavy":
-            return 1, self.heavy_nice, self.threads
-        if cost == "live":
-            return 1, 0, 1
-        return max(1, self.views), 0, self.threads
+        return shape(cost, self.views, self.threads, self.heavy_nice)
 
     def pool(self, cost: str) -> concurrent.futures.ProcessPoolExecutor:
         """The executor of a class (started now if it is not running)."""
