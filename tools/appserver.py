@@ -79,20 +79,21 @@ def wait_for_page(url: str, proc: subprocess.Popen, timeout: float, poll: float 
 
 @contextmanager
 def running_app(log: Path | None = None, timeout: float = 300.0, args: tuple[str, ...] = (),
-                **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+                command: list[str] | None = None, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """Run ``python app.py`` on a free loopback port; yield ``(url, process)``; stop it after.
 
     Args:
         args: ``app.py``'s own options (``--mcp``, ``--model NAME=PATH``).
         log: file for the app's output (default: discarded).
         timeout: seconds to wait for the first page.
+        command: what starts the app (default ``python app.py``; ``args`` follow it).
         env: extra environment variables.
     """
     port = free_port()
     full_env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
                     GRADIO_ANALYTICS_ENABLED="False", **env)
     out = log.open("w") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=full_env, stdout=out,
+    proc = subprocess.Popen([*(command or [sys.executable, "app.py"]), *args], cwd=ROOT, env=full_env, stdout=out,
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:

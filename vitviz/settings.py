@@ -242,10 +242,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
             "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
             "request's model calls use one fewer, and a view beside other calls its share."),
-    Setting("VITVIZ_WORKERS", "off", _choice("off", "processes"), "The served app's model calls: off (in its process; "
-            "faster alone, bench/README.md) or processes (worker processes by cost class: views, heavy at the lowest "
-            "OS priority, live; each keeps up to VITVIZ_MAX_MODELS models). The library always runs them in-process."),
-    Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64), "View worker processes when VITVIZ_WORKERS=processes."),
+    Setting("VITVIZ_WORKERS", "off", _choice("off", "processes", "ray"), "The served app's model calls: off (in-process; "
+            "faster alone), processes (worker processes by cost class: views, heavy at the lowest OS priority, live) or "
+            "ray (those classes as Ray actors on the cluster RAY_ADDRESS names, else a local one; vitviz[ray])."),
+    Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64), "View workers (processes or actors) when VITVIZ_WORKERS is on."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
     Setting("VITVIZ_SESSION_QUEUE", "8", _int(1, 10_000),

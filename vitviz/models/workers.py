@@ -150,6 +150,51 @@ def resolve(value: Any) -> Any:
     return model.module.get_submodule(value.part) if value.part else model.module
 
 
+def prepare(fn: Callable[..., Any], args: tuple, kwargs: dict, cost: str) -> tuple[bytes, str] | None:
+    """What a worker receives for the marked call ``fn(*args, **kwargs)`` -- its payload for :func:`_work`
+    (models as :class:`ModelRef`) -- and the cost class it runs in (a large model's call: ``heavy``); None
+    when it must run in this process (a model no :class:`ModelRef` names, an argument that cannot be pickled)."""
+    try:
+        sent_args = tuple(reference(a) for a in args)
+        sent_kwargs = {k: reference(v) for k, v in kwargs.items()}
+    except _Unnamed:
+        return None
+    cost = cost if cost in COSTS else "view"
+    if any(isinstance(v, ModelRef) and v.large for v in (*sent_args, *sent_kwargs.values())):
+        cost = "heavy"
+    try:
+        return pickle.dumps((fn, sent_args, sent_kwargs), protocol=pickle.HIGHEST_PROTOCOL), cost
+    except (pickle.PicklingError, TypeError, AttributeError):  # an argument only this process can hold
+        return None
+
+
+def finish(reply: bytes, args: tuple, kwargs: dict) -> Any:
+    """The result of a call from a worker's ``reply`` (:func:`_work`), with the dicts it filled merged into
+    the caller's ``args`` and ``kwargs``."""
+    result, filled = pickle.loads(reply)
+    for at, contents in filled.items():
+        target = args[at] if isinstance(at, int) else kwargs[at]
+        target.update(contents)
+    return result
+
+
+def crashed(cost: str, fn: Callable[..., Any]) -> WorkerCrashed:
+    """The error of a call whose ``cost`` worker stopped while running ``fn``."""
+    name = getattr(fn, "__qualname__", repr(fn))
+    return WorkerCrashed(f"the {cost} model worker stopped while running {name} (killed or out of memory); "
+                         f"try again: a fresh worker starts for the next request")
+
+
+def shape(cost: str, views: int, threads: int, heavy_nice: int) -> tuple[int, int, int]:
+    """``(workers, nice, threads)`` of a cost class: ``views`` view workers; one heavy worker at ``heavy_nice``;
+    one live worker on one thread."""
+    if cost == "heavy":
+        return 1, heavy_nice, threads
+    if cost == "live":
+        return 1, 0, 1
+    return max(1, views), 0, threads
+
+
 def _start(nice: int, threads: int, parent: int) -> None:
     """A worker's start: its OS priority, its intra-op threads, and a watch that ends it when ``parent`` (the
     host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay."""
@@ -217,11 +262,7 @@ class Workers:
 
     def _shape(self, cost: str) -> tuple[int, int, int]:
         """``(processes, nice, threads)`` of a class."""
-        if cost == "heavy":
-            return 1, self.heavy_nice, self.threads
-        if cost == "live":
-            return 1, 0, 1
-        return max(1, self.views), 0, self.threads
+        return shape(cost, self.views, self.threads, self.heavy_nice)
 
     def pool(self, cost: str) -> concurrent.futures.ProcessPoolExecutor:
         """The executor of a class (started now if it is not running)."""
@@ -262,33 +303,20 @@ class Workers:
         """
         from . import runner
 
-        try:
-            sent_args = tuple(reference(a) for a in args)
-            sent_kwargs = {k: reference(v) for k, v in kwargs.items()}
-        except _Unnamed:
+        prepared = prepare(fn, args, kwargs, cost)
+        if prepared is None:
             return runner.run_here(fn, args, kwargs)
-        cost = cost if cost in COSTS else "view"
-        if any(isinstance(v, ModelRef) and v.large for v in (*sent_args, *sent_kwargs.values())):
-            cost = "heavy"
-        try:
-            payload = pickle.dumps((fn, sent_args, sent_kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):  # an argument only this process can hold
-            return runner.run_here(fn, args, kwargs)
+        payload, cost = prepared
         pool = self.pool(cost)
         try:
-            result, filled = pickle.loads(pool.submit(_work, payload).result())
+            reply = pool.submit(_work, payload).result()
         except BrokenProcessPool:
             with self._lock:
                 if self._pools.get(cost) is pool:
                     del self._pools[cost]
             pool.shutdown(wait=False, cancel_futures=True)
-            name = getattr(fn, "__qualname__", repr(fn))
-            raise WorkerCrashed(f"the {cost} model worker stopped while running {name} (killed or out of "
-                                f"memory); try again: a fresh worker starts for the next request") from None
-        for at, contents in filled.items():
-            target = args[at] if isinstance(at, int) else kwargs[at]
-            target.update(contents)
-        return result
+            raise crashed(cost, fn) from None
+        return finish(reply, args, kwargs)
 
     def close(self) -> None:
         """End every worker process (waits for them; calls still queued are cancelled). Idempotent."""
@@ -297,3 +325,19 @@ class Workers:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def for_setting(kind: str) -> Workers | Any:
+    """The workers ``VITVIZ_WORKERS`` names: ``processes``: :class:`Workers`; ``ray``:
+    :class:`vitviz.models.ray_workers.RayWorkers` (the cluster ``RAY_ADDRESS`` names, else a local one).
+
+    Raises:
+        ValueError: any other kind.
+    """
+    if kind == "processes":
+        return Workers()
+    if kind == "ray":
+        from .ray_workers import RayWorkers
+
+        return RayWorkers()
+    raise ValueError(f"model workers {kind!r}: expected processes or ray")
