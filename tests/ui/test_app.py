@@ -209,7 +209,7 @@ def test_every_named_endpoint_keeps_its_name():
     assert {"/reconstruct", "/sweep", "/patch_grid", "/pos_similarity", "/attention_query", "/rollout",
             "/attention_distance", "/swin_windows", "/swin_attention", "/attention_flops", "/model_flops",
             "/patch_size_flops", "/mae_flops", "/measure_attention", "/tokenize", "/beit_predict",
-            "/head_atlas", "/qk_space", "/explain", "/decoder_provenance"} <= names
+            "/head_atlas", "/qk_space", "/explain", "/decoder_provenance", "/ablate", "/logit_lens"} <= names
     assert not [n for n in names if re.search(r"_\d+$", n)]
 
 

@@ -21,6 +21,7 @@ KEY_VISUALS: dict[str, tuple[str, ...]] = {
     "attention": ("#attn-query-overlay",),
     "heads": ("#heads-grid",),
     "explain": ("#explain-model-note", "#explain-maps"),
+    "intervene": ("#intervene-chart", "#intervene-info"),
     "features": ("#feat-pca",),
     "pretraining": ("#pre-probe",),
     "beit": ("#beit-token-map",),

@@ -39,6 +39,22 @@ def test_handlers_without_a_browser(photo_path):
     assert "Michel" in s.help_ablation and "nostalgebraist" in s.help_lens and "decoder" in s.lens_text
 
 
+def test_a_head_clicked_in_the_atlas_is_switched_off_here(photo_path):
+    """The atlas counts from 1, this tab from 0; the atlas's model replaces the tab's (its heads then start empty)."""
+    img = str(photo_path)
+    went = t.on_goto('{"model": "mae-tiny", "layer": 8, "head": 1}', img, "mae-tiny", "7.2", "", "zero")
+    assert went.heads_off == "7.0, 7.2" and went.layer["value"] == 7 and went.head["value"] == 0
+    assert "layer 7 head 0, layer 7 head 2 zeroed" in went.ab_text
+    moved = t.on_goto('{"model": "mae-tiny", "layer": 2, "head": 3}', img, "vit-base:random", "11.0", "", "zero")
+    assert moved.model == "mae-tiny" and moved.heads_off == "1.2" and moved.head["maximum"] == 2
+    assert isinstance(moved.ab_text, dict)  # a skip: the model's change recomputes every view
+    for goto, match in (('{"model": "swin-t", "layer": 1, "head": 1}', "cannot be ablated here"),
+                        ('{"model": "mae-tiny", "layer": 9, "head": 1}', "8 layers of 3 heads"),
+                        ('{"layer": "x"}', "must name a layer and a head")):
+        with pytest.raises(gr.Error, match=match):
+            t.on_goto(goto, img, "mae-tiny", "", "", "zero")
+
+
 def test_the_url_names_heads_and_the_tab_takes_them():
     from vitviz.ui.urlstate import parse_query
 
@@ -85,6 +101,34 @@ def test_page_knocks_out_a_layer_ranks_its_heads_and_reads_the_lens(url):
             page.locator("#intervene-rank").click()
             page.wait_for_function("() => (document.querySelector('#intervene-rank-info')?.innerText || '')"
                                    ".includes('matters most here is layer 7 head')", timeout=300_000)
+            errors = page.locator(".toast-body.error").all_inner_texts()
+            assert not [e for e in errors if e.strip()], errors
+        finally:
+            browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_a_click_in_the_heads_atlas_switches_the_head_off_and_the_link_names_it(app_url):
+    """The whole app: the Heads atlas set to switch heads off; a click on a grid cell (Plotly's click event,
+    as a person's click sends it) opens the Ablate tab with that head off, and the address names it."""
+    from playwright.sync_api import sync_playwright
+
+    info = "() => document.querySelector('#intervene-info')?.innerText || ''"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(app_url + "?tab=heads")
+            grid = "document.querySelector('#heads-grid .js-plotly-plot')"
+            page.wait_for_function(f"() => {grid} && window.vitviz.heads.attached({grid})", timeout=300_000)
+            page.locator("#heads-click-does label", has_text="switches it off").click()
+            model = page.evaluate(f"() => {grid}.layout.meta.model")
+            page.evaluate(f"() => {grid}.emit('plotly_click', {{points: [{{customdata: [2, 3], x: 3, y: 2}}]}})")
+            page.wait_for_function(f"() => ({info})().includes('layer 1 head 2 zeroed')", timeout=300_000)
+            assert page.locator("[role=tab][aria-selected=true]").get_attribute("data-tab-id") == "intervene"
+            assert page.locator("#intervene-heads textarea").input_value() == "1.2"
+            assert model.split(":")[0] in page.locator("#intervene-model input").input_value()
+            page.wait_for_function("() => new URL(location.href).searchParams.get('heads') === '1.2'", timeout=10_000)
             errors = page.locator(".toast-body.error").all_inner_texts()
             assert not [e for e in errors if e.strip()], errors
         finally:

@@ -82,15 +82,17 @@ def test_walk_the_tour_forward_and_back(app_url):
 
 
 def test_a_step_whose_model_is_missing_is_left_out(monkeypatch):
-    """Without dinov2-small (the package's weights off, offline) the two-kinds step would wait forever."""
+    """Without dinov2-small (the package's weights off, offline) the two-kinds step and the ablation step (on
+    dinov2-small-lab8) would wait forever."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "0")
     monkeypatch.setenv("VITVIZ_WEIGHTS_DIR", "/nonexistent-vitviz-weights")
     steps = tour.default_steps()
     kinds = [s for s in steps if s.needs]
-    assert [s.title for s in kinds] == ["Two kinds of visual words"] and kinds[0].needs == ("dinov2-small",)
+    assert sorted(s.title for s in kinds) == ["Switch one head off", "Two kinds of visual words"]
+    assert all(k.needs == ("dinov2-small",) for k in kinds)
     here = tour.steps_here()
-    assert len(here) == len(steps) - 1 and kinds[0] not in here
+    assert len(here) == len(steps) - 2 and not set(kinds) & set(here)
     assert tour.steps_here(tuple(s for s in steps if not s.needs)) == here
 
 

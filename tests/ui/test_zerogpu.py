@@ -93,7 +93,7 @@ OVERRIDES = {
 #: The endpoints whose handler runs a model.
 HEAVY = ("reconstruct", "sweep", "decoder_provenance", "attention_query", "rollout", "attention_distance",
          "head_atlas", "qk_space", "token_norms", "explain", "feature_pca", "patch_similarity", "layer_probes",
-         "tokenize", "beit_predict", "swin_attention", "doctor")
+         "tokenize", "beit_predict", "swin_attention", "doctor", "ablate", "logit_lens")
 
 
 @pytest.fixture(scope="module")

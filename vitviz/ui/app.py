@@ -18,8 +18,8 @@ import gradio as gr
 
 from .. import settings
 from . import shared_image
-from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, js, lazy, mae_tab,
-               patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
+from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, intervene_tab, js,
+               lazy, mae_tab, patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
 
 TITLE = "vitviz — see how Vision Transformers and Masked Autoencoders work"
 #: What each tab is for, one line each (the intro lists them in the tabs' order).
@@ -29,6 +29,7 @@ PURPOSES: dict[str, str] = {
     "attention": "click a patch to see where each head looks",
     "heads": "every head at once, sorted by what it does",
     "explain": "which patches a decision rests on, and a test",
+    "intervene": "switch heads off and watch the answer; the logit lens",
     "features": "what each layer's tokens hold",
     "pretraining": "few labels: pretrained features vs from scratch",
     "beit": "visual tokens, and guessing the hidden ones",
@@ -45,8 +46,8 @@ def intro(tabs: tuple = ()) -> str:
 
 
 #: The tabs, in the order they appear. Each module has ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder``.
-TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, features_tab, pretraining_tab, beit_tab, swin_tab,
-        compute_tab)
+TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, intervene_tab, features_tab, pretraining_tab,
+        beit_tab, swin_tab, compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
 #: Tab ids and the labels of their buttons.

@@ -4,7 +4,9 @@ Its contract: the views of :mod:`vitviz.views.heads` and :mod:`vitviz.views.norm
 fields name this tab's components, :mod:`vitviz.ui.binder`). Clicks on the
 Plotly charts are read in the page (:data:`CLICK_JS`): a head opens the Attention tab's
 query view at that layer and head (the Attention tab picks it up, see
-:data:`vitviz.ui.attention_tab.GOTO_JS`); a query or key sends its token here.
+:data:`vitviz.ui.attention_tab.GOTO_JS`), or, with *A click on a head* set so (:data:`CLICK_DOES`), the
+Ablate tab with that head switched off (:data:`vitviz.ui.intervene_tab.GOTO_JS`); a query or key sends its
+token here.
 """
 
 from __future__ import annotations
@@ -115,8 +117,11 @@ def on_model_norms(model: str, norm_layer: float) -> Any:
     return gr.update(maximum=depth, value=min(max(0, int(round(float(norm_layer or 0)))), depth))
 
 
+#: What a click on a head of the atlas does, (label, value): the page reads the value checked.
+CLICK_DOES = [("shows its attention", "attention"), ("switches it off (Ablate tab)", "ablate")]
 #: Clicks on the tab's Plotly charts, read in the page (``vitviz.heads.clicks`` in ``vitviz/ui/js/page.js``).
-#: A head (grid cell or scatter point) opens the Attention tab on it; a query or key sends
+#: A head (grid cell or scatter point) opens the Attention tab on it (or switches it off in the Ablate tab:
+#: :data:`CLICK_DOES`); a query or key sends
 #: ``{"token", "kind"}`` in this component's value.
 CLICK_JS = js.read("heads_clicks")
 
@@ -138,6 +143,9 @@ def build(demo: gr.Blocks) -> Binder:
             ui.note = gr.Markdown(hv.model_note(default), elem_id="heads-model-note")
             ui.source = gr.Radio(hv.SOURCES, value="image", label="Statistics of", elem_id="heads-source",
                                  info="one photo, or the mean over the example photos (the model's own head types)")
+            # read in the page only (vitviz.heads in vitviz/ui/js/page.js): no server event
+            gr.Radio(CLICK_DOES, value="attention", label="A click on a head", elem_id="heads-click-does",
+                     interactive=True)
         with gr.Column(scale=3):
             # the atlas first, its reading after it: on the first screen at 1280x720
             ui.info = gr.Markdown(elem_id="heads-info")

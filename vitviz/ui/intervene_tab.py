@@ -3,10 +3,6 @@
 Its contract: the views of :mod:`vitviz.views.intervene` (dataclasses whose fields name this tab's
 components, :mod:`vitviz.ui.binder`). The heads switched off are a text field (``"11.2, 8.4"``, layer.head
 from 0) that the buttons edit and the URL's ``heads=`` sets.
-
-Not yet in :data:`vitviz.ui.app.TABS`: with it the app's page configuration measured 304.9 KB, over the 300 KB
-budget of ``tests/ui/test_pageconfig.py`` (287.0 KB without it). Registering it is one entry in ``TABS`` and
-``PURPOSES``; its tour step, first-screen visuals and endpoint lists are in the branch's report.
 """
 
 from __future__ import annotations
@@ -16,9 +12,10 @@ from typing import Any
 
 import gradio as gr
 
+from ..views import heads as hv
 from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
-from . import helptext
+from . import helptext, js, urlstate
 from .binder import Binder
 from .common import user_errors
 from .serve.costs import Cost, cost, model_cost
@@ -108,6 +105,48 @@ def _editor(action: str) -> Any:
 
     edit.__name__ = f"heads_{action}"
     return edit
+
+
+@dataclass(frozen=True)
+class Went:
+    """A head clicked in the Heads atlas, switched off here: the model, the heads switched off, the sliders on
+    that head, and the views with it (skipped when the model changes: its ``change`` recomputes everything)."""
+
+    model: Any
+    heads_off: str
+    layer: Any
+    head: Any
+    ab_chart: Any
+    ab_panels: Any
+    ab_text: Any
+
+
+@cost(model_cost(1))
+@user_errors
+def on_goto(goto: str | None, image: str | None, model: str, heads_off: str, tokens: str, mode: str) -> Went:
+    """A head clicked in the Heads atlas (``{"model", "layer", "head"}``, 1-based as the atlas counts, from the
+    page's ``vitviz.ablate.goto``) -> that head added to the heads switched off (``LAYER.HEAD`` from 0); the
+    atlas's model becomes this tab's, with only that head off, when it differs."""
+    target, layer, head = hv.parse_goto(goto)
+    changed = target is not None and target != model
+    if changed:
+        if target not in [v for _, v in iv.model_choices()]:
+            raise ValueError(f"{target} cannot be ablated here; pick one of this tab's models")
+        model, heads_off = target, ""
+    depth, heads = iv.head_range(model)
+    if layer > depth or head > heads:
+        raise ValueError(f"{model} has {depth} layers of {heads} heads; the atlas sent layer {layer}, head {head}")
+    off = iv.edit_heads(model, heads_off, layer - 1, head - 1, "off")
+    sliders = gr.update(maximum=depth - 1, value=layer - 1), gr.update(maximum=heads - 1, value=head - 1)
+    views = (AblationView(gr.skip(), gr.skip(), gr.skip()) if changed
+             else show(image, model, off, tokens, mode, False, layer - 1, head - 1))
+    return Went(model, off, *sliders, **vars(views))
+
+
+#: The Heads atlas's click on a head when set to switch it off (``vitviz.ablate.goto`` in
+#: ``vitviz/ui/js/page.js``): once this tab is shown and its views rest, the head arrives in this hidden
+#: component's value, which fires its ``change``.
+GOTO_JS = js.read("ablate_goto")
 
 
 @dataclass(frozen=True)
@@ -202,6 +241,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         label="decoder by layer", elem_id="intervene-lens-pictures",
                                         visible=False)
             ui.help_lens = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-lens-help")
+    ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="intervene-goto", padding=False)
 
     ui.endpoint(ablate, api_name="ablate")
     ui.endpoint(logit_lens, api_name="logit_lens")
@@ -213,5 +253,8 @@ def build(demo: gr.Blocks) -> Binder:
     for button, action in ((off, "off"), (layer_off, "layer"), (only, "only"), (reset, "reset")):
         button.click(**ui.bind(_editor(action), quick=False))
     rank_button.click(**ui.bind(rank, quick=False, show_progress="full"))
+    ui.goto.change(**ui.bind(on_goto))
+    gr.on([ui.model.change, ui.heads_off.change], None, [ui.model, ui.heads_off], None, js=urlstate.ABLATION_JS,
+          queue=False, api_visibility="private")
     ui.follow_url(("model", "layer", "heads_off"), url_controls)
     return ui

@@ -53,11 +53,14 @@ def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop,
     kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
     image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
     examples, found = None, (example_images() if with_examples else [])
+    # private: the click that loads an example is the page's, not an API endpoint
+    shown: dict[str, Any] = dict(examples=found, inputs=image, label="Example photos", elem_id=examples_id,
+                                 api_visibility="private")
     if found and examples_class is None:
-        examples = gr.Examples(examples=found, inputs=image, label="Example photos", elem_id=examples_id)
+        examples = light(gr.Examples(**shown))
     elif found:
         with gr.Group(elem_classes=[examples_class]):
-            examples = gr.Examples(examples=found, inputs=image, label="Example photos", elem_id=examples_id)
+            examples = light(gr.Examples(**shown))
     relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
                       elem_id=f"image-relay-{tab_id}")
     kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
@@ -69,6 +72,29 @@ def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop,
     # the box's own change: a refused upload empties it silently
     image.change(**{**kw, "js": publish_js(tab_id, clear="emptied")})
     ui.image, ui.examples, ui.new_image = image, examples, relay
+
+
+#: What the page's image thumbnail reads of an example's file (Gradio 6.31's image ``Example.svelte`` shows
+#: ``value.url``; a click sends only the example's index, and the server loads the photo from its own list).
+THUMBNAIL_KEYS = ("url",)
+
+
+def light(examples: gr.Examples) -> gr.Examples:
+    """``examples`` with less than half its page configuration (2.3 KB -> 1 KB for four photos).
+
+    Gradio's example dataset carries, for the page, the input box's every prop (``component_props``: about
+    750 bytes, which an image thumbnail never reads) and each photo's whole file record (its server path twice,
+    its size, type...). The page's thumbnails need only each file's ``url`` (:data:`THUMBNAIL_KEYS`); the
+    click that loads a photo is answered on the server from the examples' own list (``gr.Examples`` keeps its
+    processed photos apart from the dataset's samples), so it is unchanged. ``component_props``, ``headers``
+    and ``samples`` are ``gr.Dataset``'s constructor arguments, read when the configuration is built.
+    """
+    dataset = examples.dataset
+    dataset.component_props = [{}]
+    dataset.headers = []
+    dataset.samples = [[{k: v for k, v in cell.items() if k in THUMBNAIL_KEYS} if isinstance(cell, dict) else cell
+                        for cell in row] for row in dataset.samples]
+    return examples
 
 
 def publish_js(tab_id: str, clear: bool | str = False) -> str:

@@ -144,6 +144,9 @@ MASK_JS = js.read("url_mask")
 PAINT_JS = js.read("mae_paint")
 #: Browser code run when the attention layer changes: writes ``layer`` into the URL.
 LAYER_JS = js.read("url_layer")
+#: Browser code run when the Ablate tab's model or heads switched off change: ``model`` and ``heads`` (none:
+#: no ``heads=``) in the URL.
+ABLATION_JS = js.read("url_ablation")
 
 
 def tab_js(tab: str) -> str:

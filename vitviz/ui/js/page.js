@@ -124,6 +124,15 @@
       // The example photo shown (its name), or none: an upload cannot travel in a link.
       photo(name) { set((p) => { if (name) p.set('photo', name); else p.delete('photo'); }); },
       layer(layer) { if (layer !== null && layer !== undefined) set((p) => p.set('layer', String(Math.round(layer)))); },
+      // The Ablate tab's model and heads switched off ("11.2, 8.4" -> heads=11.2,8.4; none: no heads=).
+      ablation(model, heads) {
+        if (!tabs.ready || tabs.shown() !== 'intervene') return;  // set while another tab is shown: not its link
+        const list = String(heads || '').split(',').map((h) => h.trim()).filter((h) => /^\d{1,3}\.\d{1,3}$/.test(h));
+        set((p) => {
+          if (model) p.set('model', model);
+          if (list.length) p.set('heads', list.join(',')); else p.delete('heads');
+        });
+      },
       // The selected tab, recorded once the URL's own tab is open.
       tab(id) { if (tabs.ready) set((p) => p.set('tab', id)); },
     };
@@ -472,12 +481,47 @@
     };
   })();
 
+  // --- ablate: a head switched off from the Heads tab ------------------------------------------------------
+  const ablate = (() => {
+    let props = null, want = null, shownSince = 0;
+    // Sent once the Ablate tab is shown and its views rest (its first views, or a new photo's, drawn): the
+    // head is then added to the heads switched off, with the views recomputed once. Given up after 60 s.
+    const check = () => {
+      if (!want) return true;
+      if (Date.now() - want.at > 60000) { want = null; return true; }
+      const panel = examples.shownPanel();
+      const info = document.querySelector('#intervene-info');
+      if (!props || !panel || !panel.querySelector('#intervene-chart') || !info) { shownSince = 0; return false; }
+      if (!shownSince) { shownSince = Date.now(); setTimeout(later, 600); }
+      if (Date.now() - shownSince < 500 || !info.innerText.trim() || examples.busy(panel)) return false;
+      props.value = JSON.stringify({model: want.model, layer: want.layer, head: want.head, t: Date.now()});
+      want = null;
+      return true;
+    };
+    return {
+      // js_on_load of the Ablate tab's hidden goto component: a head goes in its value, which fires its change.
+      gotoTarget(p) { props = p; if (want) later(); },
+      // A head of the atlas (layer and head 1-based, as the atlas counts) to switch off in the Ablate tab.
+      goto(model, layer, head) {
+        want = {model, layer: Number(layer), head: Number(head), at: Date.now()};
+        shownSince = 0;
+        setTimeout(later, 60050);  // the give-up check runs even on a still page
+        watch(check);
+        tabs.open('intervene');
+      },
+    };
+  })();
+
   // --- heads: clicks on the Heads tab's Plotly charts ------------------------------------------------------
   const heads = (() => {
     const handlers = new WeakMap();
+    // A head (grid cell or scatter point) opens the Attention tab on it, or, with "A click on a head" set to
+    // switching it off (#heads-click-does), the Ablate tab with it switched off.
     const openHead = (plot, pt) => {
       const layer = pt.customdata ? pt.customdata[0] : pt.y, head = pt.customdata ? pt.customdata[1] : pt.x;
-      attention.goto(plot.layout && plot.layout.meta ? plot.layout.meta.model : null, layer, head);
+      const model = plot.layout && plot.layout.meta ? plot.layout.meta.model : null;
+      const off = document.querySelector('#heads-click-does input[value="ablate"]');
+      (off && off.checked ? ablate : attention).goto(model, layer, head);
     };
     const make = {
       'heads-grid': (plot) => (ev) => { if (ev && ev.points && ev.points.length) openHead(plot, ev.points[0]); },
@@ -739,7 +783,7 @@
 
   let started = false;
   window.vitviz = {
-    watch, tabs, url, presenter, examples, share, image, lazy, scrub, mae, attention, heads, live,
+    watch, tabs, url, presenter, examples, share, image, lazy, scrub, mae, attention, ablate, heads, live,
     // Run the watchers' checks soon even if the page does not change (a check that waits for time to pass).
     wake: () => later(),
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
