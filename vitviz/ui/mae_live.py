@@ -125,6 +125,7 @@ class LiveBox:
     pace: gr.Checkbox
     play: gr.Button
     stop: gr.Button
+    notify: gr.Number
 
 
 def build() -> LiveBox:
@@ -152,7 +153,10 @@ def build() -> LiveBox:
                 play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
                 stop = gr.Button("■ Stop", elem_id="mae-live-stop")
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
-    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop)
+        # bumped by the page while the server plays a video: its change hands that video the new controls
+        notify = gr.Number(0, visible="hidden", elem_id="mae-live-notify", interactive=False, show_label=False,
+                           container=False)
+    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop, notify)
 
 
 #: JPEG quality of the live panels (they travel inside the answer, as data URLs).
@@ -388,11 +392,16 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
     controls = [model, ratio, seed, pattern, box.fresh, paint, painted, box.show]
     playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.panels, box.line],
                              concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
-                             api_visibility="private")
-    box.stop.click(None, None, None, cancels=[playing], queue=False, api_visibility="private")
-    box.video.change(None, None, None, cancels=[playing], queue=False, api_visibility="private")
+                             api_visibility="private", js=js.read("mae_live_play", playing=True))
+    stopped = dict(queue=False, api_visibility="private", js=js.read("mae_live_play", playing=False))
+    box.stop.click(None, None, None, cancels=[playing], **stopped)
+    box.video.change(None, None, None, cancels=[playing], **stopped)
     # The ratio reaches a playing video when the slider is let go (release), not at each step: after a sweep
     # a drag must stay in the page (no server call per step: ui/scrub.py, tests/ui/test_scrub.py).
+    # Only while a video plays (the page knows: mae_live_play.js): otherwise a change of the controls computed
+    # in the page (vitviz.inpage) would still cost a server call.
     triggers = [ratio.release] + [c.change for c in controls if c is not ratio]
-    gr.on(triggers, note_controls, controls, None, queue=False, show_progress="hidden",
-          api_visibility="private", trigger_mode="always_last")
+    gr.on(triggers, None, box.notify, box.notify, js=js.read("mae_live_note"), queue=False,
+          api_visibility="private")
+    box.notify.change(note_controls, controls, None, queue=False, show_progress="hidden",
+                      api_visibility="private", trigger_mode="always_last")

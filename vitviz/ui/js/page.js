@@ -356,6 +356,35 @@
     return S;
   })();
 
+  // --- inpage: mae-tiny in the visitor's browser (vitviz/web/static/mae_tab.js, served on /in-browser/) -----
+  const inpage = (() => {
+    let made = null;
+    const I = {
+      // Load the module and the model once (no WebAssembly: the tab stays on the server).
+      load() {
+        if (!made && typeof WebAssembly === 'object') {
+          made = import(new URL('in-browser/mae_tab.js', document.baseURI).href)
+            .then((m) => { const t = m.create(); t.ready.then(() => I.show()); return t; })
+            .catch(() => null);
+        }
+        return made;
+      },
+      // The panels and metrics computed in the page, or null (the caller uses the server's path).
+      async panels(...args) { const t = made && await made; return t ? t.panels(...args) : null; },
+      // Which path runs, in the line under the metrics (#mae-path).
+      async show(model) {
+        const el = document.getElementById('mae-path'), t = made && await made;
+        if (model !== undefined) I.model = model;
+        if (!el) return;
+        const m = I.model ?? (document.querySelector('#mae-model input') || {}).value;
+        el.textContent = t ? t.describe(m) : 'Computed on the server.';
+        el.dataset.path = el.textContent.includes('in your browser') ? 'browser' : 'server';
+      },
+      model: null,
+    };
+    return I;
+  })();
+
   // --- mae: painting, picking a hidden patch, the sweep chart's marker --------------------------------------
   const attached = new WeakSet();
   const mae = {
@@ -739,7 +768,7 @@
 
   let started = false;
   window.vitviz = {
-    watch, tabs, url, presenter, examples, share, image, lazy, scrub, mae, attention, heads, live,
+    watch, tabs, url, presenter, examples, share, image, lazy, scrub, inpage, mae, attention, heads, live,
     // Run the watchers' checks soon even if the page does not change (a check that waits for time to pass).
     wake: () => later(),
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
@@ -758,6 +787,7 @@
       if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
+      inpage.load();
       document.addEventListener('keydown', onKey);
       // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
       // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys). The

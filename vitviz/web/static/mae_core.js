@@ -124,6 +124,46 @@ export function panels(rgba, pred, mask, size, patch, mean, std) {
   return { masked, reconstruction, pasted, errorMap, maskedMse, psnr };
 }
 
+/**
+ * One reconstruction: the graph on the visible patches of `rgba`, then the panels and numbers
+ * (the one path of the static page and of the app's MAE tab).
+ *
+ * @param {{run: Function}} model  from loadModel
+ * @param {Uint8ClampedArray} rgba  square view, S*S*4
+ * @param {Uint8Array} mask         (L,) 1 = hidden; at least one patch visible
+ * @param {{size: number, patch: number, mean: number[], std: number[]}} config
+ */
+export async function reconstructOnce(model, rgba, mask, config) {
+  if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
+  const { size, patch, mean, std } = config;
+  const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
+  return panels(rgba, pred, mask, size, patch, mean, std);
+}
+
+/** VISIBLE_GREY: a visible patch on the error map (not predicted), as vitviz.render.mae.error_heatmap draws it. */
+export const VISIBLE_GREY = 225;
+
+/**
+ * The error map's RGBA for one result, as the server's panel (without its colour bar): hidden patches
+ * coloured on a scale up to the largest hidden-patch error, visible patches light grey.
+ */
+export function errorPanel(out, mask, size, patch) {
+  let peak = 0;
+  for (let l = 0; l < mask.length; l++) if (mask[l]) peak = Math.max(peak, out.errorMap[l]);
+  const rgba = errorImage(out.errorMap, size, patch, peak);
+  const gw = size / patch;
+  for (let l = 0; l < mask.length; l++) {
+    if (mask[l]) continue;
+    const pr = Math.floor(l / gw);
+    const pc = l % gw;
+    for (let y = 0; y < patch; y++) {
+      const row = ((pr * patch + y) * size + pc * patch) * 4;
+      for (let x = 0; x < patch * 4; x += 4) rgba.fill(VISIBLE_GREY, row + x, row + x + 3);
+    }
+  }
+  return rgba;
+}
+
 /** Colours of the error map (viridis, 5 stops), value in [0, 1]. */
 const RAMP = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
 

@@ -1,11 +1,11 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
-import { errorImage, loadModel, makeMask, normalise, panels, visibleIds } from "./mae_core.js";
+import { errorPanel, loadModel, makeMask, reconstructOnce } from "./mae_core.js";
 
 const $ = (id) => document.getElementById(id);
 const base = new URL("./", import.meta.url).href;
 const config = await (await fetch(base + "config.json")).json();
 const tables = await (await fetch(base + "masks.json")).json();
-const { size, patch, mean, std } = config;
+const { size, patch } = config;
 const grid = tables.grid[0] * tables.grid[1];
 
 // What the page exposes to tests and benchmarks (no behaviour depends on it).
@@ -46,15 +46,13 @@ async function reconstruct() {
       state.pending = false;
       const rgba = state.rgba;
       const mask = currentMask();
-      if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
       const t0 = performance.now();
-      const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
-      const out = panels(rgba, pred, mask, size, patch, mean, std);
+      const out = await reconstructOnce(model, rgba, mask, config);
       stats.lastMs = performance.now() - t0;
       draw("masked", out.masked);
       draw("reconstruction", out.reconstruction);
       draw("pasted", out.pasted);
-      draw("error-map", errorImage(out.errorMap, size, patch, Math.max(...out.errorMap)));
+      draw("error-map", errorPanel(out, mask, size, patch));
       $("psnr").textContent = Number.isFinite(out.psnr) ? `PSNR ${out.psnr.toFixed(2)} dB (hidden patches)`
         : "nothing hidden: PSNR not defined";
       stats.runs += 1;
