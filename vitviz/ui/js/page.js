@@ -371,6 +371,8 @@
       },
       // The panels and metrics computed in the page, or null (the caller uses the server's path).
       async panels(...args) { const t = made && await made; return t ? t.panels(...args) : null; },
+      // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
+      async last() { const t = made && await made; return t ? t.state.last : null; },
       // Which path runs, in the line under the metrics (#mae-path).
       async show(model) {
         const el = document.getElementById('mae-path'), t = made && await made;

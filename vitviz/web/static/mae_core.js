@@ -140,7 +140,7 @@ export async function reconstructOnce(model, rgba, mask, config) {
   return panels(rgba, pred, mask, size, patch, mean, std);
 }
 
-/** VISIBLE_GREY: a visible patch on the error map (not predicted), as vitviz.render.mae.error_heatmap draws it. */
+/** A visible patch on the error map (not predicted), as vitviz.render.mae.error_heatmap draws it. */
 export const VISIBLE_GREY = 225;
 
 /**

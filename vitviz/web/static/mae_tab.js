@@ -62,7 +62,10 @@ export function create() {
   async function view() {
     const img = document.querySelector("#mae-model-view img");
     if (!img || !img.src) return null;
-    if (state.view.url !== img.src) state.view = { url: img.src, rgba: await pixels(img.src, state.config.size) };
+    if (state.view.url !== img.src) {
+      state.view = { url: img.src, rgba: await pixels(img.src, state.config.size) };
+      document.body.dataset.vitvizInpageView = img.src;  // for tests and benchmarks: the photo is in the page
+    }
     return state.view.rgba;
   }
 
