@@ -371,6 +371,12 @@
       },
       // The panels and metrics computed in the page, or null (the caller uses the server's path).
       async panels(...args) { const t = made && await made; return t ? t.panels(...args) : null; },
+      // Start or stop the camera computed in the page (the button of #mae-inpage-live).
+      async camera(root) {
+        const t = await I.load();
+        if (t) return t.camera(root);
+        root.querySelector('[data-rate]').textContent = 'This browser cannot run the model (no WebAssembly).';
+      },
       // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
       async last() { const t = made && await made; return t ? t.state.last : null; },
       // Which path runs, in the line under the metrics (#mae-path).

@@ -164,6 +164,42 @@ export function errorPanel(out, mask, size, patch) {
   return rgba;
 }
 
+/**
+ * The model's view of an image or video frame: shorter side to `size`, centre crop, drawn on `canvas`
+ * (S x S); its RGBA (S*S*4).
+ */
+export function squareView(canvas, source, width, height, size) {
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const side = Math.min(width, height);
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  ctx.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
+  return ctx.getImageData(0, 0, size, size).data;
+}
+
+/**
+ * Every frame the camera delivers, one at a time: `step(video)` (awaited) per new frame while `going()`;
+ * `onRate(fps)` about once a second with the frames done over that second.
+ */
+export async function cameraLoop(video, going, step, onRate) {
+  let shown = 0;
+  let since = performance.now();
+  while (going()) {
+    if (video.readyState >= 2) {
+      await step(video);
+      shown += 1;
+      const now = performance.now();
+      if (now - since >= 1000) {
+        onRate((shown * 1000) / (now - since));
+        shown = 0;
+        since = now;
+      }
+    }
+    await new Promise((resolve) => (video.requestVideoFrameCallback
+      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
+  }
+}
+
 /** Colours of the error map (viridis, 5 stops), value in [0, 1]. */
 const RAMP = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
 

@@ -1,5 +1,5 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
-import { errorPanel, loadModel, makeMask, reconstructOnce } from "./mae_core.js";
+import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView as drawSquare } from "./mae_core.js";
 
 const $ = (id) => document.getElementById(id);
 const base = new URL("./", import.meta.url).href;
@@ -23,13 +23,7 @@ function draw(id, rgba) {
 
 /** The model's view of an image or video frame: shorter side to `size`, centre crop (RGBA). */
 function squareView(source, width, height) {
-  const canvas = $("original");
-  const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  const side = Math.min(width, height);
-  ctx.imageSmoothingEnabled = true;
-  ctx.imageSmoothingQuality = "high";
-  ctx.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
-  return ctx.getImageData(0, 0, size, size).data;
+  return drawSquare($("original"), source, width, height, size);
 }
 
 function currentMask() {
@@ -132,26 +126,12 @@ $("masked").addEventListener("pointermove", (e) => { if (e.buttons) paintAt(e); 
 $("masked").addEventListener("pointerup", () => { stroke = null; });
 
 // --- camera: every frame the camera delivers, one reconstruction at a time ------------------------------
-async function cameraLoop() {
-  const video = $("video");
-  let shown = 0;
-  let since = performance.now();
-  while (state.camera) {
-    if (video.readyState >= 2) {
-      state.rgba = squareView(video, video.videoWidth, video.videoHeight);
-      await reconstruct();
-      stats.frames += 1;
-      shown += 1;
-      const now = performance.now();
-      if (now - since >= 1000) {
-        $("fps").textContent = `${(shown * 1000 / (now - since)).toFixed(1)} frames a second, in your browser`;
-        shown = 0;
-        since = now;
-      }
-    }
-    await new Promise((resolve) => (video.requestVideoFrameCallback
-      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
-  }
+function startCamera() {
+  return cameraLoop($("video"), () => state.camera, async (video) => {
+    state.rgba = squareView(video, video.videoWidth, video.videoHeight);
+    await reconstruct();
+    stats.frames += 1;
+  }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; });
 }
 $("camera").addEventListener("click", async () => {
   if (state.camera) {
@@ -167,7 +147,7 @@ $("camera").addEventListener("click", async () => {
     video.srcObject = state.camera;
     await video.play();
     $("camera").textContent = "Stop camera";
-    cameraLoop();
+    startCamera();
   } catch (err) {
     state.camera = null;
     showError(`no camera: ${err.message || err}`);

@@ -4,7 +4,7 @@
 // view of the photo (the hidden #mae-model-view panel, lossless PNG), so both paths see the same pixels.
 // Anything else (another model, painting, a comparison, a seed the page carries no mask for, a browser
 // without WebAssembly) returns null: the caller then uses the server.
-import { errorPanel, loadModel, makeMask, reconstructOnce } from "./mae_core.js";
+import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView } from "./mae_core.js";
 
 const base = new URL("./", import.meta.url).href;
 
@@ -122,5 +122,60 @@ export function create() {
     return "Computed on the server.";
   }
 
-  return { ready, state, panels, describe };
+  /** The tab's controls as the page shows them (the camera reads them at every frame). */
+  function controls() {
+    const ratio = Number((document.querySelector("#mae-ratio input[type=range]") || {}).value ?? 0.75);
+    const seed = Number((document.querySelector("#mae-seed input") || {}).value ?? 0);
+    const pattern = (document.querySelector("#mae-pattern input:checked") || {}).value || "random";
+    return { ratio, seed: Number.isInteger(seed) && seed >= 0 && seed < state.tables.seeds ? seed : 0, pattern };
+  }
+
+  /**
+   * The camera, reconstructed in the page: every frame the camera delivers, one at a time, drawn on the
+   * canvases of `root` (#mae-inpage-live: its button, rate line, video and four canvases).
+   */
+  const cam = { stream: null, frames: 0, fps: 0, ms: 0, mask: { key: "", mask: null } };
+  state.camera = cam;
+  async function camera(root) {
+    const q = (sel) => root.querySelector(sel);
+    const rate = q("[data-rate]");
+    if (cam.stream) {
+      cam.stream.getTracks().forEach((t) => t.stop());
+      cam.stream = null;
+      q("button").textContent = "Start the camera in your browser";
+      return;
+    }
+    await ready;
+    if (!state.model) { rate.textContent = `The model could not start in this browser: ${state.error}`; return; }
+    try {
+      cam.stream = await navigator.mediaDevices.getUserMedia({ video: { width: 320, height: 240 } });
+    } catch (err) {
+      rate.textContent = `No camera: ${err.message || err}`;
+      return;
+    }
+    const video = q("video");
+    video.srcObject = cam.stream;
+    await video.play();
+    q("button").textContent = "Stop the camera";
+    const { size, patch } = state.config;
+    const canvas = (name) => q(`canvas[data-panel=${name}]`).getContext("2d");
+    await cameraLoop(video, () => cam.stream !== null, async () => {
+      const t0 = performance.now();
+      const rgba = squareView(q("canvas[data-panel=original]"), video, video.videoWidth, video.videoHeight, size);
+      const c = controls();
+      const key = `${c.ratio}:${c.seed}:${c.pattern}`;
+      if (cam.mask.key !== key) cam.mask = { key, mask: makeMask(state.tables, c.pattern, c.ratio, c.seed) };
+      const out = await reconstructOnce(state.model, rgba, cam.mask.mask, state.config);
+      canvas("masked").putImageData(new ImageData(out.masked, size, size), 0, 0);
+      canvas("pasted").putImageData(new ImageData(out.pasted, size, size), 0, 0);
+      canvas("error").putImageData(new ImageData(errorPanel(out, cam.mask.mask, size, patch), size, size), 0, 0);
+      cam.frames += 1;
+      cam.ms = performance.now() - t0;
+    }, (fps) => {
+      cam.fps = fps;
+      rate.textContent = `${fps.toFixed(1)} frames a second, computed in your browser (${cam.ms.toFixed(0)} ms a frame)`;
+    }).catch((err) => { rate.textContent = String(err.message || err); });
+  }
+
+  return { ready, state, panels, describe, camera };
 }
