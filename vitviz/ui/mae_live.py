@@ -77,9 +77,8 @@ STAMP = js.LIVE_STAMP
 HEIGHT = 240
 
 HELP_LIVE = (
-    "**Live camera in your browser** (mae-tiny): *Start the camera in your browser* rebuilds every frame on your own "
-    "machine with the tab's ratio, seed and pattern; no frame is sent. **On the server** (any model, below): "
-    "click the camera's button to start; every frame is masked and rebuilt by the model above at "
+    "**Live camera**: *in your browser* (mae-tiny, above) or on the server (any model): click the camera's "
+    "button to start; every frame is masked and rebuilt by the model above at "
     "the current **ratio**, **seed** and **pattern** (move them while it runs). The mask stays put while the "
     "picture moves, so you can point at one hidden patch; tick *New mask every frame* to redraw it. While "
     "*Paint the mask* is ticked, the painted mask is used. The server computes only the newest frame and drops "
@@ -130,27 +129,13 @@ class LiveBox:
     notify: gr.Number
 
 
-def _inpage_html() -> str:
-    """The camera computed in the page (``vitviz.inpage``: mae-tiny with ONNX Runtime Web): a button, its rate
-    line, and the model's view, the masked input, the reconstruction + visible and the error map (224 px
-    canvases the page draws on)."""
-    figures = "".join(f"<figure><canvas data-panel='{k}' width='224' height='224'></canvas><figcaption>{t}"
-                      "</figcaption></figure>" for k, t in (("original", "camera (the model's view)"),
-                                                            ("masked", "masked input"),
-                                                            ("pasted", "reconstruction + visible"),
-                                                            ("error", "error of hidden patches")))
-    return ("<div id='mae-inpage-live'><p><button type='button'>Start the camera in your browser</button> "
-            "<span data-rate>mae-tiny on your own machine: no frame leaves it; the tab's ratio, seed and pattern "
-            "apply.</span></p><div class='vitviz-inpage-panels'>" + figures
-            + "</div><video playsinline muted hidden></video></div>")
-
-
 def build() -> LiveBox:
     """Create the live section (a closed accordion) in the caller's layout context."""
     with gr.Accordion("Live camera: the model rebuilds what your webcam sees", open=False, elem_id="mae-live-box"):
         gr.Markdown(HELP_LIVE, elem_classes=["vitviz-help"])
-        gr.HTML("", html_template=_inpage_html(), js_on_load=js.read("mae_live_inpage"), elem_id="mae-inpage-camera",
-                padding=False, container=False)
+        # the camera computed in the page (mae-tiny): built there (vitviz.inpage.mount)
+        gr.HTML("", html_template="<div id='mae-inpage-live'></div>", js_on_load=js.read("mae_live_inpage"),
+                elem_id="mae-inpage-camera", padding=False, container=False)
         with gr.Row(equal_height=True):
             camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
                               webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),

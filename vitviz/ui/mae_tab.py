@@ -289,6 +289,16 @@ def build(demo: gr.Blocks) -> Binder:
             gr.HTML(PATH_LINE, elem_id="mae-path-line", padding=False, elem_classes=["vitviz-secondary"])
             ui.model_view = gr.Image(type="numpy", format="png", interactive=False, visible="hidden",
                                      elem_id="mae-model-view", show_label=False)
+            # The second model right under the main panels, in their columns (its + visible under the main
+            # one's, error under error, on one scale): compared at a glance; its numbers take the first column.
+            with gr.Row(visible=False, equal_height=True, elem_id="mae-compare-row") as ui.compare_row:
+                ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
+                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
+                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
+                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
+                                       height=PANEL_HEIGHT, **kw)
+                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
+                                      height=PANEL_HEIGHT, **kw)
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
                 ui.reconstruction = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
@@ -296,14 +306,6 @@ def build(demo: gr.Blocks) -> Binder:
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
-            with gr.Row(visible=False, equal_height=True) as ui.compare_row:
-                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
-                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
-                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
-                                       height=PANEL_HEIGHT, **kw)
-                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
-                                      height=PANEL_HEIGHT, **kw)
-            ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
             gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")

@@ -377,6 +377,33 @@
         if (t) return t.camera(root);
         root.querySelector('[data-rate]').textContent = 'This browser cannot run the model (no WebAssembly).';
       },
+      // A change of the MAE slider, seed or pattern (vitviz/ui/js/mae_inpage_move.js): the stop's panels the page
+      // holds (scrub: the server's own PNGs), else the panels computed here, else a bump of the request counter
+      // (the server's view; with `sweep`, a seed or pattern, also of the sweep's counter). Outputs: (masked,
+      // reconstruction, pasted, error, metrics, request, sweep); undefined leaves one as it is.
+      async move(kinds, noCompare, sweep, ratio, image, model, seed, pattern, paint, compare, payload, request, sweeps) {
+        const none = kinds.map(() => undefined);
+        scrub.load(payload, kinds);
+        const hit = scrub.lookup(ratio, image, model, seed, pattern, paint, compare, kinds, noCompare);
+        if (hit) return [...hit, undefined, undefined];
+        const own = await I.panels(ratio, model, seed, pattern, paint, compare, noCompare);
+        if (own === 'stale') return [...none, undefined, undefined, undefined];
+        if (own) return [...own, undefined, undefined];
+        return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
+      },
+      // The camera computed in the page: its button, rate line, canvases and video, built in `root`.
+      mount(root) {
+        const panels = [['original', "camera (the model's view)"], ['masked', 'masked input'],
+          ['pasted', 'reconstruction + visible'], ['error', 'error of hidden patches']];
+        root.innerHTML = "<p><button type='button'>Start the camera in your browser</button> <span data-rate>" +
+          "mae-tiny on your own machine: no frame leaves it; the tab's ratio, seed and pattern apply.</span></p>" +
+          "<div class='vitviz-inpage-panels'>" + panels.map(([k, t]) => `<figure><canvas data-panel='${k}' ` +
+          `width='224' height='224'></canvas><figcaption>${t}</figcaption></figure>`).join('') +
+          '</div><video playsinline muted hidden></video>';
+        root.querySelector('button').addEventListener('click', () => I.camera(root));
+      },
+      // The server's video (vitviz.ui.mae_live) plays: a control's change must reach it (mae_live_note.js).
+      videoPlaying: false,
       // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
       async last() { const t = made && await made; return t ? t.state.last : null; },
       // Which path runs, in the line under the metrics (#mae-path).
