@@ -382,12 +382,12 @@
       // (the server's view; with `sweep`, a seed or pattern, also of the sweep's counter). Outputs: (masked,
       // reconstruction, pasted, error, metrics, request, sweep); undefined leaves one as it is.
       async move(kinds, noCompare, sweep, ratio, image, model, seed, pattern, paint, compare, payload, request, sweeps) {
-        const none = kinds.map(() => undefined);
+        const none = kinds.map(() => undefined), turn = ++I.moves;
         scrub.load(payload, kinds);
         const hit = scrub.lookup(ratio, image, model, seed, pattern, paint, compare, kinds, noCompare);
         if (hit) return [...hit, undefined, undefined];
         const own = await I.panels(ratio, model, seed, pattern, paint, compare, noCompare);
-        if (own === 'stale') return [...none, undefined, undefined, undefined];
+        if (own === 'stale' || turn !== I.moves) return [...none, undefined, undefined, undefined];
         if (own) return [...own, undefined, undefined];
         return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
       },
@@ -404,6 +404,7 @@
       },
       // The server's video (vitviz.ui.mae_live) plays: a control's change must reach it (mae_live_note.js).
       videoPlaying: false,
+      moves: 0,  // moves decided so far: an answer computed here for an older move never lands after a newer one
       // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
       async last() { const t = made && await made; return t ? t.state.last : null; },
       // Which path runs, in the line under the metrics (#mae-path).
