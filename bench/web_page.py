@@ -18,6 +18,12 @@ across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
 * the load average before and after (the machine may be shared: read the rates with it).
 
 Everything runs in the page: the server only sends files. Prints one JSON object.
+
+``--app URL`` measures the app's MAE tab instead (an app already running at URL): once mae-tiny is in the
+page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
+and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
+``bench/rows.py``'s attack ROW (e.g. ``"11 eight addresses together"``) against the same app during the
+measurement (the other visitors), and reports the load average with it.
 """
 
 from __future__ import annotations
@@ -92,13 +98,76 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> 
     }
 
 
+def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None) -> dict:
+    """The app's MAE tab camera computed in the page (see the module docstring)."""
+    from playwright.sync_api import sync_playwright
+
+    attacker = None
+    with tempfile.TemporaryDirectory() as tmp:
+        y4m = write_y4m(Path(tmp) / "pan.y4m", pan_frames(count=60))
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(url)
+            page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                                   timeout=300_000)
+            page.evaluate("""(r) => { const i = document.querySelector('#mae-ratio input[type=range]');
+              i.value = String(r); i.dispatchEvent(new Event('input', {bubbles: true}));
+              i.dispatchEvent(new Event('change', {bubbles: true})); }""", ratio)
+            page.click("#mae-live-box button")  # open the accordion
+            page.click("#mae-inpage-live button")
+            frames = "(async () => (await window.vitviz.inpage.load()).state.camera.frames)()"
+            deadline = time.time() + 120
+            while page.evaluate(frames) < 3 and time.time() < deadline:
+                time.sleep(0.5)
+            if flood:
+                attacker = subprocess.Popen([sys.executable, str(ROOT / "bench" / "rows.py"), "--attack", flood,
+                                             "--url", url, "--seconds", str(seconds + 10),
+                                             "--photo", str(ROOT / "assets" / "examples" / "chelsea.jpg")],
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                attacker.stdout.readline()  # "started"
+            time.sleep(3)
+            sent: list[str] = []
+            page.on("request", lambda r: sent.append(r.url) if r.url.startswith("http") else None)
+            load_before = os.getloadavg()
+            f0, t0 = page.evaluate(f"Promise.all([{frames}, performance.now()])")
+            time.sleep(seconds)
+            f1, t1 = page.evaluate(f"Promise.all([{frames}, performance.now()])")
+            load_after = os.getloadavg()
+            ms = page.evaluate("(async () => (await window.vitviz.inpage.load()).state.camera.ms)()")
+            page.click("#mae-inpage-live button")
+            browser.close()
+    if attacker is not None:
+        attacker.terminate()
+        attacker.wait(timeout=60)
+    return {
+        "where": "the app's MAE tab, camera computed in the page (mae-tiny, 1 WASM thread: not cross-origin isolated)",
+        "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
+        "camera_frames_measured": f1 - f0,
+        "fake_camera_fps": 30,
+        "last_frame_ms": round(ms, 1),
+        "requests_during_measurement": len(sent),
+        "flood": flood,
+        "ratio": ratio,
+        "seconds": seconds,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+        "cpus": os.cpu_count(),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="port of the static server (default: a free one)")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--ratio", type=float, default=0.75)
     ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP: WASM threads")
+    ap.add_argument("--app", help="measure the app's MAE tab at this URL (an app already running) instead")
+    ap.add_argument("--flood", help="with --app: bench/rows.py's attack row run against the app meanwhile")
     args = ap.parse_args(argv)
+    if args.app:
+        print(json.dumps(measure_app(args.app, args.seconds, args.ratio, args.flood), indent=1))
+        return 0
     print(json.dumps(measure(args.port or free_port(), args.seconds, args.ratio, args.isolated), indent=1))
     return 0
 

@@ -48,7 +48,8 @@ def test_one_owner_of_the_browser_state_and_no_polls():
 def test_every_script_parses(tmp_path):
     """Event handlers are function expressions, js_on_load scripts function bodies, page.js and its part tour.js
     scripts."""
-    bodies = {"mae_paint", "mae_pick", "heads_clicks", "attention_goto", "ablate_goto", "mae_live_rate"}
+    bodies = {"mae_paint", "mae_pick", "heads_clicks", "attention_goto", "ablate_goto", "mae_live_rate",
+              "mae_live_inpage"}
     for name in SCRIPTS:
         code = re.sub(r"__[A-Z][A-Z0-9_]*__", "null", js._source(name))
         if name in bodies:

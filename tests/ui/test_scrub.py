@@ -172,14 +172,16 @@ def test_fast_drags_end_on_the_final_stop(app_url):
 
         burst(0.35)  # in the page
         # A server answer arriving after a newer move in the page: the page's move wins.
-        page.evaluate("() => { const S = window.vitviz.scrub; S.saved = S.lookup; S.lookup = () => null; }")
+        # (and mae-tiny computed in the page switched off: vitviz.inpage)
+        page.evaluate("() => { const S = window.vitviz.scrub; S.saved = S.lookup; S.lookup = () => null;"
+                      " const I = window.vitviz.inpage; I.saved = I.panels; I.panels = async () => null; }")
         page.evaluate(MOVE, [0.6])  # goes to the server
-        page.evaluate("() => { const S = window.vitviz.scrub; S.lookup = S.saved; }")
+        page.evaluate("() => { const S = window.vitviz.scrub; S.lookup = S.saved; }")  # the page's copy only
         page.evaluate(MOVE, [0.9])  # in the page, before the server has answered
         page.wait_for_timeout(1500)
         for a, want in zip(_settled(page, 0.9), reference[0.9]):
             assert np.array_equal(a, want)
         # The server path alone (the page's copy switched off): always the last move's view.
-        page.evaluate("() => { const S = window.vitviz.scrub; S.forget(); S.load = () => {}; }")
+        page.evaluate("() => { const S = window.vitviz.scrub; S.forget(); S.load = () => {}; }")  # in-page stays off
         burst(0.1)
         browser.close()

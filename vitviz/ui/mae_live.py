@@ -78,7 +78,8 @@ STAMP = js.LIVE_STAMP
 HEIGHT = 320
 
 HELP_LIVE = (
-    "**Live camera**: click the camera's button to start; every frame is masked and rebuilt by the model above at "
+    "**Live camera**: *in your browser* (mae-tiny, above) or on the server (any model): click the camera's "
+    "button to start; every frame is masked and rebuilt by the model above at "
     "the current **ratio**, **seed** and **pattern** (move them while it runs). The mask stays put while the "
     "picture moves, so you can point at one hidden patch; tick *New mask every frame* to redraw it. While "
     "*Paint the mask* is ticked, the painted mask is used. The server computes only the newest frame and drops "
@@ -126,12 +127,16 @@ class LiveBox:
     pace: gr.Checkbox
     play: gr.Button
     stop: gr.Button
+    notify: gr.Number
 
 
 def build() -> LiveBox:
     """Create the live section (a closed accordion) in the caller's layout context."""
     with gr.Accordion("Live camera: the model rebuilds what your webcam sees", open=False, elem_id="mae-live-box"):
         gr.Markdown(HELP_LIVE, elem_classes=["vitviz-help"])
+        # the camera computed in the page (mae-tiny): built there (vitviz.inpage.mount)
+        gr.HTML("", html_template="<div id='mae-inpage-live'></div>", js_on_load=js.read("mae_live_inpage"),
+                elem_id="mae-inpage-camera", padding=False, container=False)
         with gr.Row(equal_height=True):
             camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
                               webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),
@@ -153,7 +158,10 @@ def build() -> LiveBox:
                 play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
                 stop = gr.Button("■ Stop", elem_id="mae-live-stop")
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
-    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop)
+        # bumped by the page while the server plays a video: its change hands that video the new controls
+        notify = gr.Number(0, visible="hidden", elem_id="mae-live-notify", interactive=False, show_label=False,
+                           container=False)
+    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop, notify)
 
 
 #: JPEG quality of the live panels (they travel inside the answer, as data URLs).
@@ -389,11 +397,16 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
     controls = [model, ratio, seed, pattern, box.fresh, paint, painted, box.show]
     playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.panels, box.line],
                              concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
-                             api_visibility="private")
-    box.stop.click(None, None, None, cancels=[playing], queue=False, api_visibility="private")
-    box.video.change(None, None, None, cancels=[playing], queue=False, api_visibility="private")
+                             api_visibility="private", js=js.read("mae_live_play", playing=True))
+    stopped = dict(queue=False, api_visibility="private", js=js.read("mae_live_play", playing=False))
+    box.stop.click(None, None, None, cancels=[playing], **stopped)
+    box.video.change(None, None, None, cancels=[playing], **stopped)
     # The ratio reaches a playing video when the slider is let go (release), not at each step: after a sweep
     # a drag must stay in the page (no server call per step: ui/scrub.py, tests/ui/test_scrub.py).
+    # Only while a video plays (the page knows: mae_live_play.js): otherwise a change of the controls computed
+    # in the page (vitviz.inpage) would still cost a server call.
     triggers = [ratio.release] + [c.change for c in controls if c is not ratio]
-    gr.on(triggers, note_controls, controls, None, queue=False, show_progress="hidden",
-          api_visibility="private", trigger_mode="always_last")
+    gr.on(triggers, None, box.notify, box.notify, js=js.read("mae_live_note"), queue=False,
+          api_visibility="private")
+    box.notify.change(note_controls, controls, None, queue=False, show_progress="hidden",
+                      api_visibility="private", trigger_mode="always_last")

@@ -18,7 +18,7 @@ from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..views import mae as mae_view
 from ..views.mae import model_note
-from . import helptext, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
+from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
 from .serve import files, image_cache
@@ -30,6 +30,10 @@ PANEL_HEIGHT = 240
 #: The presenter layout's large ratio readout (``vitviz.mae.readout`` in the page module writes the value).
 RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value">75%</span>'
                  '<span class="vitviz-readout-unit">hidden</span></div>')
+#: Which path computes the panels; ``vitviz.inpage`` (page module) rewrites it once mae-tiny runs in the page.
+PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
+#: The model's change: the path line follows it (in the page, no server call).
+PATH_JS = js.read("mae_inpage_path")
 NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
 
@@ -65,7 +69,8 @@ class Panels:
 @dataclass(frozen=True)
 class View(Panels):
     """Everything on screen for the controls: :class:`Panels`, the error map, the mask shown (and its URL
-    code while painting), and the comparison with another model."""
+    code while painting), the comparison with another model, and the model's own view of the photo
+    (uint8 RGB at its input size, no grid: the hidden input of the computation in the page)."""
 
     error: Any
     painted: Any
@@ -75,6 +80,7 @@ class View(Panels):
     c_pasted: Any
     c_error: Any
     c_metrics: str
+    model_view: Any
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,7 @@ def _view_cleared(message: str) -> View:
     """The view after a problem: no panels, the message where the numbers were, no comparison (the painted
     mask and the URL's mask code are kept)."""
     return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), gr.update(visible=False),
-                None, None, None, "")
+                None, None, None, "", gr.update())
 
 
 def _compared(compare_name: str, model_name: str | None = None) -> str | None:
@@ -141,12 +147,12 @@ def update_view(c: Controls) -> View:
     other_name = _compared(c.compare_name, c.model_name)
     if other_name is None:
         return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
-                    gr.update(visible=False), None, None, None, "")
+                    gr.update(visible=False), None, None, None, "", r.original)
     other, q = mae_view.compare(c.image, model, r, other_name)
     pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
     return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
                 gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
-                mae_view.metrics_markdown(mae_view.metrics(other, q)))
+                mae_view.metrics_markdown(mae_view.metrics(other, q)), r.original)
 
 
 @cost(Cost.HEAVY)
@@ -280,6 +286,19 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
                 ui.error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
             ui.metrics = gr.Markdown(elem_id="mae-metrics")
+            gr.HTML(PATH_LINE, elem_id="mae-path-line", padding=False, elem_classes=["vitviz-secondary"])
+            ui.model_view = gr.Image(type="numpy", format="png", interactive=False, visible="hidden",
+                                     elem_id="mae-model-view", show_label=False)
+            # The second model right under the main panels, in their columns (its + visible under the main
+            # one's, error under error, on one scale): compared at a glance; its numbers take the first column.
+            with gr.Row(visible=False, equal_height=True, elem_id="mae-compare-row") as ui.compare_row:
+                ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
+                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
+                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
+                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
+                                       height=PANEL_HEIGHT, **kw)
+                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
+                                      height=PANEL_HEIGHT, **kw)
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
                 ui.reconstruction = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
@@ -287,14 +306,6 @@ def build(demo: gr.Blocks) -> Binder:
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
-            with gr.Row(visible=False, equal_height=True) as ui.compare_row:
-                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
-                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
-                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
-                                       height=PANEL_HEIGHT, **kw)
-                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
-                                      height=PANEL_HEIGHT, **kw)
-            ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
             gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
@@ -333,15 +344,19 @@ def build(demo: gr.Blocks) -> Binder:
     # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
     # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps scrubber.request.
     # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
+    # A new seed or pattern is decided in the page like a slider move (vitviz.ui.scrub: the page's stops, then
+    # mae-tiny in the page, then scrubber.request and scrubber.sweep for the server).
     new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
+    served = [ui.new_image.change, ui.model_name.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]
     resync = scrub.wire(scrubber, ui.mask_ratio, [ui.image, ui.model_name, ui.seed, ui.pattern, ui.paint,
                                                   ui.compare_name], panels, ui.metrics, new_picture)
-    gr.on(new_picture[:2] + [scrubber.request.change] + new_picture[2:] + [ui.compare_name.change], **view).then(
+    gr.on(served + [scrubber.request.change, ui.compare_name.change], **view).then(
         None, resync, panels + [ui.metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
-    gr.on(new_picture, **sweep).then(**prewarm)
+    gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
+    ui.model_name.change(None, [ui.model_name], None, js=PATH_JS, queue=False, api_visibility="private")
     mae_paint.wire(ui, view)
     ui.mask_code.change(None, [ui.mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(**ui.bind(export, quick=False))

@@ -13,12 +13,15 @@ could know everything: this module ships it once and lets the browser do the res
 - **Browser** (:data:`LOAD_JS`): when the payload changes, the page downloads the pack
   once, cuts it into one ``blob:`` URL per panel and decodes them.
 - **Moves** (:data:`MOVE_JS`, a JavaScript-only Gradio event on the slider's
-  ``change``): when the stop is in the payload, and the payload belongs to the current
-  image, model, seed and pattern, and neither the painted mask nor a comparison is on,
-  the handler returns the stop's panels and metrics as the outputs' new values; Gradio
-  renders them like any server result, so component state and page always agree.
-  Otherwise it bumps a hidden counter (:attr:`Scrubber.request`) whose ``change``
-  runs the server view: uncomputed stops fall back to the server path.
+  ``change``; :data:`PICK_JS` on the seed's and the pattern's): when the stop is in the
+  payload, and the payload belongs to the current image, model, seed and pattern, and
+  neither the painted mask nor a comparison is on, the handler returns the stop's panels
+  and metrics as the outputs' new values; Gradio renders them like any server result, so
+  component state and page always agree. Otherwise, with mae-tiny loaded in the page
+  (``vitviz.inpage``, :mod:`vitviz.web`'s ``mae_tab.js``), the page computes the panels
+  itself; otherwise it bumps a hidden counter (:attr:`Scrubber.request`) whose ``change``
+  runs the server view (a new seed or pattern also bumps :attr:`Scrubber.sweep`, whose
+  ``change`` runs the sweep).
 - **No stale panels**: each move decides synchronously on the slider's current value,
   in event order, so the last move wins. A server view still in flight from before
   the payload arrived could land after a newer client-side move; :data:`RESYNC_JS`
@@ -112,7 +115,9 @@ def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir
 #: Slider ``change``: the stop's panels from the page, or a bump of the request counter (server path).
 #: Arguments: (ratio, image, model, seed, pattern, paint, compare, payload, request);
 #: outputs: (masked, reconstruction, pasted, error, metrics, request). ``undefined`` leaves an output as is.
-MOVE_JS = js.read("scrub_move", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE)
+MOVE_JS = js.read("mae_inpage_move", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE, sweep=False)
+#: Seed or pattern ``change``: as :data:`MOVE_JS`, and the server path also bumps the sweep's counter.
+PICK_JS = js.read("mae_inpage_move", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE, sweep=True)
 #: After a server view: if the page holds the slider's stop, show it (a late server answer never wins).
 RESYNC_JS = js.read("scrub_resync", kinds=list(PANEL_KINDS), no_compare=NO_COMPARE)
 #: Payload ``change``: download and cut the pack (or forget the old one when the payload is empty).
@@ -128,10 +133,12 @@ class Scrubber:
     Attributes:
         payload: hidden textbox holding :func:`build_payload`'s JSON (empty: none).
         request: hidden counter; a ``change`` means "this move needs the server".
+        sweep: hidden counter; a ``change`` means "this seed or pattern needs the server's sweep".
     """
 
     payload: gr.Textbox
     request: gr.Number
+    sweep: gr.Number
 
 
 def build() -> Scrubber:
@@ -140,7 +147,9 @@ def build() -> Scrubber:
                          show_label=False, container=False)
     request = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-request", interactive=False,
                         show_label=False, container=False)
-    return Scrubber(payload, request)
+    sweep = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-sweep", interactive=False,
+                      show_label=False, container=False)
+    return Scrubber(payload, request, sweep)
 
 
 def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component],
@@ -151,7 +160,8 @@ def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component
     Args:
         s: from :func:`build`.
         ratio: the masking-ratio slider.
-        guards: ``(image, model, seed, pattern, paint, compare)`` components, in that order.
+        guards: ``(image, model, seed, pattern, paint, compare)`` components, in that order (a change of
+            the seed or the pattern is decided in the page like a slider move).
         panels: the four ratio-dependent image outputs, in :data:`PANEL_KINDS` order.
         metrics: the metrics Markdown.
         forget_on: triggers (``component.change`` methods) after which the page's stops no longer apply.
@@ -160,10 +170,11 @@ def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component
         The inputs of :data:`RESYNC_JS` (for ``.then(None, inputs, outputs, js=RESYNC_JS)``
         after the server view); its outputs are ``[*panels, metrics, s.request]``.
     """
-    inputs = [ratio, *guards, s.payload, s.request]
-    outputs = [*panels, metrics, s.request]
+    inputs = [ratio, *guards, s.payload, s.request, s.sweep]
+    outputs = [*panels, metrics, s.request, s.sweep]
     quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
     ratio.change(None, inputs, outputs, js=MOVE_JS, **quiet)
+    gr.on([guards[2].change, guards[3].change], None, inputs, outputs, js=PICK_JS, **quiet)
     s.payload.change(None, [s.payload], None, js=LOAD_JS, **quiet)
     gr.on(list(forget_on), None, None, s.payload, js=FORGET_JS, **quiet)
     return inputs

@@ -4,6 +4,7 @@
 
     DIR/index.html, page.css, mae_core.js, mae_page.js   the page (vitviz/web/static)
     DIR/sw.js                                            service worker: offline after the first visit
+    DIR/mae_tab.js                                       the app's MAE tab computed in the page (same core)
     DIR/vendor/                                          ONNX Runtime Web (JS, WASM, licence, manifest)
     DIR/mae-tiny.onnx                                    the graph (assets/models, tools/export_onnx.py)
     DIR/masks.json                                       hiding orders of seeds 0..99 (vitviz.web.graph)
@@ -25,7 +26,7 @@ from ..assets import assets_dir
 from .graph import GRAPH_FILE, WEB_MODEL, graph_file, mask_tables
 
 #: The page's own files, copied from the package data ``vitviz/web/static``.
-PAGE_FILES = ("index.html", "page.css", "mae_core.js", "mae_page.js", "sw.js")
+PAGE_FILES = ("index.html", "page.css", "mae_core.js", "mae_page.js", "sw.js", "mae_tab.js")
 
 
 def _package_folder(name: str) -> Path:

@@ -365,6 +365,71 @@
     return S;
   })();
 
+  // --- inpage: mae-tiny in the visitor's browser (vitviz/web/static/mae_tab.js, served on /in-browser/) -----
+  const inpage = (() => {
+    let made = null;
+    const I = {
+      // Load the module and the model once (no WebAssembly: the tab stays on the server).
+      load() {
+        if (!made && typeof WebAssembly === 'object') {
+          made = import(new URL('in-browser/mae_tab.js', document.baseURI).href)
+            .then((m) => { const t = m.create(); t.ready.then(() => I.show()); return t; })
+            .catch(() => null);
+        }
+        return made;
+      },
+      // The panels and metrics computed in the page, or null (the caller uses the server's path).
+      async panels(...args) { const t = made && await made; return t ? t.panels(...args) : null; },
+      // Start or stop the camera computed in the page (the button of #mae-inpage-live).
+      async camera(root) {
+        const t = await I.load();
+        if (t) return t.camera(root);
+        root.querySelector('[data-rate]').textContent = 'This browser cannot run the model (no WebAssembly).';
+      },
+      // A change of the MAE slider, seed or pattern (vitviz/ui/js/mae_inpage_move.js): the stop's panels the page
+      // holds (scrub: the server's own PNGs), else the panels computed here, else a bump of the request counter
+      // (the server's view; with `sweep`, a seed or pattern, also of the sweep's counter). Outputs: (masked,
+      // reconstruction, pasted, error, metrics, request, sweep); undefined leaves one as it is.
+      async move(kinds, noCompare, sweep, ratio, image, model, seed, pattern, paint, compare, payload, request, sweeps) {
+        const none = kinds.map(() => undefined), turn = ++I.moves;
+        scrub.load(payload, kinds);
+        const hit = scrub.lookup(ratio, image, model, seed, pattern, paint, compare, kinds, noCompare);
+        if (hit) return [...hit, undefined, undefined];
+        const own = await I.panels(ratio, model, seed, pattern, paint, compare, noCompare);
+        if (own === 'stale' || turn !== I.moves) return [...none, undefined, undefined, undefined];
+        if (own) return [...own, undefined, undefined];
+        return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
+      },
+      // The camera computed in the page: its button, rate line, canvases and video, built in `root`.
+      mount(root) {
+        const panels = [['original', "camera (the model's view)"], ['masked', 'masked input'],
+          ['pasted', 'reconstruction + visible'], ['error', 'error of hidden patches']];
+        root.innerHTML = "<p><button type='button'>Start the camera in your browser</button> <span data-rate>" +
+          "mae-tiny on your own machine: no frame leaves it; the tab's ratio, seed and pattern apply.</span></p>" +
+          "<div class='vitviz-inpage-panels'>" + panels.map(([k, t]) => `<figure><canvas data-panel='${k}' ` +
+          `width='224' height='224'></canvas><figcaption>${t}</figcaption></figure>`).join('') +
+          '</div><video playsinline muted hidden></video>';
+        root.querySelector('button').addEventListener('click', () => I.camera(root));
+      },
+      // The server's video (vitviz.ui.mae_live) plays: a control's change must reach it (mae_live_note.js).
+      videoPlaying: false,
+      moves: 0,  // moves decided so far: an answer computed here for an older move never lands after a newer one
+      // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
+      async last() { const t = made && await made; return t ? t.state.last : null; },
+      // Which path runs, in the line under the metrics (#mae-path).
+      async show(model) {
+        const el = document.getElementById('mae-path'), t = made && await made;
+        if (model !== undefined) I.model = model;
+        if (!el) return;
+        const m = I.model ?? (document.querySelector('#mae-model input') || {}).value;
+        el.textContent = t ? t.describe(m) : 'Computed on the server.';
+        el.dataset.path = el.textContent.includes('in your browser') ? 'browser' : 'server';
+      },
+      model: null,
+    };
+    return I;
+  })();
+
   // --- mae: painting, picking a hidden patch, the sweep chart's marker --------------------------------------
   const attached = new WeakSet();
   const mae = {
@@ -783,7 +848,7 @@
 
   let started = false;
   window.vitviz = {
-    watch, tabs, url, presenter, examples, share, image, lazy, scrub, mae, attention, ablate, heads, live,
+    watch, tabs, url, presenter, examples, share, image, lazy, scrub, inpage, mae, attention, ablate, heads, live,
     // Run the watchers' checks soon even if the page does not change (a check that waits for time to pass).
     wake: () => later(),
     // Once the app has loaded (launch(js=...)): open the URL's tab, lay out, listen to the keyboard.
@@ -802,6 +867,7 @@
       if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
+      inpage.load();
       document.addEventListener('keydown', onKey);
       // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
       // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys). The

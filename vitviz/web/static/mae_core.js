@@ -124,6 +124,82 @@ export function panels(rgba, pred, mask, size, patch, mean, std) {
   return { masked, reconstruction, pasted, errorMap, maskedMse, psnr };
 }
 
+/**
+ * One reconstruction: the graph on the visible patches of `rgba`, then the panels and numbers
+ * (the one path of the static page and of the app's MAE tab).
+ *
+ * @param {{run: Function}} model  from loadModel
+ * @param {Uint8ClampedArray} rgba  square view, S*S*4
+ * @param {Uint8Array} mask         (L,) 1 = hidden; at least one patch visible
+ * @param {{size: number, patch: number, mean: number[], std: number[]}} config
+ */
+export async function reconstructOnce(model, rgba, mask, config) {
+  if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
+  const { size, patch, mean, std } = config;
+  const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
+  return panels(rgba, pred, mask, size, patch, mean, std);
+}
+
+/** A visible patch on the error map (not predicted), as vitviz.render.mae.error_heatmap draws it. */
+export const VISIBLE_GREY = 225;
+
+/**
+ * The error map's RGBA for one result, as the server's panel (without its colour bar): hidden patches
+ * coloured on a scale up to the largest hidden-patch error, visible patches light grey.
+ */
+export function errorPanel(out, mask, size, patch) {
+  let peak = 0;
+  for (let l = 0; l < mask.length; l++) if (mask[l]) peak = Math.max(peak, out.errorMap[l]);
+  const rgba = errorImage(out.errorMap, size, patch, peak);
+  const gw = size / patch;
+  for (let l = 0; l < mask.length; l++) {
+    if (mask[l]) continue;
+    const pr = Math.floor(l / gw);
+    const pc = l % gw;
+    for (let y = 0; y < patch; y++) {
+      const row = ((pr * patch + y) * size + pc * patch) * 4;
+      for (let x = 0; x < patch * 4; x += 4) rgba.fill(VISIBLE_GREY, row + x, row + x + 3);
+    }
+  }
+  return rgba;
+}
+
+/**
+ * The model's view of an image or video frame: shorter side to `size`, centre crop, drawn on `canvas`
+ * (S x S); its RGBA (S*S*4).
+ */
+export function squareView(canvas, source, width, height, size) {
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const side = Math.min(width, height);
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  ctx.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
+  return ctx.getImageData(0, 0, size, size).data;
+}
+
+/**
+ * Every frame the camera delivers, one at a time: `step(video)` (awaited) per new frame while `going()`;
+ * `onRate(fps)` about once a second with the frames done over that second.
+ */
+export async function cameraLoop(video, going, step, onRate) {
+  let shown = 0;
+  let since = performance.now();
+  while (going()) {
+    if (video.readyState >= 2) {
+      await step(video);
+      shown += 1;
+      const now = performance.now();
+      if (now - since >= 1000) {
+        onRate((shown * 1000) / (now - since));
+        shown = 0;
+        since = now;
+      }
+    }
+    await new Promise((resolve) => (video.requestVideoFrameCallback
+      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
+  }
+}
+
 /** Colours of the error map (viridis, 5 stops), value in [0, 1]. */
 const RAMP = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
 

@@ -1,11 +1,11 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
-import { errorImage, loadModel, makeMask, normalise, panels, visibleIds } from "./mae_core.js";
+import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView as drawSquare } from "./mae_core.js";
 
 const $ = (id) => document.getElementById(id);
 const base = new URL("./", import.meta.url).href;
 const config = await (await fetch(base + "config.json")).json();
 const tables = await (await fetch(base + "masks.json")).json();
-const { size, patch, mean, std } = config;
+const { size, patch } = config;
 const grid = tables.grid[0] * tables.grid[1];
 
 // What the page exposes to tests and benchmarks (no behaviour depends on it).
@@ -23,13 +23,7 @@ function draw(id, rgba) {
 
 /** The model's view of an image or video frame: shorter side to `size`, centre crop (RGBA). */
 function squareView(source, width, height) {
-  const canvas = $("original");
-  const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  const side = Math.min(width, height);
-  ctx.imageSmoothingEnabled = true;
-  ctx.imageSmoothingQuality = "high";
-  ctx.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
-  return ctx.getImageData(0, 0, size, size).data;
+  return drawSquare($("original"), source, width, height, size);
 }
 
 function currentMask() {
@@ -46,15 +40,13 @@ async function reconstruct() {
       state.pending = false;
       const rgba = state.rgba;
       const mask = currentMask();
-      if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
       const t0 = performance.now();
-      const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
-      const out = panels(rgba, pred, mask, size, patch, mean, std);
+      const out = await reconstructOnce(model, rgba, mask, config);
       stats.lastMs = performance.now() - t0;
       draw("masked", out.masked);
       draw("reconstruction", out.reconstruction);
       draw("pasted", out.pasted);
-      draw("error-map", errorImage(out.errorMap, size, patch, Math.max(...out.errorMap)));
+      draw("error-map", errorPanel(out, mask, size, patch));
       $("psnr").textContent = Number.isFinite(out.psnr) ? `PSNR ${out.psnr.toFixed(2)} dB (hidden patches)`
         : "nothing hidden: PSNR not defined";
       stats.runs += 1;
@@ -134,26 +126,12 @@ $("masked").addEventListener("pointermove", (e) => { if (e.buttons) paintAt(e); 
 $("masked").addEventListener("pointerup", () => { stroke = null; });
 
 // --- camera: every frame the camera delivers, one reconstruction at a time ------------------------------
-async function cameraLoop() {
-  const video = $("video");
-  let shown = 0;
-  let since = performance.now();
-  while (state.camera) {
-    if (video.readyState >= 2) {
-      state.rgba = squareView(video, video.videoWidth, video.videoHeight);
-      await reconstruct();
-      stats.frames += 1;
-      shown += 1;
-      const now = performance.now();
-      if (now - since >= 1000) {
-        $("fps").textContent = `${(shown * 1000 / (now - since)).toFixed(1)} frames a second, in your browser`;
-        shown = 0;
-        since = now;
-      }
-    }
-    await new Promise((resolve) => (video.requestVideoFrameCallback
-      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
-  }
+function startCamera() {
+  return cameraLoop($("video"), () => state.camera, async (video) => {
+    state.rgba = squareView(video, video.videoWidth, video.videoHeight);
+    await reconstruct();
+    stats.frames += 1;
+  }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; });
 }
 $("camera").addEventListener("click", async () => {
   if (state.camera) {
@@ -169,7 +147,7 @@ $("camera").addEventListener("click", async () => {
     video.srcObject = state.camera;
     await video.play();
     $("camera").textContent = "Stop camera";
-    cameraLoop();
+    startCamera();
   } catch (err) {
     state.camera = null;
     showError(`no camera: ${err.message || err}`);

@@ -1,0 +1,91 @@
+"""The MAE tab on mae-tiny computes in the visitor's browser: once the model is in the page, a new seed,
+pattern or ratio makes no server request, and the panels and numbers equal the server's for the same mask."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tools.appserver import CHROMIUM, LAUNCH_ARGS
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+
+#: Sets a Gradio control like a person does (input, then change).
+SET = """([selector, v]) => {
+  const input = document.querySelector(selector);
+  input.value = String(v);
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  input.dispatchEvent(new Event('change', {bubbles: true}));
+}"""
+
+#: The reconstruction panel as shown, read by the page itself (a blob: URL never leaves it).
+SHOWN = """async () => {
+  const img = document.querySelector('#panel-reconstruction img');
+  const b = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+  let s = ''; for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode.apply(null, b.subarray(i, i + 8192));
+  return btoa(s);
+}"""
+
+
+def _app_request(req) -> bool:  # noqa: ANN001
+    """A request that reaches the app (not a blob: URL, not Chromium's own re-check of the page icon)."""
+    path = req.url.split("?")[0]
+    own = req.resource_type == "other" and (path.endswith("/favicon.ico") or path.rstrip("/").count("/") == 2)
+    return req.url.startswith("http") and not own
+
+
+def _settle(page, hidden: int, runs: int) -> int:
+    """Wait until the page has computed a new view hiding ``hidden`` patches; the page's run count."""
+    page.wait_for_function(
+        """([hidden, runs]) => Number(document.body.dataset.vitvizInpageRuns || 0) > runs
+          && (document.querySelector('#mae-metrics') || {innerText: ''}).innerText.includes('(' + hidden + ' hidden)')
+          && document.querySelector('#mae-metrics').innerText.includes('in your browser')""",
+        arg=[hidden, runs], timeout=120_000)
+    return int(page.evaluate("document.body.dataset.vitvizInpageRuns"))
+
+
+def test_seed_pattern_and_ratio_on_mae_tiny_stay_in_the_page_and_equal_the_server(app_url):
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import load_model, reconstruct
+    from vitviz.assets import example_images
+
+    photo = example_images()[1]  # the photo the page opens with
+    steps = [("#mae-seed input", 5, 0.75, 5, "random"), ("#mae-ratio input[type=range]", 0.6, 0.6, 5, "random"),
+             ("#mae-ratio input[type=range]", 0.3, 0.3, 5, "random")]
+    shown, numbers = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                               timeout=300_000)
+        assert "in your browser" in page.inner_text("#mae-path")
+        # the first view and sweep are the server's (a new photo); wait until they and the photo are in the page
+        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
+        sent: list[str] = []
+        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+        runs = 0
+        for selector, value, ratio, seed, pattern in steps:
+            page.evaluate(SET, [selector, value])
+            runs = _settle(page, round(ratio * 196), runs)
+            shown.append(np.asarray(Image.open(io.BytesIO(base64.b64decode(page.evaluate(SHOWN)))).convert("RGB")))
+            numbers.append(page.evaluate("window.vitviz.inpage.last()"))
+        page.check("#mae-pattern input[value=block]")
+        runs = _settle(page, round(0.3 * 196), runs)
+        assert sent == [], f"{len(sent)} requests reached the server: {sent[:3]}"
+        browser.close()
+    model = load_model("mae-tiny")
+    for (_, _, ratio, seed, pattern), got, last in zip(steps, shown, numbers):
+        r = reconstruct(model, photo, mask_ratio=ratio, seed=seed, pattern=pattern)
+        diff = np.abs(got.astype(int) - r.reconstruction.astype(int))
+        assert diff.max() <= 2, f"ratio {ratio}: the page's reconstruction is {diff.max()} levels from the server's"
+        assert np.array_equal(np.asarray(last["mask"], bool), r.mask.reshape(-1))  # the server's mask
+        assert last["maskedMse"] == pytest.approx(r.masked_mse, rel=0.02)  # the panels' numbers: the same
+        assert np.allclose(last["errorMap"], r.error_map.reshape(-1), atol=2e-3)

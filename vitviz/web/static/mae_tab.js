@@ -1,0 +1,181 @@
+// The app's MAE tab, computed in the visitor's browser: once mae-tiny is in the page, a change of ratio,
+// seed or pattern is reconstructed here (mae_core.js, the static page's own arithmetic) and handed to
+// Gradio as the panels' new values, with no server call. The model's input is the server's own square
+// view of the photo (the hidden #mae-model-view panel, lossless PNG), so both paths see the same pixels.
+// Anything else (another model, painting, a comparison, a seed the page carries no mask for, a browser
+// without WebAssembly) returns null: the caller then uses the server.
+import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView } from "./mae_core.js";
+
+const base = new URL("./", import.meta.url).href;
+
+/** The panels as Gradio file values (PNG blob: URLs that never leave the page). */
+async function asFile(rgba, size) {
+  const canvas = new OffscreenCanvas(size, size);
+  canvas.getContext("2d").putImageData(new ImageData(rgba, size, size), 0, 0);
+  const blob = await canvas.convertToBlob({ type: "image/png" });
+  const url = URL.createObjectURL(blob);
+  return { path: url, url, orig_name: "image.png", mime_type: "image/png", size: blob.size, is_stream: false,
+    meta: { _type: "gradio.FileData" } };
+}
+
+/** RGBA (S*S*4) of an image URL drawn at S x S. */
+async function pixels(url, size) {
+  const bitmap = await createImageBitmap(await (await fetch(url)).blob());
+  const canvas = new OffscreenCanvas(size, size);
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  ctx.drawImage(bitmap, 0, 0, size, size);
+  bitmap.close();
+  return ctx.getImageData(0, 0, size, size).data;
+}
+
+/**
+ * Start loading the model; the returned object answers the tab's changes.
+ *
+ * @returns {{ready: Promise<void>, state: object, panels: Function, describe: Function}}
+ */
+export function create() {
+  const state = { model: null, config: null, tables: null, error: null, view: { url: null, rgba: null },
+    runs: 0, lastMs: 0, last: null, gen: 0, chain: Promise.resolve(), revoke: [] };
+  const ready = (async () => {
+    if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
+    state.config = await (await fetch(base + "config.json")).json();
+    state.tables = await (await fetch(base + "masks.json")).json();
+    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size);
+  })().catch((err) => { state.error = String(err.message || err); });
+  // The model's view is read as soon as the server shows it, so a later change waits on nothing.
+  ready.then(() => {
+    const prefetch = () => { if (state.model) view().catch(() => {}); };
+    const watched = new WeakSet();
+    new MutationObserver(() => {
+      const img = document.querySelector("#mae-model-view img");
+      if (img && !watched.has(img)) { watched.add(img); img.addEventListener("load", prefetch); }
+      prefetch();
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["src"] });
+    prefetch();
+  });
+
+  /** Whether this change is one the page computes. */
+  const mine = (model, paint, compare, noCompare) => state.model && model === state.config.name && !paint
+    && (!compare || compare === noCompare) && document.querySelector("#mae-model-view img");
+
+  /** The model's view as RGBA, read once per photo. */
+  async function view() {
+    const img = document.querySelector("#mae-model-view img");
+    if (!img || !img.src) return null;
+    if (state.view.url !== img.src) {
+      state.view = { url: img.src, rgba: await pixels(img.src, state.config.size) };
+      document.body.dataset.vitvizInpageView = img.src;  // for tests and benchmarks: the photo is in the page
+    }
+    return state.view.rgba;
+  }
+
+  /**
+   * The four ratio-dependent panels and the metrics line, or null (use the server), or "stale" (a newer
+   * change came first: leave the panels as they are).
+   */
+  async function panels(ratio, model, seed, pattern, paint, compare, noCompare) {
+    if (!mine(model, paint, compare, noCompare)) return null;
+    const s = Number(seed);
+    if (!(Number.isInteger(s) && s >= 0 && s < state.tables.seeds) || !["random", "block", "grid"].includes(pattern)) {
+      return null;
+    }
+    const gen = ++state.gen;
+    const work = state.chain.then(async () => {
+      if (gen !== state.gen) return "stale";
+      const rgba = await view();
+      if (!rgba) return null;
+      const { size, patch } = state.config;
+      const mask = makeMask(state.tables, pattern, Number(ratio), s);
+      const t0 = performance.now();
+      const out = await reconstructOnce(state.model, rgba, mask, state.config);
+      const files = await Promise.all([out.masked, out.reconstruction, out.pasted, errorPanel(out, mask, size, patch)]
+        .map((p) => asFile(p, size)));
+      state.lastMs = performance.now() - t0;
+      for (const u of state.revoke.splice(0)) URL.revokeObjectURL(u);
+      state.revoke.push(...files.map((f) => f.url));
+      state.runs += 1;
+      const hidden = mask.reduce((a, b) => a + b, 0);
+      state.last = { hidden, maskedMse: out.maskedMse, psnr: out.psnr, errorMap: Array.from(out.errorMap),
+        mask: Array.from(mask) };
+      document.body.dataset.vitvizInpageRuns = String(state.runs);
+      return [...files, metrics(model, hidden, mask.length, out)];
+    });
+    state.chain = work.catch(() => null);
+    return work;
+  }
+
+  function metrics(model, hidden, length, out) {
+    const place = "computed **in your browser**";
+    if (hidden === 0) return `**${model}** · **nothing is hidden**: nothing to rebuild · ${place}`;
+    return `**${model}** · hidden-patch **MSE ${out.maskedMse.toFixed(4)}** · **PSNR ${out.psnr.toFixed(1)}\u00a0dB** · `
+      + `**${length - hidden} of ${length} tokens** encoded (${hidden} hidden) · ${place}`;
+  }
+
+  /** Which path the tab runs for a model, as one sentence. */
+  function describe(model) {
+    if (state.model && model === state.config.name) {
+      const t = state.model.threads;
+      return `Computed in your browser (WebAssembly, ${t} thread${t > 1 ? "s" : ""}; `
+        + `${model} ${(state.model.bytes / 1e6).toFixed(1)} MB): ratio, seed and pattern make no server call.`;
+    }
+    if (state.error) return `Computed on the server (the model could not start in this browser: ${state.error}).`;
+    return "Computed on the server.";
+  }
+
+  /** The tab's controls as the page shows them (the camera reads them at every frame). */
+  function controls() {
+    const ratio = Number((document.querySelector("#mae-ratio input[type=range]") || {}).value ?? 0.75);
+    const seed = Number((document.querySelector("#mae-seed input") || {}).value ?? 0);
+    const pattern = (document.querySelector("#mae-pattern input:checked") || {}).value || "random";
+    return { ratio, seed: Number.isInteger(seed) && seed >= 0 && seed < state.tables.seeds ? seed : 0, pattern };
+  }
+
+  /**
+   * The camera, reconstructed in the page: every frame the camera delivers, one at a time, drawn on the
+   * canvases of `root` (#mae-inpage-live: its button, rate line, video and four canvases).
+   */
+  const cam = { stream: null, frames: 0, fps: 0, ms: 0, mask: { key: "", mask: null } };
+  state.camera = cam;
+  async function camera(root) {
+    const q = (sel) => root.querySelector(sel);
+    const rate = q("[data-rate]");
+    if (cam.stream) {
+      cam.stream.getTracks().forEach((t) => t.stop());
+      cam.stream = null;
+      q("button").textContent = "Start the camera in your browser";
+      return;
+    }
+    await ready;
+    if (!state.model) { rate.textContent = `The model could not start in this browser: ${state.error}`; return; }
+    try {
+      cam.stream = await navigator.mediaDevices.getUserMedia({ video: { width: 320, height: 240 } });
+    } catch (err) {
+      rate.textContent = `No camera: ${err.message || err}`;
+      return;
+    }
+    const video = q("video");
+    video.srcObject = cam.stream;
+    await video.play();
+    q("button").textContent = "Stop the camera";
+    const { size, patch } = state.config;
+    const canvas = (name) => q(`canvas[data-panel=${name}]`).getContext("2d");
+    await cameraLoop(video, () => cam.stream !== null, async () => {
+      const t0 = performance.now();
+      const rgba = squareView(q("canvas[data-panel=original]"), video, video.videoWidth, video.videoHeight, size);
+      const c = controls();
+      const key = `${c.ratio}:${c.seed}:${c.pattern}`;
+      if (cam.mask.key !== key) cam.mask = { key, mask: makeMask(state.tables, c.pattern, c.ratio, c.seed) };
+      const out = await reconstructOnce(state.model, rgba, cam.mask.mask, state.config);
+      canvas("masked").putImageData(new ImageData(out.masked, size, size), 0, 0);
+      canvas("pasted").putImageData(new ImageData(out.pasted, size, size), 0, 0);
+      canvas("error").putImageData(new ImageData(errorPanel(out, cam.mask.mask, size, patch), size, size), 0, 0);
+      cam.frames += 1;
+      cam.ms = performance.now() - t0;
+    }, (fps) => {
+      cam.fps = fps;
+      rate.textContent = `${fps.toFixed(1)} frames a second, computed in your browser (${cam.ms.toFixed(0)} ms a frame)`;
+    }).catch((err) => { rate.textContent = String(err.message || err); });
+  }
+
+  return { ready, state, panels, describe, camera };
+}
