@@ -81,7 +81,7 @@ def check_gradio(version: str | None = None) -> None:
 def install_process() -> None:
     """The process-wide patches of Gradio (idempotent): image cache, input checks, sessions, queue push,
     page configuration and API description, file chunk size; model calls inside ``spaces.GPU`` on ZeroGPU, else
-    each on its share of the CPU's cores, or in worker processes with ``VITVIZ_WORKERS=processes``
+    each on its share of the CPU's cores, or in worker processes with ``VITVIZ_WORKERS=processes`` (Ray actors with ``ray``)
     (:mod:`.model_workers`)."""
     check_gradio()
     from . import courtesy, errors, http, image_cache, inputs, limits, pageconfig, sessions, threads, turns, zerogpu
@@ -99,10 +99,10 @@ def install_process() -> None:
         threads.install()  # on the CPU: each model call on its share of the cores
         from ... import settings
 
-        if settings.get("VITVIZ_WORKERS") == "processes":
+        if settings.get("VITVIZ_WORKERS") != "off":
             from . import model_workers
 
-            model_workers.install()  # model calls in worker processes by cost class
+            model_workers.install()  # model calls in worker processes (or Ray actors) by cost class
 
 
 def install(demo: Any) -> Any:

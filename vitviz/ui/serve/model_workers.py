@@ -1,4 +1,5 @@
-"""The served app's model calls in worker processes (``VITVIZ_WORKERS=processes``; off by default).
+"""The served app's model calls in worker processes (``VITVIZ_WORKERS=processes``) or on Ray actors
+(``VITVIZ_WORKERS=ray``); off by default.
 
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
 :class:`vitviz.models.workers.Workers`: the call's cost class is that of the Gradio event it runs for
@@ -14,8 +15,10 @@ from __future__ import annotations
 import atexit
 import threading
 
+from ... import settings
 from ...models import runner
 from ...models.workers import Workers
+from ...models.workers import for_setting as workers_for
 
 _LOCK = threading.Lock()
 _WORKERS: list[Workers] = []
@@ -37,7 +40,8 @@ def install(start: bool = True) -> Workers:
     background. Returns the workers."""
     with _LOCK:
         if not _WORKERS:
-            _WORKERS.append(Workers())
+            # Ray where the setting names it; processes otherwise (also when a caller installs them directly)
+            _WORKERS.append(workers_for("ray" if settings.get("VITVIZ_WORKERS") == "ray" else "processes"))
             atexit.register(uninstall)
         workers = _WORKERS[0]
     runner.install_dispatch(workers.submit, cost_of)
