@@ -325,19 +325,3 @@ class Workers:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def for_setting(kind: str) -> Workers | Any:
-    """The workers ``VITVIZ_WORKERS`` names: ``processes``: :class:`Workers`; ``ray``:
-    :class:`vitviz.models.ray_workers.RayWorkers` (the cluster ``RAY_ADDRESS`` names, else a local one).
-
-    Raises:
-        ValueError: any other kind.
-    """
-    if kind == "processes":
-        return Workers()
-    if kind == "ray":
-        from .ray_workers import RayWorkers
-
-        return RayWorkers()
-    raise ValueError(f"model workers {kind!r}: expected processes or ray")

@@ -18,7 +18,6 @@ import threading
 from ... import settings
 from ...models import runner
 from ...models.workers import Workers
-from ...models.workers import for_setting as workers_for
 
 _LOCK = threading.Lock()
 _WORKERS: list[Workers] = []
@@ -40,14 +39,24 @@ def install(start: bool = True) -> Workers:
     background. Returns the workers."""
     with _LOCK:
         if not _WORKERS:
-            # Ray where the setting names it; processes otherwise (also when a caller installs them directly)
-            _WORKERS.append(workers_for("ray" if settings.get("VITVIZ_WORKERS") == "ray" else "processes"))
+            _WORKERS.append(_workers())
             atexit.register(uninstall)
         workers = _WORKERS[0]
     runner.install_dispatch(workers.submit, cost_of)
     if start:
         threading.Thread(target=_start, args=(workers,), name="vitviz-workers-start", daemon=True).start()
     return workers
+
+
+def _workers() -> Workers:
+    """Ray actors where ``VITVIZ_WORKERS`` names ``ray`` (the cluster ``RAY_ADDRESS`` names, else a local one;
+    :class:`vitviz.models.ray_workers.RayWorkers`, the same interface); worker processes otherwise, also when a
+    caller installs them directly."""
+    if settings.get("VITVIZ_WORKERS") == "ray":
+        from ...models.ray_workers import RayWorkers
+
+        return RayWorkers()  # type: ignore[return-value]
+    return Workers()
 
 
 def _start(workers: Workers) -> None:
