@@ -74,7 +74,7 @@ def test_browser_upload_and_slider(app_url, tmp_path):
         (100, 0, 500, 400)).save(upload)
     # The page opens on an example photo whose first view already shows a reconstruction and "of 196": the
     # upload's own numbers, computed here by the same views, say when its view is on screen.
-    at_75, at_60 = metrics_marker(upload, 0.75), metrics_marker(upload, 0.6)
+    at_75 = metrics_marker(upload, 0.75)
     assert metrics_marker(default_image(), 0.75) != at_75
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
@@ -94,8 +94,9 @@ def test_browser_upload_and_slider(app_url, tmp_path):
         slider.focus()
         for _ in range(3):
             page.keyboard.press("ArrowLeft")
-        wait_metrics(page, at_60)
-        assert "118 hidden" in page.locator("#mae-metrics").inner_text()
+        # mae-tiny's slider is computed in the visitor's browser (its digits within the parity tolerance of the
+        # server's, tests/ui/test_mae_inpage.py), so the count of hidden patches says the move has landed
+        assert "118 hidden" in _wait_hidden(page, [118])
         page.wait_for_timeout(500)
         second = _panel(page, "panel-reconstruction")
         assert first != second
