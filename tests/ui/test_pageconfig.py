@@ -91,8 +91,9 @@ def test_the_example_photos_send_the_page_only_their_thumbnails(demo) -> None:  
 #: tab) and the photo's-own-shape controls (306 KB served). The eight tabs' example photos then lost 10.7 KB
 #: (:func:`vitviz.ui.shared_image.light`) and the Ablate tab came in (about 17 KB): 312.4 KB served, 310.5 KB
 #: built in public mode with every model. The configuration's ``layout`` is sent twice (also as
-#: ``page[""].layout``, which the page reads), 8.8 KB that could go.
-PAGE_BUDGET = 315_000
+#: ``page[""].layout``, which the page reads), 8.8 KB that could go. The MAE tab's in-page path (its hidden
+#: model-view panel and path line) and the readable label rules then made it 316.4 KB served.
+PAGE_BUDGET = 320_000
 
 
 def _compact(config: dict) -> int:
