@@ -144,6 +144,18 @@ def _click_patch(page, elem_id: str, row: int, col: int, rows: int = 26, cols: i
     page.mouse.click(x0 + ((col + 0.5) / cols) * w, y0 + ((row + 0.5) / rows) * h)
 
 
+def _click_wide_patch(page, elem_id: str, answered: str, shot) -> None:
+    """Once the element's image is the photo's 16:9 shape, click patch (row 13, col 40), which exists only
+    uncropped, wait until ``answered`` (a page function) holds and save a screenshot to ``shot``."""
+    page.locator(f"#{elem_id} img").first.scroll_into_view_if_needed()
+    page.wait_for_function(_wider(elem_id, 1.6), timeout=240_000)
+    page.wait_for_timeout(800)
+    _click_patch(page, elem_id, 13, 40)
+    page.wait_for_function(answered, timeout=240_000)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(shot))
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
     with _page(tmp_path) as page:
@@ -157,13 +169,8 @@ def test_browser_shows_a_16x9_photo_at_644_px_uncropped(features_url, tmp_path):
         pca = np.asarray(Image.open(io.BytesIO(page.locator("#feat-pca img").first.screenshot())).convert("RGB"))
         assert pca.std() > 20  # colours, not a blank panel
         # click patch (row 13, col 40) of the left similarity map: column 40 exists only uncropped
-        page.locator("#feat-sim-same img").first.scroll_into_view_if_needed()
-        page.wait_for_function(_wider("feat-sim-same", 1.6), timeout=240_000)
-        page.wait_for_timeout(800)
-        _click_patch(page, "feat-sim-same", 13, 40)
-        page.wait_for_function(_has("feat-sim-info", "row 13, col 40"), timeout=240_000)
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(tmp_path / "features-native-similarity.png"))
+        _click_wide_patch(page, "feat-sim-same", _has("feat-sim-info", "row 13, col 40"),
+                          tmp_path / "features-native-similarity.png")
         assert page.locator("#feat-row input").input_value() == "13"
         assert page.locator("#feat-col input").input_value() == "40"
 
@@ -197,13 +204,8 @@ def test_browser_attention_of_a_16x9_photo_at_644_px(attention_url, tmp_path):
         _open_wide_photo(page, attention_url, "attn", _has("attn-cls-info", "Last layer"),
                          _has("attn-query-info", "256 patch tokens"), save_wide_photo(tmp_path))
         page.wait_for_function(_has("attn-query-info", "1196 patch tokens"), timeout=240_000)
-        page.locator("#attn-query-overlay img").first.scroll_into_view_if_needed()
-        page.wait_for_function(_wider("attn-query-overlay", 1.6), timeout=240_000)
-        page.wait_for_timeout(800)
-        _click_patch(page, "attn-query-overlay", 13, 40)
-        page.wait_for_function(_has("attn-query-info", "patch (row 13, col 40)"), timeout=240_000)
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(tmp_path / "attention-native-patch.png"))
+        _click_wide_patch(page, "attn-query-overlay", _has("attn-query-info", "patch (row 13, col 40)"),
+                          tmp_path / "attention-native-patch.png")
         page.locator("#attn-cls-heads").scroll_into_view_if_needed()
         page.wait_for_function(_wider("attn-cls-heads", 5), timeout=240_000)
         page.wait_for_timeout(800)
