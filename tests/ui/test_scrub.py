@@ -41,6 +41,10 @@ SHOWN = """async (ids) => {
 }"""
 
 READY = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+#: mae-tiny in the page has settled: it failed, or it is loaded and has read the photo it opens with (one
+#: download per photo, which the page makes as soon as the server shows the photo, not during a drag).
+INPAGE_SETTLED = ("() => { const d = document.body.dataset; "
+                  "return d.vitvizInpage === 'off' || (d.vitvizInpage === 'ready' && !!d.vitvizInpageView); }")
 
 
 def _browser_own(req) -> bool:  # noqa: ANN001
@@ -126,6 +130,7 @@ def test_drag_after_the_sweep_stays_in_the_page_and_shows_the_servers_panels(app
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(app_url)
         page.wait_for_function(READY, timeout=300_000)
+        page.wait_for_function(INPAGE_SETTLED, timeout=300_000)
         sent: list[str] = []
         # Requests of the app; Chromium's own re-checks of the page icon after an address change
         # (the URL is written when the slider rests) are not the app's.

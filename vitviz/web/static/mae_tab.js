@@ -41,7 +41,8 @@ export function create() {
     state.config = await (await fetch(base + "config.json")).json();
     state.tables = await (await fetch(base + "masks.json")).json();
     state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size);
-  })().catch((err) => { state.error = String(err.message || err); });
+  })().catch((err) => { state.error = String(err.message || err); })
+    .finally(() => { document.body.dataset.vitvizInpage = state.model ? "ready" : "off"; });  // for tests
   // The model's view is read as soon as the server shows it, so a later change waits on nothing.
   ready.then(() => {
     const prefetch = () => { if (state.model) view().catch(() => {}); };
@@ -58,13 +59,17 @@ export function create() {
   const mine = (model, paint, compare, noCompare) => state.model && model === state.config.name && !paint
     && (!compare || compare === noCompare) && document.querySelector("#mae-model-view img");
 
-  /** The model's view as RGBA, read once per photo. */
+  /** The model's view as RGBA, read once per photo (a read in flight is shared, never repeated). */
   async function view() {
     const img = document.querySelector("#mae-model-view img");
     if (!img || !img.src) return null;
     if (state.view.url !== img.src) {
-      state.view = { url: img.src, rgba: await pixels(img.src, state.config.size) };
-      document.body.dataset.vitvizInpageView = img.src;  // for tests and benchmarks: the photo is in the page
+      const url = img.src;
+      const rgba = pixels(url, state.config.size);
+      state.view = { url, rgba };
+      rgba.then(() => {
+        if (state.view.url === url) document.body.dataset.vitvizInpageView = url;  // for tests: the photo is in the page
+      }, () => { if (state.view.url === url) state.view = { url: null, rgba: null }; });
     }
     return state.view.rgba;
   }
