@@ -9,7 +9,9 @@ with a test of its own). A line counts when it
 * reads or writes an attribute Gradio keeps for itself: a name of :data:`INTERNAL_NAMES` (the queue's state,
   an app's event table, per-session state, the page configuration's builders, patched methods), or any
   ``_name`` on an object other than ``self``/``cls``;
-* assigns to an attribute of a class or module imported from gradio or starlette (``FileResponse.chunk_size = ...``).
+* assigns to an attribute of a class or module imported from gradio or starlette (``FileResponse.chunk_size = ...``);
+* declares a contact (``Contact(...)``, :mod:`vitviz.ui.serve.contacts`: each replaces or reads one attribute);
+* names one of :data:`INTERNAL_NAMES` in a string (``"process_api"``), except public keywords and common words.
 
 It reads the files as text (``ast``); it imports nothing.
 """
@@ -95,6 +97,11 @@ def contacts(source: str) -> dict[int, str]:
             name = node.args[1].value
             if isinstance(name, str) and (name in INTERNAL_NAMES or name.startswith("_") and not name.startswith("__")):
                 found.setdefault(node.lineno, f"{node.func.id}(..., {name!r})")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Contact":
+            found[node.lineno] = "a named contact (vitviz.ui.serve.contacts)"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in INTERNAL_NAMES - ASSIGNED_ONLY - {
+                "fns", "iterators"}:
+            found.setdefault(node.lineno, f"names {node.value!r}")  # an attribute named by a string
     return found
 
 
