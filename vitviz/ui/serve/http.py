@@ -32,7 +32,7 @@ from ... import settings
 from ...cache import LRU
 from . import ledger, uploads
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
-from .limits import BUSY_MESSAGE, JOINS, REFUSAL_PAUSE_S, CompletedEvents
+from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,6 +51,7 @@ STREAM_CHUNK = re.compile(r"/stream/[0-9a-f]{8,64}$")
 #: What a camera frame looks like inside a join's JSON (a data URL): only such a join may pass VITVIZ_MAX_REQUEST.
 FRAME_MARK = b'"data:image/'
 TOO_LARGE_REQUEST = "This request is larger than any the app needs."
+BAD_JOIN = "There is no endpoint with this function index, or the request cannot be read."
 
 
 class RateLimiter:
@@ -249,10 +250,10 @@ class Hardening:
             await asyncio.sleep(REFUSAL_PAUSE_S)
             await _respond(send, 400, BAD_SESSION)
             return
-        ticket = JOINS.admit(session or f"address:{address}", address)
+        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body)
         if ticket is None:
             await asyncio.sleep(REFUSAL_PAUSE_S)  # outside every lock: nobody waits behind a refusal
-            await _respond(send, 503, json.dumps({"detail": BUSY_MESSAGE}), b"application/json")
+            await _respond(send, 503, json.dumps({"detail": refusal}), b"application/json")
             return
         replay = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -264,6 +265,8 @@ class Hardening:
         async def watched(message: Message) -> None:
             if message.get("type") == "http.response.start":
                 answer["status"] = message.get("status", 0)
+                if answer["status"] >= 400:  # a malformed join (no such endpoint, wrong values): a script waits
+                    await asyncio.sleep(REFUSAL_PAUSE_S)
             elif message.get("type") == "http.response.body" and len(answer["body"]) < 4096:
                 answer["body"] += message.get("body", b"")
             await send(message)
@@ -276,6 +279,11 @@ class Hardening:
                 event_id = found if isinstance(found, str) else None
         except ValueError:
             pass
+        except Exception:  # noqa: BLE001 - Gradio failed on the join itself (an unknown fn_index: KeyError)
+            if answer["status"]:
+                raise
+            await asyncio.sleep(REFUSAL_PAUSE_S)
+            await _respond(send, 400, json.dumps({"detail": BAD_JOIN}), b"application/json")
         finally:
             JOINS.answered(ticket, event_id)
 

@@ -11,6 +11,8 @@ the page's client):
   holds; a loopback peer is the machine's own user: only its sessions are capped). Its answer's
   ``event_id`` then counts until the session's event stream (``GET .../queue/data``) says
   ``process_completed`` for it, or ``.../call/API/EVENT_ID``'s stream ends, or :data:`HOLD_S` pass;
+* a camera stream's join (its first frame rides in it) is refused while its session -- on a public host, its
+  address -- holds one (:data:`LIVE_BUSY_MESSAGE`);
 * a refused join is answered as Gradio answers a full queue (HTTP 503, ``{"detail": sentence}``), after
   :data:`REFUSAL_PAUSE_S` (so a script cannot spin), and the pause holds no lock;
 * a **live stream** gives way: :func:`others_busy` (its frames pause while another session has a join in
@@ -34,6 +36,8 @@ VIEW, HEAVY, LIVE = GROUPS[Cost.VIEW], GROUPS[Cost.HEAVY], GROUPS[Cost.LIVE]
 
 BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
                 "(this server is shared with other visitors).")
+LIVE_BUSY_MESSAGE = ("A live camera is already running for you: stop it (or close the other tab) before "
+                     "starting another (this server is shared with other visitors).")
 #: Seconds a refused request waits before its answer (slows a flooding client down).
 REFUSAL_PAUSE_S = 1.0
 #: Seconds an admitted join counts at most (a client that never reads its event stream is not told its end).
@@ -55,6 +59,7 @@ class _Held:
     session: str
     address: str
     since: float
+    live: bool = False
 
 
 @dataclass
@@ -64,32 +69,37 @@ class Joins:
     held: dict[str, _Held] = field(default_factory=dict)  # event id (or a ticket until answered) -> holder
     streaming: dict[str, float] = field(default_factory=dict)  # session -> when its stream last asked to give way
     seen: dict[str, float] = field(default_factory=dict)  # session or address -> when last seen (GIVE_WAY_S)
+    early: dict[str, float] = field(default_factory=dict)  # event id completed before its join's answer was read
     lock: threading.Lock = field(default_factory=threading.Lock)
     _tickets: int = 0
 
-    def admit(self, session: str, address: str, now: float | None = None) -> str | None:
-        """A ticket for one more join of ``session`` from ``address``, or None when a cap is reached."""
+    def admit(self, session: str, address: str, live: bool = False, now: float | None = None) -> tuple[str | None, str]:
+        """``(ticket, "")`` for one more join of ``session`` from ``address``, or ``(None, sentence)`` when a cap
+        is reached. A ``live`` join (a camera stream's: its first frame rides in it) is refused while the session
+        -- on a public host, the address -- holds one."""
         now = time.monotonic() if now is None else now
         capped = not exempt(address)
         with self.lock:
             for key in [k for k, h in self.held.items() if now - h.since > HOLD_S]:
                 del self.held[key]
-            same_session = sum(h.session == session for h in self.held.values())
-            same_address = sum(h.address == address for h in self.held.values())
-            if same_session >= settings.get("VITVIZ_SESSION_QUEUE") or (
-                    capped and same_address >= settings.get("VITVIZ_CLIENT_QUEUE")):
-                return None
+            mine = [h for h in self.held.values() if h.session == session or (capped and h.address == address)]
+            if live and any(h.live and (h.session == session or settings.public()) for h in mine):
+                return None, LIVE_BUSY_MESSAGE
+            if sum(h.session == session for h in mine) >= settings.get("VITVIZ_SESSION_QUEUE") or (
+                    capped and sum(h.address == address for h in mine) >= settings.get("VITVIZ_CLIENT_QUEUE")):
+                return None, BUSY_MESSAGE
             self._tickets += 1
             ticket = f"ticket:{self._tickets}"
-            self.held[ticket] = _Held(session, address, now)
-            self._note(session, now)
-            return ticket
+            self.held[ticket] = _Held(session, address, now, live)
+            if not live:
+                self._note(session, now)
+            return ticket, ""
 
     def answered(self, ticket: str, event_id: str | None) -> None:
         """The join of ``ticket`` was answered: it holds ``event_id`` now, or nothing (refused by Gradio)."""
         with self.lock:
             held = self.held.pop(ticket, None)
-            if held is not None and event_id:
+            if held is not None and event_id and self.early.pop(event_id, None) is None:
                 self.held[event_id] = held
 
     def completed(self, event_id: str, now: float | None = None) -> None:
@@ -99,6 +109,10 @@ class Joins:
             held = self.held.pop(event_id, None)
             if held is not None:
                 self._note(held.session, now)
+            elif any(k.startswith("ticket:") for k in self.held):  # its join's answer may not be read yet
+                for key in [k for k, t in self.early.items() if now - t > GIVE_WAY_S]:
+                    del self.early[key]
+                self.early[event_id] = now
 
     def note(self, who: str, now: float | None = None) -> None:
         """Remember that ``who`` (a session, or an address that uploads) sent a request."""
@@ -111,7 +125,8 @@ class Joins:
             del self.seen[key]
 
     def others_busy(self, mine: set[str], now: float | None = None) -> bool:
-        """True while a session (or address) other than ``mine``, and not itself streaming, holds a join or was
+        """True while a session (or address) other than ``mine``, and not itself streaming, holds a join (not a
+        camera stream's) or was
         seen less than :data:`GIVE_WAY_S` ago. Marks ``mine``'s sessions as streaming."""
         now = time.monotonic() if now is None else now
         with self.lock:
@@ -121,8 +136,8 @@ class Joins:
                 del self.streaming[key]
             if any(k not in mine and k not in self.streaming and now - t < GIVE_WAY_S for k, t in self.seen.items()):
                 return True
-            return any(h.session not in mine and h.session not in self.streaming and h.address not in mine
-                       for h in self.held.values())
+            return any(not h.live and h.session not in mine and h.session not in self.streaming
+                       and h.address not in mine for h in self.held.values())
 
 
 #: The app's joins (one server per process).
@@ -150,8 +165,8 @@ def others_busy(request: Any) -> bool:
 class CompletedEvents:
     """Reads a session's event stream (``GET .../queue/data``) as it is sent, and ends each completed event's hold."""
 
-    def __init__(self, joins: Joins = JOINS) -> None:
-        self.joins = joins
+    def __init__(self, joins: Joins | None = None) -> None:
+        self.joins = JOINS if joins is None else joins
         self.head = b""  # the first bytes of the message being sent
 
     def feed(self, chunk: bytes) -> None:
