@@ -23,6 +23,23 @@ log = logging.getLogger("vitviz.ui")
 #: Longest part of an exception's own text repeated to the client.
 DETAIL_CHARS = 160
 
+
+def sentence(exc: BaseException) -> str:
+    """What a client reads for a request Gradio could not run (the exception's kind and its short text)."""
+    from .pageconfig import redact, server_folders
+
+    detail = " ".join(str(exc).split())[:DETAIL_CHARS]
+    kind = type(exc).__name__
+    if isinstance(exc, (IndexError, KeyError)):
+        what = "an index or key that does not exist here"
+    elif "path" in detail.lower() or "file" in detail.lower() or kind in ("InvalidPathError", "FileNotFoundError"):
+        what = "a file this server does not serve or cannot read (upload the file first)"
+    else:
+        what = "values this endpoint cannot use"
+    text = f"This request has {what} ({kind}{': ' + detail if detail else ''})."
+    return redact(text, server_folders())
+
+
 def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
     """``Blocks.process_api`` (async) answering every failure that is not a ``gr.Error`` with :func:`sentence`."""
     import gradio as gr
