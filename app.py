@@ -21,7 +21,7 @@ if __name__ == "__main__":  # --model NAME=PATH (your checkpoints) and --mcp: py
 
     options = start_options()
 demo = build_demo()
-serve.install(demo)  # Gradio's internals patched for a shared host (vitviz/ui/serve): caps, cost groups, fixes
+serve.install(demo)  # a shared host (vitviz/ui/serve): the named contacts, model calls by cost class
 
 if __name__ == "__main__":
     import signal

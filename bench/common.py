@@ -27,7 +27,7 @@ finally:
 
 #: ``python app.py`` for a benchmark, in the checkout's root, with Gradio's own start-up check that the app
 #: answers on localhost (one HEAD, 3 s timeout) switched off: under load it fails and stops the start, on
-#: commits older than vitviz.ui.serve.launch_without_self_check as well as newer ones. The checkout's
+#: commits older than vitviz.ui.serve.launch_without_self_check (since gone: the door answers the launch's HEAD) as well as newer ones. The checkout's
 #: ``app.py`` runs as ``__main__``, unchanged; its ``os.environ.setdefault`` lines are applied first, since
 #: importing Gradio loads numpy (OpenBLAS reads its thread count then).
 APP_COMMAND = [sys.executable, "-c",

@@ -145,11 +145,11 @@ def serving_tab(title: str, build, tab_id: str | None = None) -> Iterator[str]: 
     from starlette.middleware import Middleware
 
     from vitviz.ui.js import page  # the page module its browser code calls into
-    from vitviz.ui.serve import frames, image_cache
+    from vitviz.ui.serve import contacts, frames
 
     # the app's image writer (write once, atomically): Gradio's own rewrites a file in place when an
     # answer repeats an earlier image, and a download of it can then read a truncated file
-    image_cache.install()
+    contacts.install()
 
     old = os.environ.get("HF_HUB_OFFLINE")
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -39,7 +39,7 @@ def test_a_vqkd_tokenizer_counts_as_loaded_only_with_its_teacher(empty_caches) -
 def test_tokenize_and_part_5_declare_the_models_they_always_use(empty_caches) -> None:  # noqa: ARG001
     # whatever the inputs say (the tokenizer is free text, never read), both are heavy on a cold server
     for fn, values in ((beit_tab.tokenize_endpoint, [None, "vq-tiny"]), (beit_tab.update_kinds, [None] * 6)):
-        assert resolve(fn, [], values) is Cost.HEAVY
+        assert resolve(fn, values) is Cost.HEAVY
 
 
 def test_a_teacher_is_cached_per_weight_file(empty_caches, monkeypatch) -> None:  # noqa: ARG001

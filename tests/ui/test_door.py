@@ -151,14 +151,15 @@ def test_request_bodies_are_capped_before_they_are_read():
 
 
 def test_a_live_frame_may_be_larger_than_other_requests_but_is_capped_too():
-    """A 320x240 camera frame is 30-80 KB as sent: the join that opens a stream and each next frame may
-    reach VITVIZ_MAX_FRAME (256 KB); any other join keeps the 64 KB cap, and nothing passes 256 KB."""
-    fns = {3: SimpleNamespace(connection="stream"), 4: SimpleNamespace(connection="sse")}
+    """A 320x240 camera frame is 30-80 KB as sent: the join that opens a stream (its first frame rides in it, a
+    data URL) and each next frame may reach VITVIZ_MAX_FRAME (256 KB); any other join keeps the 64 KB cap, and
+    nothing passes 256 KB."""
     frame = b"x" * 100_000
 
     def join(index: int, data: bytes = frame, declared: bool = True) -> int:
-        body = b'{"fn_index": ' + str(index).encode() + b', "data": ["' + data + b'"]}'
-        return _through_door(body, fns=fns, declared=declared)[0]
+        picture = b"data:image/jpeg;base64," if index == 3 else b""
+        body = b'{"fn_index": ' + str(index).encode() + b', "data": ["' + picture + data + b'"]}'
+        return _through_door(body, declared=declared)[0]
 
     assert join(3) == 200 and join(3, declared=False) == 200  # opens a stream: its first frame rides in it
     assert join(4) == 413 and join(4, declared=False) == 413  # any other join: 64 KB
@@ -283,143 +284,6 @@ def _event(address: str, session: str = "s") -> SimpleNamespace:
     return SimpleNamespace(vitviz_address=address, session_hash=session)
 
 
-def test_a_flood_from_one_client_cannot_make_another_clients_call_wait_behind_it():
-    """Row 2 and the issue's first test: the queue is round-robin by client, not first come first served."""
-    waiting: list = []
-    flood = [_event("10.6.6.6") for _ in range(50)]
-    for e in flood:
-        waiting.append(e)
-        limits.fair_insert(waiting, e)
-    visitor = _event("10.1.1.1")
-    waiting.append(visitor)
-    limits.fair_insert(waiting, visitor)
-    assert _at(waiting, visitor) == 1  # behind the flood's first request only
-    second = _event("10.1.1.1")
-    waiting.append(second)
-    limits.fair_insert(waiting, second)
-    assert _at(waiting, second) == 3
-    # the machine's own sessions (loopback) are told apart by session
-    local = [_event("127.0.0.1", "flood") for _ in range(10)]
-    for e in local:
-        waiting.append(e)
-        limits.fair_insert(waiting, e)
-    mine = _event("127.0.0.1", "mine")
-    waiting.append(mine)
-    limits.fair_insert(waiting, mine)
-    assert _at(waiting, mine) <= 4
-
-
-def test_a_client_with_calls_running_waits_behind_one_with_none():
-    """Row 2: five addresses kept the view slots busy and calls waiting; the visitor's first call went behind
-    every address's first waiting one, those of the addresses whose calls were running too. What a client
-    has running now counts: the visitor goes before the waiting calls of clients with calls running."""
-    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
-    running = [_event(flooders[0]), _event(flooders[1])]  # the two view slots
-    waiting: list = []
-    for _ in range(3):
-        for address in flooders:
-            e = _event(address)
-            waiting.append(e)
-            limits.fair_insert(waiting, e, running)
-    visitor = _event("10.1.0.1")
-    waiting.append(visitor)
-    limits.fair_insert(waiting, visitor, running)
-    # behind the first calls of the three addresses running nothing (their turn as much as the visitor's)
-    assert [e.vitviz_address for e in waiting[:_at(waiting, visitor)]] == flooders[2:]
-    # without running calls counted, it also waited behind those of the two running addresses
-    plain = [e for e in waiting if e is not visitor] + [visitor]
-    limits.fair_insert(plain, visitor)
-    assert sorted(e.vitviz_address for e in plain[:_at(plain, visitor)]) == flooders
-
-
-def test_between_two_clients_turns_the_one_holding_fewer_requests_goes_first():
-    """Row 2: the three flooding addresses with nothing running tied with the visitor (one call each was
-    their turn as much as the visitor's); each held eight, the visitor one: the one holding fewer goes first."""
-    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
-    running = [_event(flooders[0]), _event(flooders[1])]
-    waiting: list = []
-    held = {address: 8 for address in flooders}
-    for _ in range(3):
-        for address in flooders:
-            e = _event(address)
-            waiting.append(e)
-            limits.fair_insert(waiting, e, running, held)
-    visitor = _event("10.1.0.1")
-    waiting.append(visitor)
-    limits.fair_insert(waiting, visitor, running, {**held, "10.1.0.1": 1})
-    assert _at(waiting, visitor) == 0
-    queue = SimpleNamespace(event_queue_per_concurrency_id={"g": SimpleNamespace(queue=waiting)},
-                            active_jobs=[running, None])
-    assert limits.held(queue) == {**{a: 3 for a in flooders[2:]}, flooders[0]: 4, flooders[1]: 4, "10.1.0.1": 1}
-
-
-def test_between_two_clients_turns_the_one_that_asked_less_lately_goes_first(monkeypatch):  # noqa: ANN001
-    """Row 2: flooding addresses that had nothing running at that moment tied with the visitor and went first;
-    a client's recent requests now break the tie (they count less and less: halved every 10 s)."""
-    monkeypatch.setattr(limits, "_USAGE", limits.Ledger(limits._USAGE._in_force, 100))
-    flooders = [f"10.3.0.{i}" for i in range(1, 6)]
-    for address in flooders:
-        for _ in range(40):
-            limits.note_use(address)
-    limits.note_use("10.1.0.1")  # the visitor's own earlier call
-    waiting: list = []
-    for _ in range(2):
-        for address in flooders:
-            e = _event(address)
-            waiting.append(e)
-            limits.fair_insert(waiting, e)
-    visitor = _event("10.1.0.1")
-    waiting.append(visitor)
-    limits.fair_insert(waiting, visitor)
-    assert _at(waiting, visitor) == 0
-    assert limits.usage("10.1.0.1", now=limits.time.monotonic() + 20) < 0.3  # forgotten after a while
-
-
-def test_a_flooding_client_never_takes_a_groups_last_slot():
-    """Row 2: five flooding addresses kept both view slots busy, so the visitor's call waited for one of theirs to
-    end and ran beside the other. A client holding FLOOD_HELD requests or more takes at most limit - 1 slots."""
-    from gradio.queueing import EventQueue
-
-    from vitviz.ui.serve import turns
-
-    fn = SimpleNamespace(batch=False)
-    views = EventQueue(limits.VIEW, 2)
-    queue = SimpleNamespace(event_queue_per_concurrency_id={limits.VIEW: views}, active_jobs=[])
-
-    def queued(address: str) -> SimpleNamespace:
-        e = SimpleNamespace(vitviz_address=address, session_hash="s", fn=fn, concurrency_id=limits.VIEW)
-        views.queue.append(e)
-        return e
-
-    def start() -> list:
-        picked = turns.pick(queue)
-        if picked is None:
-            return []
-        views.current_concurrency += 1
-        queue.active_jobs.append(picked[0])
-        return picked[0]
-
-    flood = [queued(f"10.3.0.{i % 5 + 1}") for i in range(30)]  # six each: all flooding
-    assert start() == [flood[0]]
-    assert start() == [] and views.current_concurrency == 1  # the last slot stays free
-    visitor = queued("10.1.0.1")
-    assert start() == [visitor]  # not flooding: it takes the last slot at once
-    assert start() == []  # full
-    # a client holding fewer than FLOOD_HELD takes any slot, as in Gradio's own order
-    views.current_concurrency, queue.active_jobs, views.queue[:] = 0, [], []
-    few = [queued("10.2.0.1") for _ in range(turns.FLOOD_HELD - 1)]
-    assert start() == [few[0]] and start() == [few[1]]
-
-
-def test_a_full_queue_refuses_the_client_holding_most_not_the_newcomer():
-    queue = SimpleNamespace(event_queue_per_concurrency_id={
-        "g": SimpleNamespace(queue=[_event(f"10.5.5.{i % 5}") for i in range(40)])})
-    assert limits._over_capacity(queue, address_count=13, max_queue=64)  # a flooder: over its share
-    assert not limits._over_capacity(queue, address_count=0, max_queue=64)  # a newcomer gets in
-    queue.event_queue_per_concurrency_id["g"].queue += [_event("10.5.6.1") for _ in range(24)]
-    assert limits._over_capacity(queue, address_count=0, max_queue=64)  # VITVIZ_MAX_QUEUE is the ceiling
-
-
 def test_palette_and_float_images_are_capped_by_decoding_memory_before_decoding():
     """Row 5: a 40-megapixel palette PNG (54 KB) or float TIFF took 2 s and 200+ MB each."""
     from PIL import Image
@@ -441,10 +305,10 @@ def test_what_gradio_fails_on_becomes_one_sentence_without_server_paths():
     """Row 9: bad file payloads or an example index 999 gave ``error: null`` and a traceback per call."""
     import gradio as gr
 
-    from vitviz.ui.serve import errors
+    from vitviz.ui.serve import contacts, errors
     from vitviz.ui.serve.pageconfig import server_folders
 
-    errors.install()
+    contacts.install()
     with gr.Blocks() as demo:
         box = gr.Number()
         gr.Button().click(lambda x: [0][int(x)], box, box)
@@ -472,16 +336,19 @@ def test_layer_sliders_follow_the_model_for_api_clients():
     """Row 10: a slider built for mae-tiny's 8 layers refused vit-base's layer 12 over the API."""
     import gradio as gr
 
-    from vitviz.ui.serve import inputs
+    from vitviz.ui.binder import Binder
+    from vitviz.ui.serve import contacts, inputs
 
-    inputs.install()
-    with gr.Blocks() as demo:
-        model = gr.Dropdown(["a", "b"], value="a")
-        layer = gr.Slider(1, 8, value=1, step=1)
-        ratio = gr.Slider(0.0, 0.9, value=0.5, step=0.05)
-        model.change(lambda m: gr.update(maximum=12), model, layer)
-        model.change(lambda m: 0.5, model, ratio)
-    assert inputs.mark_dynamic_ranges(demo) == 1
+    contacts.install()
+    with gr.Blocks():
+        ui = Binder()
+        ui.model = gr.Dropdown(["a", "b"], value="a")
+        ui.layer = gr.Slider(1, 8, value=1, step=1)
+        ui.ratio = gr.Slider(0.0, 0.9, value=0.5, step=0.05)
+        ui.model.change(**ui.bind(lambda model: gr.update(maximum=12), "layer"))  # the binder marks it
+        ui.model.change(**ui.bind(lambda model: 0.5, "ratio"))
+    layer, ratio = ui.layer, ui.ratio
+    assert getattr(layer, inputs.DYNAMIC, False) and not getattr(ratio, inputs.DYNAMIC, False)
     assert layer.preprocess(12) == 12  # the view checks it against the chosen model
     with pytest.raises(gr.Error):
         ratio.preprocess(5.0)  # a fixed range is still Gradio's to check

@@ -4,7 +4,7 @@ import numpy as np
 from PIL import Image
 
 from vitviz.cache import LRU
-from vitviz.ui.serve import image_cache
+from vitviz.ui.serve import contacts, image_cache
 
 
 def _img(seed: int) -> Image.Image:
@@ -16,17 +16,17 @@ def test_png_outputs_are_lossless_and_memoised(tmp_path, monkeypatch):
     real = image_cache.encode
     monkeypatch.setattr(image_cache, "encode", lambda img, fmt: calls.append(fmt) or real(img, fmt))
     monkeypatch.setattr(image_cache, "_MEMO", LRU(8))
-    a = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    a = image_cache.save_pil(_img(0), str(tmp_path), format="png")
     assert np.array_equal(np.asarray(Image.open(a)), np.asarray(_img(0)))
-    again = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    again = image_cache.save_pil(_img(0), str(tmp_path), format="png")
     assert again == a and len(calls) == 1  # same pixels: the file is reused, nothing encoded
-    b = image_cache._atomic_save_pil_to_cache(_img(1), str(tmp_path), format="png")
+    b = image_cache.save_pil(_img(1), str(tmp_path), format="png")
     assert b != a and len(calls) == 2
     # A file removed by Gradio's cache cleaner is written again, not served missing.
     import os
 
     os.remove(a)
-    c = image_cache._atomic_save_pil_to_cache(_img(0), str(tmp_path), format="png")
+    c = image_cache.save_pil(_img(0), str(tmp_path), format="png")
     assert os.path.exists(c) and len(calls) == 3
     assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no staging files left behind
 
@@ -48,7 +48,6 @@ def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, pho
     import json
     from pathlib import Path
 
-    import gradio.utils
     from gradio.processing_utils import save_img_array_to_cache
 
     from vitviz import load_model
@@ -60,10 +59,10 @@ def test_scrub_payload_encodes_every_cached_stop_once(tmp_path, monkeypatch, pho
     monkeypatch.setattr("vitviz.mae.sweep.CACHE", cache)
     monkeypatch.setattr(mae_view, "reconstruct_cached",
                         lambda *a, **k: reconstruct_cached(*a, cache=cache, **k))
-    monkeypatch.setattr(gradio.utils, "get_upload_folder", lambda: str(tmp_path))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
     monkeypatch.setattr(image_cache, "_MEMO", LRU(4096))
     monkeypatch.setattr(mae_tab, "_PAYLOADS", LRU(256))
-    image_cache.install()
+    contacts.install()
     model = load_model("mae-tiny")
     sweep(model, photo_path, 0, "random", cache=cache)
     payload = json.loads(mae_tab.scrub_payload(str(photo_path), "mae-tiny", 0, "random"))

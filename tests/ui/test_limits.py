@@ -1,4 +1,5 @@
-"""Fair queueing (issue 16): per-client caps, unknown fn_index, stable endpoint names, session bound."""
+"""What one client may hold in the queue (vitviz.ui.serve.limits), counted at the door from the queue's HTTP
+protocol; groups declared when events are registered (vitviz.ui.binder); small, bounded sessions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 gr = pytest.importorskip("gradio")
 
-from vitviz.ui.serve import limits, sessions  # noqa: E402
+from vitviz.ui.binder import PRIVATE_PREFIX, Binder  # noqa: E402
+from vitviz.ui.serve import clients, contacts, limits  # noqa: E402
 from vitviz.ui.serve.costs import Cost, cost  # noqa: E402
 
 
@@ -22,15 +24,15 @@ def _request(peer: str, xff: str | None = None) -> SimpleNamespace:
 
 
 def test_client_address_trusts_only_the_proxy_hops():
-    assert limits.client_address(_request("10.0.0.1", "1.2.3.4"), 0) == "10.0.0.1"
+    assert clients.client_address(_request("10.0.0.1", "1.2.3.4"), 0) == "10.0.0.1"
     # A client can forge the left part; the last hop is the one the proxy added.
-    assert limits.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 1) == "1.2.3.4"
-    assert limits.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 2) == "6.6.6.6"
-    assert limits.client_address(_request("10.0.0.1", "not-an-ip"), 1) == "10.0.0.1"
-    assert limits.client_address(_request("10.0.0.1"), 1) == "10.0.0.1"
+    assert clients.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 1) == "1.2.3.4"
+    assert clients.client_address(_request("10.0.0.1", "6.6.6.6, 1.2.3.4"), 2) == "6.6.6.6"
+    assert clients.client_address(_request("10.0.0.1", "not-an-ip"), 1) == "10.0.0.1"
+    assert clients.client_address(_request("10.0.0.1"), 1) == "10.0.0.1"
     # The machine's own user (loopback) has only the per-session cap.
-    assert limits.exempt("127.0.0.1") and limits.exempt("::1") and not limits.exempt("10.0.0.1")
-    assert not limits.exempt("unknown")
+    assert clients.exempt("127.0.0.1") and clients.exempt("::1") and not clients.exempt("10.0.0.1")
+    assert not clients.exempt("unknown")
 
 
 @cost(Cost.VIEW)
@@ -51,33 +53,40 @@ def run_sweep(x: float) -> float:  # the heavy group by its declared cost
 
 
 @pytest.fixture()
-def scratch_app(monkeypatch, free_port_value):
-    """A model-free app with vitviz's limits: caps 4 per session, 6 per address, 2 heavy."""
-    monkeypatch.setenv("VITVIZ_SESSION_QUEUE", "4")
-    monkeypatch.setenv("VITVIZ_CLIENT_QUEUE", "6")
-    monkeypatch.setenv("VITVIZ_CLIENT_HEAVY", "2")
-    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
-    with gr.Blocks() as demo:
-        n, out = gr.Number(), gr.Number()
-        button = gr.Button()
-        button.click(_fast, n, out, api_visibility="private")  # takes the name "_fast" first
-        button.click(_slow, n, out, api_name="slow")
-        button.click(_fast, n, out, api_name="_fast")
-        button.click(run_sweep, n, out, api_name="sweep")
-    demo.queue(max_size=64, api_open=False)
-    limits.apply(demo)
-    demo.launch(server_name="127.0.0.1", server_port=free_port_value, prevent_thread_lock=True, quiet=True)
-    try:
-        yield demo, f"http://127.0.0.1:{free_port_value}/"
-    finally:
-        demo.close()
-
-
-@pytest.fixture()
 def free_port_value() -> int:
     from tools.appserver import free_port
 
     return free_port()
+
+
+@pytest.fixture()
+def scratch_app(monkeypatch, free_port_value):
+    """A model-free app wired by a Binder, behind the door: caps 4 per session, 6 per address."""
+    from starlette.middleware import Middleware
+
+    from vitviz.ui.serve import http
+
+    monkeypatch.setenv("VITVIZ_SESSION_QUEUE", "4")
+    monkeypatch.setenv("VITVIZ_CLIENT_QUEUE", "6")
+    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
+    monkeypatch.setattr(limits, "JOINS", limits.Joins())
+    monkeypatch.setattr(http, "JOINS", limits.JOINS)
+    with gr.Blocks() as demo:
+        ui = Binder()
+        ui.x, ui.out = gr.Number(), gr.Number()
+        button = gr.Button()
+        button.click(**ui.bind(_fast, "out", inputs=["x"], quick=False))  # private, registered first
+        button.click(**ui.bind(_slow, "out", inputs=["x"], quick=False, api_name="slow", api_visibility="public"))
+        button.click(**ui.bind(_fast, "out", inputs=["x"], quick=False, api_name="_fast", api_visibility="public"))
+        button.click(**ui.bind(run_sweep, "out", inputs=["x"], quick=False, api_name="sweep",
+                               api_visibility="public"))
+    demo.queue(max_size=64, api_open=False)
+    demo.launch(server_name="127.0.0.1", server_port=free_port_value, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": [Middleware(http.Hardening)]})
+    try:
+        yield demo, f"http://127.0.0.1:{free_port_value}/"
+    finally:
+        demo.close()
 
 
 def test_a_flooding_client_cannot_starve_another(scratch_app):
@@ -108,6 +117,26 @@ def test_a_flooding_client_cannot_starve_another(scratch_app):
     assert results == [0, 1, 2, 3, 4, 5, 0, 1]  # every call of the other client was served
     assert refused, "the flooding address was never refused"
     assert served, "the flooding address got nothing at all"
+    assert not limits.JOINS.held or all(h.address == "10.9.9.9" for h in limits.JOINS.held.values())
+
+
+def test_joins_over_the_session_cap_are_refused_as_a_full_queue_and_completed_ones_count_no_more(scratch_app):
+    """The door counts a session's joins from their answers and its event stream: a fifth join while four wait
+    is refused (HTTP 503 and a sentence, as Gradio's full queue); once they completed, joins are admitted."""
+    demo, url = scratch_app
+    index = next(i for i, fn in demo.fns.items() if fn.api_name == "slow")
+    join = {"data": [1], "fn_index": index, "session_hash": "abc123", "event_data": None, "trigger_id": None}
+    with httpx.Client(base_url=url, timeout=60) as client:
+        answers = [client.post("gradio_api/queue/join", json=join) for _ in range(5)]
+        assert [a.status_code for a in answers] == [200] * 4 + [503]
+        assert "Too many requests from you" in answers[-1].json()["detail"]
+        with client.stream("GET", "gradio_api/queue/data", params={"session_hash": "abc123"}) as events:
+            done = 0
+            for line in events.iter_lines():
+                done += '"process_completed"' in line
+                if done == 4:
+                    break
+        assert client.post("gradio_api/queue/join", json=join).status_code == 200
 
 
 def test_unknown_function_index_is_a_400(scratch_app):
@@ -123,26 +152,24 @@ def test_queued_functions_do_not_skip_the_queue(scratch_app):
     assert r.status_code == 404
 
 
-def test_private_events_never_take_a_public_name(scratch_app):
+def test_events_are_registered_in_their_declared_group_and_private_ones_never_take_a_public_name(scratch_app):
     demo, _ = scratch_app
     names = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
     assert names == {"slow", "_fast", "sweep"}
     private = [fn.api_name for fn in demo.fns.values() if fn.api_visibility != "public"]
-    assert private and all(n.startswith(limits.PRIVATE_PREFIX) for n in private)
-    groups = {fn.api_name: fn.concurrency_id for fn in demo.fns.values()}
-    assert groups["sweep"] == limits.HEAVY and groups["slow"] == limits.VIEW
+    assert private and all(n.startswith(PRIVATE_PREFIX) for n in private)
+    groups = {fn.api_name: (fn.concurrency_id, fn.concurrency_limit) for fn in demo.fns.values()}
+    assert groups["sweep"] == (limits.HEAVY, 1) and groups["slow"] == (limits.VIEW, 2)
 
 
 def test_sessions_are_small_and_bounded():
-    from gradio.state_holder import SessionState, StateHolder
-
-    sessions.install()
+    contacts.install()
     with gr.Blocks() as demo:
         big = "x" * 500_000  # a large default value, like a figure with hover text
         gr.Textbox(big)
         state = gr.State([0])
     demo.state_session_capacity = 50
-    holder = StateHolder()
+    holder = gr.state_holder.StateHolder()
     holder.set_blocks(demo)
     tracemalloc.start()
     for i in range(200):
@@ -154,85 +181,56 @@ def test_sessions_are_small_and_bounded():
     assert holder["session-199"][state._id] == [199]
 
 
-def _event(group: str, session: str, address: str) -> SimpleNamespace:
-    return SimpleNamespace(concurrency_id=group, session_hash=session, vitviz_address=address)
-
-
-def _queue(waiting: list, running: list) -> SimpleNamespace:
-    groups = {}
-    for e in waiting:
-        groups.setdefault(e.concurrency_id, SimpleNamespace(queue=[])).queue.append(e)
-    return SimpleNamespace(event_queue_per_concurrency_id=groups, active_jobs=[running or None, None])
-
-
-def test_one_live_stream_per_session_and_on_a_public_host_per_address():
-    stream = _event(limits.LIVE, "s1", "10.0.0.5")
-    q = _queue([_event(limits.VIEW, "s2", "10.0.0.6")], [stream])
-    assert limits.live_taken(q, "s1", "10.0.0.9", per_address=False)  # the same session
-    assert not limits.live_taken(q, "s3", "10.0.0.5", per_address=False)  # another session, same address
-    assert limits.live_taken(q, "s3", "10.0.0.5", per_address=True)  # ... refused on a public host
-    assert not limits.live_taken(q, "s2", "10.0.0.6", per_address=True)  # a view is no stream
+def test_one_camera_stream_per_session_and_on_a_public_host_per_address(monkeypatch):
+    joins = limits.Joins()
+    ticket, _ = joins.admit("s1", "10.0.0.5", live=True)
+    joins.answered(ticket, "e1")
+    assert joins.admit("s1", "10.0.0.9", live=True) == (None, limits.LIVE_BUSY_MESSAGE)  # the same session
+    assert joins.admit("s3", "10.0.0.5", live=True)[0] is not None  # another session, same address
+    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
+    assert joins.admit("s4", "10.0.0.5", live=True) == (None, limits.LIVE_BUSY_MESSAGE)  # ... not on a public host
+    assert joins.admit("s1", "10.0.0.5")[0] is not None  # a view beside the stream
+    joins.completed("e1")
+    assert joins.admit("s1", "10.0.0.9", live=True)[0] is not None  # its stream ended: another may start
+    assert joins.admit("s5", "10.0.0.5", live=True)[0] is None  # s3's stream (same address) still runs
 
 
 def test_a_streams_frames_give_way_to_any_other_visitors_request(monkeypatch):
-    monkeypatch.setattr(limits, "_SEEN", {})
+    joins = limits.Joins()
+    monkeypatch.setattr(limits, "JOINS", joins)
 
-    def request(queue: SimpleNamespace, session: str = "s1") -> SimpleNamespace:
-        blocks = SimpleNamespace(_queue=queue)
-        return SimpleNamespace(session_hash=session, request=SimpleNamespace(
-            app=SimpleNamespace(get_blocks=lambda: blocks), client=SimpleNamespace(host="10.0.0.1"), headers={}))
+    def stream(session: str = "s1") -> SimpleNamespace:
+        return SimpleNamespace(session_hash=session, request=_request("10.0.0.1"))
 
-    streams = [_event(limits.LIVE, "s1", "a"), _event(limits.LIVE, "s2", "b")]
-    assert not limits.others_busy(request(_queue([], streams)))  # only streams: frames go on
-    assert limits.others_busy(request(_queue([_event(limits.VIEW, "s3", "c")], streams)))  # a view waits
-    assert limits.others_busy(request(_queue([], streams + [_event(limits.HEAVY, "s3", "c")])))  # one runs
-    limits._SEEN.clear()  # (s3 was seen: the stream would keep giving way for a second)
-    assert not limits.others_busy(request(_queue([_event(limits.HEAVY, "s1", "a")], streams)))  # its own page
-    assert not limits.others_busy(SimpleNamespace())  # no queue to read: nothing waits
-    # A visitor's calls come one after another: the stream keeps giving way for GIVE_WAY_S after each.
-    idle = request(_queue([], streams))
-    limits.note_request("s1")  # the stream's own page
-    assert not limits.others_busy(idle)
-    limits.note_request("s3", now=time.monotonic() - 2 * limits.GIVE_WAY_S)  # long ago
-    assert not limits.others_busy(idle)
-    limits.note_request("s3")
-    assert limits.others_busy(idle)
-    limits.note_request("10.0.0.1")  # an upload from the stream's own address
-    limits._SEEN.pop("s3")
-    assert not limits.others_busy(idle)
-
-
-def test_a_request_seen_running_keeps_the_stream_giving_way_after_it_ends(monkeypatch):
-    monkeypatch.setattr(limits, "_SEEN", {})
-    blocks = SimpleNamespace(_queue=_queue([], [_event(limits.VIEW, "s9", "c")]))
-    stream = SimpleNamespace(session_hash="s1", request=SimpleNamespace(app=SimpleNamespace(get_blocks=lambda: blocks),
-                                                                        client=SimpleNamespace(host="10.0.0.1"),
-                                                                        headers={}))
-    assert limits.others_busy(stream)  # s9's view runs
-    blocks._queue = _queue([], [])  # it ended just now
-    assert limits.others_busy(stream)  # ... its next call comes within GIVE_WAY_S
+    for session in ("s1", "s2"):  # two streams
+        ticket, _ = joins.admit(session, f"10.0.0.{session[-1]}", live=True)
+        joins.answered(ticket, f"stream-{session}")
+    assert not limits.others_busy(stream("s1")) and not limits.others_busy(stream("s2"))  # only streams
+    ticket, _ = joins.admit("s3", "10.0.0.3")  # a view waits or runs
+    joins.answered(ticket, "view")
+    assert limits.others_busy(stream())
+    joins.completed("view")
+    assert limits.others_busy(stream())  # its next call comes within GIVE_WAY_S
+    joins.seen.clear()
+    assert not limits.others_busy(stream())
+    joins.note("s3", now=time.monotonic() - 2 * limits.GIVE_WAY_S)  # long ago
+    assert not limits.others_busy(stream())
+    joins.note("10.0.0.1")  # an upload from the stream's own address
+    assert not limits.others_busy(stream())
+    ticket, _ = joins.admit("s1", "10.0.0.1")  # its own page's view
+    assert not limits.others_busy(stream())
+    assert not limits.others_busy(SimpleNamespace())  # no request to read: only other sessions count
 
 
-def test_a_malformed_join_is_refused_after_the_pause(monkeypatch) -> None:  # noqa: ANN001
-    """Issue 32, row 3: joins with one value too many (or no such endpoint) were answered at once, so one
-    address repeating them sent ~1,000 a second and took the event loop from every visitor (×8 p95 on a
-    quiet machine). Refused now after REFUSAL_PAUSE_S, as the other refusals are."""
-    import asyncio
-
-    from gradio import queueing
-
-    limits.install()
-    slept: list[float] = []
-
-    async def no_sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    monkeypatch.setattr(limits.asyncio, "sleep", no_sleep)
-    fn = SimpleNamespace(inputs=[object()] * 4)
-    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=object(), fns={7: fn}))
-    for body, message in ((SimpleNamespace(fn_index=7, data=[1, 2, 3, 4, "mae-large"]), "takes 4 input values"),
-                          (SimpleNamespace(fn_index=99, data=[]), "no endpoint"),
-                          (SimpleNamespace(fn_index=7, data="x"), "no list of")):
-        ok, text, kind = asyncio.run(queueing.Queue.push(queue, body, None, None))
-        assert not ok and message in text and kind == "error"
-    assert slept == [limits.REFUSAL_PAUSE_S] * 3
+def test_the_event_stream_reader_finds_completed_events_split_across_pieces():
+    joins = limits.Joins()
+    for event in ("e1", "e2", "e3"):
+        ticket, _ = joins.admit("s", "10.0.0.1")
+        joins.answered(ticket, event)
+    reader = limits.CompletedEvents(joins)
+    stream = (b'data: {"msg":"estimation","event_id":"e1","rank":0}\n\n'
+              b'data: {"msg":"process_completed","event_id":"e1","output":{"data":["' + b"x" * 100_000 + b'"]}}\n\n'
+              b'data: {"msg": "process_completed", "event_id": "e3", "success": true}\n\n')
+    for at in range(0, len(stream), 777):
+        reader.feed(stream[at:at + 777])
+    assert set(joins.held) == {"e2"}

@@ -68,9 +68,9 @@ def test_the_page_says_what_the_cli_says(tmp_path, toasts, capsys):
 
 
 def test_a_whole_number_box_passes_fractions_to_the_handler_unrounded():
-    from vitviz.ui.serve import inputs
+    from vitviz.ui.serve import contacts
 
-    inputs.install()
+    contacts.install()
     seed = gr.Number(value=0, precision=0, label="Seed")
     assert seed.preprocess(1.5) == 1.5  # Gradio alone rounded it to 2 and used seed 2
     assert seed.preprocess(2) == 2

@@ -65,10 +65,10 @@ def test_mcp_lists_the_named_endpoints_and_reconstructs_a_local_checkpoint(tmp_p
     assert float(mse.group(1)) == round(want.masked_mse, len(mse.group(1).split(".")[1])), text
 
 
-def test_name_tools_names_public_handlers_after_their_endpoints():
+def test_a_public_endpoints_handler_is_named_after_its_endpoint():
     import gradio as gr
 
-    from vitviz.ui.serve.mcp import name_tools, public_endpoints
+    from vitviz.ui.binder import Binder
 
     def run_double(x: float) -> float:
         """Double a number.
@@ -79,11 +79,11 @@ def test_name_tools_names_public_handlers_after_their_endpoints():
         return 2 * x
 
     with gr.Blocks() as demo:
-        a, b = gr.Number(), gr.Number()
-        btn = gr.Button()
-        btn.click(run_double, a, b, api_name="double")
-        btn.click(lambda x: x, a, b, api_visibility="private")
-    name_tools(demo)
-    handlers = public_endpoints(demo)
-    assert list(handlers) == ["double"] and handlers["double"].__name__ == "double"
+        ui = Binder()
+        ui.x, ui.y = gr.Number(), gr.Number()
+        gr.Button().click(**ui.bind(run_double, "y", inputs=["x"], api_name="double", api_visibility="public"))
+        ui.endpoint(run_double, "twice", "y", inputs=["x"])
+        gr.Button().click(**ui.bind(run_double, "y", inputs=["x"]))
+    handlers = {fn.api_name: fn.fn for fn in demo.fns.values() if fn.api_visibility == "public"}
+    assert {name: h.__name__ for name, h in handlers.items()} == {"double": "double", "twice": "twice"}
     assert handlers["double"](4) == 8 and handlers["double"].__doc__ == run_double.__doc__

@@ -12,7 +12,8 @@ from PIL import Image
 
 from tools.appserver import running_app
 from vitviz.models import runner
-from vitviz.ui.serve import limits, model_workers, threads
+from vitviz.ui.serve import costs, model_workers
+from vitviz.ui.serve.costs import Cost
 
 
 def _children(pid: int) -> list[int]:
@@ -34,13 +35,11 @@ def _alive(pid: int) -> bool:
         if Path(f"/proc/{pid}").exists() else False
 
 
-def test_the_cost_class_is_the_events_group(monkeypatch):
-    assert model_workers.cost_of() == "view"  # outside any event
-    monkeypatch.setattr(threads, "current_group", lambda: limits.HEAVY)
-    assert model_workers.cost_of() == "heavy"
-    monkeypatch.setattr(threads, "current_group", lambda: limits.LIVE)
-    assert model_workers.cost_of() == "live"
-    monkeypatch.setattr(threads, "current_group", lambda: limits.VIEW)
+def test_the_cost_class_is_the_calls(monkeypatch):
+    assert model_workers.cost_of() == "view"  # outside any call
+    for c in (Cost.HEAVY, Cost.LIVE, Cost.VIEW):
+        with costs.as_class(c):
+            assert model_workers.cost_of() == c.value
     seen = []
     frame = threading.Thread(target=lambda: seen.append(model_workers.cost_of()), name="vitviz-live_0")
     frame.start()

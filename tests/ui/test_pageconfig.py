@@ -9,7 +9,7 @@ import pytest
 from gradio_client.utils import value_is_file
 
 from vitviz.plots.windows import attention_mask_figure
-from vitviz.ui.serve.pageconfig import EVENT_DEFAULTS
+from vitviz.ui.serve.pageconfig import EVENT_DEFAULTS, slim
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def demo():  # noqa: ANN201
 
 
 def test_components_carry_no_api_schema_but_files_are_still_files(demo) -> None:  # noqa: ANN001
-    config = demo.get_config_file()
+    config = slim(demo.get_config_file())
     by_id = {c["id"]: c for c in config["components"]}
     for component in config["components"]:
         assert not {"api_info_as_input", "api_info_as_output", "example_inputs"} & set(component)
@@ -61,7 +61,7 @@ def test_the_class_picker_sends_its_1000_classes_with_its_first_update_not_in_th
     from vitviz.ui.explain_tab import update_maps
     from vitviz.views import explain as ev
 
-    config = demo.get_config_file()
+    config = slim(demo.get_config_file())
     props = next(c["props"] for c in config["components"] if c.get("props", {}).get("elem_id") == "explain-class")
     assert [list(c) for c in props["choices"]] == [["predicted class (top-1)", "predicted"]] and props["value"] == "predicted"
     server = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "explain-class")
@@ -103,7 +103,7 @@ def _compact(config: dict) -> int:
 
 def test_the_page_configuration_is_under_the_budget(demo) -> None:  # noqa: ANN001
     """Issue 32: the configuration the app builds (uncompressed, compact JSON)."""
-    assert _compact(demo.get_config_file()) < PAGE_BUDGET
+    assert _compact(slim(demo.get_config_file())) < PAGE_BUDGET
 
 
 def test_the_page_configuration_is_under_the_budget_in_public_mode_with_every_model(monkeypatch) -> None:  # noqa: ANN001
@@ -114,7 +114,7 @@ def test_the_page_configuration_is_under_the_budget_in_public_mode_with_every_mo
     monkeypatch.setenv("VITVIZ_PUBLIC", "1")
     monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = serve.install(build_demo()).get_config_file()
+    config = slim(serve.install(build_demo()).get_config_file())
     assert _compact(config) < PAGE_BUDGET, _compact(config)
     steps = tour.steps_here()
     assert len(steps) == len(tour.default_steps()) and steps[0].title not in json.dumps(config, default=str)
@@ -142,7 +142,7 @@ def test_the_served_page_configuration_is_under_the_budget_and_the_page_module_i
 def test_private_events_carry_no_name_and_both_clients_still_read_them(demo, app_url) -> None:  # noqa: ANN001
     from gradio_client import Client
 
-    config = demo.get_config_file()
+    config = slim(demo.get_config_file())
     events = config["dependencies"]
     private = [e for e in events if e.get("api_name") is False]
     assert len(private) > 100 and not any("api_visibility" in e for e in private)
@@ -161,7 +161,7 @@ def test_private_events_carry_no_name_and_both_clients_still_read_them(demo, app
 def test_markdown_props_at_the_page_defaults_are_left_out(demo) -> None:  # noqa: ANN001
     from vitviz.ui.serve.pageconfig import TYPE_PROP_DEFAULTS
 
-    config = demo.get_config_file()
+    config = slim(demo.get_config_file())
     markdowns = [c["props"] for c in config["components"] if c["type"] == "markdown"]
     assert markdowns
     for props in markdowns:

@@ -324,7 +324,7 @@ def test_bad_file_payloads_and_missing_values_get_sentences_not_error_null(app_u
     for status, text in answers:
         assert text not in ("None", "", "no answer") and "Something went wrong" not in text, answers
         assert "root:" not in text and str(ROOT) not in text
-    assert answers[2][0] >= 400 and "takes 5 input values; the request has 2" in answers[2][1]
+    assert "This request has" in answers[2][1], answers  # Gradio's own check, as a sentence (serve.errors)
     from gradio_client import Client, handle_file
 
     ok = Client(app_url, verbose=False).predict(handle_file(str(PHOTO)), "mae-tiny", 0.75, 0, "random",

@@ -5,6 +5,7 @@ once evicted an address's upload budget, and an over-budget 100 MB upload was th
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -77,13 +78,6 @@ def test_a_full_ledger_refuses_newcomers_rather_than_lifting_a_limit(monkeypatch
     assert budget.refusal("198.51.100.2", MB, now=1e6) is None  # the first upload left the disk long ago
 
 
-def test_recent_use_is_not_cache(monkeypatch):
-    for _ in range(30):
-        limits.note_use("203.0.113.9")
-    views = _fill_the_view_cache(monkeypatch)  # noqa: F841 - alive while the state is checked
-    assert limits.usage("203.0.113.9") > 20
-
-
 UPLOAD_SCOPE = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "client": ("10.0.0.9", 1),
                 "headers": [(b"content-type", b"multipart/form-data; boundary=b")]}
 
@@ -125,91 +119,6 @@ def test_an_api_client_sending_the_same_photo_500_times_is_never_refused(monkeyp
     assert _upload(PHOTO, "203.0.113.22", b"d.jpg") == 429
 
 
-def _refused_joins_beside_a_visitor(monkeypatch, refused_group: str, queue_waiting: list, max_queue: int | None
-                                    ) -> list[str]:  # noqa: ANN001
-    """Run a dozen joins from one address that are refused, and then one join of an ordinary visitor, on one
-    event loop, through vitviz's push (around a stand-in for Gradio's own); returns what happened, in order.
-    A refused join's pause yields to the event loop 50 times (no clock): a pause taken while holding the join
-    lock puts the visitor's join after every pause, one taken after releasing it does not."""
-    from gradio import queueing
-
-    log: list[str] = []
-
-    async def gradio_push(self, body, request, username):  # noqa: ANN001, ANN202 - Gradio's queue accepts it
-        log.append(f"joined {body.session_hash}")
-        return True, "event-1", "ok"
-
-    async def pause(seconds: float) -> None:
-        lock = getattr(limits, "JOIN_LOCK", None)
-        log.append("pause" + (" holding the lock" if lock is not None and lock.locked() else ""))
-        for _ in range(50):
-            await real_sleep(0)
-        log.append("pause over")
-
-    real_sleep = asyncio.sleep
-    monkeypatch.setattr(queueing.Queue, "push", gradio_push)
-    monkeypatch.setattr(limits, "_INSTALLED", False)
-    limits.install()  # wraps the stand-in (both restored after the test)
-    monkeypatch.setattr(limits.asyncio, "sleep", pause)
-    monkeypatch.setattr(limits, "queue_group", lambda fn, data: fn.group)
-    monkeypatch.setenv("VITVIZ_PUBLIC", "1")
-    fns = {0: SimpleNamespace(inputs=[object()], group=refused_group),
-           1: SimpleNamespace(inputs=[object()], group=limits.VIEW)}
-    running = [SimpleNamespace(concurrency_id=limits.LIVE, session_hash="flood-0", vitviz_address="203.0.113.50")]
-    groups = {limits.VIEW: SimpleNamespace(queue=list(queue_waiting))}
-    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=limits.ClientLimits(4, 100, 2, 0), fns=fns,
-                                                   vitviz_max_queue=max_queue),
-                            event_queue_per_concurrency_id=groups, active_jobs=[running], event_ids_to_events={})
-
-    def join(fn_index: int, session: str, address: str):  # noqa: ANN202
-        request = SimpleNamespace(client=SimpleNamespace(host=address), headers={})
-        return queueing.Queue.push(queue, SimpleNamespace(fn_index=fn_index, data=[1], session_hash=session),
-                                   request, None)
-
-    async def scene() -> list:
-        flood = [asyncio.ensure_future(join(0, f"flood-{i + 1}", "203.0.113.50")) for i in range(12)]
-        await real_sleep(0)
-        visitor = asyncio.ensure_future(join(1, "visitor", "198.51.100.60"))
-        return await asyncio.gather(*flood, visitor)
-
-    answers = asyncio.run(scene())
-    assert [ok for ok, _, _ in answers] == [False] * 12 + [True]
-    return log
-
-
-def test_a_refused_live_stream_join_pauses_without_holding_the_join_lock(monkeypatch):
-    """One address sending a dozen live-stream joins (refused: it has a stream) held every visitor's join
-    behind its refusal pauses, one after another (11.0 s instead of 7 ms)."""
-    pytest.importorskip("gradio")
-    log = _refused_joins_beside_a_visitor(monkeypatch, limits.LIVE, [], None)
-    assert "pause holding the lock" not in log
-    assert log.index("joined visitor") < log.index("pause over")  # the visitor joined during the first pause
-
-
-def test_an_over_capacity_refusal_pauses_without_holding_the_join_lock(monkeypatch):
-    """Eight addresses filling the queue held a visitor's join 15.7 s behind their refusal pauses."""
-    pytest.importorskip("gradio")
-    waiting = [SimpleNamespace(concurrency_id=limits.VIEW, session_hash=f"w{i}", vitviz_address=f"203.0.113.{i}")
-               for i in range(5)] + [SimpleNamespace(concurrency_id=limits.VIEW, session_hash="w50",
-                                                     vitviz_address="203.0.113.50")]
-    log = _refused_joins_beside_a_visitor(monkeypatch, limits.VIEW, waiting, 10)
-    assert "pause holding the lock" not in log
-    assert log.index("joined visitor") < log.index("pause over")
-
-
-def test_the_queue_never_holds_more_than_vitviz_max_queue_waiting():
-    """VITVIZ_MAX_QUEUE says "requests the app queues before turning new ones away"; it was a fair-share threshold
-    with a ceiling at twice its value."""
-    def queue_of(n: int) -> SimpleNamespace:
-        waiting = [SimpleNamespace(session_hash=f"s{i}", vitviz_address=f"203.0.113.{i % 8}") for i in range(n)]
-        return SimpleNamespace(event_queue_per_concurrency_id={"g": SimpleNamespace(queue=waiting)})
-
-    assert limits._over_capacity(queue_of(64), address_count=0, max_queue=64)  # full: even a newcomer waits
-    assert not limits._over_capacity(queue_of(63), address_count=0, max_queue=64)
-    assert limits._over_capacity(queue_of(40), address_count=8, max_queue=64)  # a flooder holding its share
-    assert not limits._over_capacity(queue_of(20), address_count=8, max_queue=64)  # below half: room for all
-
-
 def test_vitviz_max_sessions_holds_on_the_launched_app(monkeypatch):
     """serve.install set the capacity, and Blocks.launch then put back its own default of 10,000."""
     gr = pytest.importorskip("gradio")
@@ -247,40 +156,34 @@ def test_only_the_socket_peer_may_be_exempt_as_loopback():
 
 
 def test_a_session_id_longer_than_128_characters_is_refused(monkeypatch):
-    pytest.importorskip("gradio")
-    from gradio import queueing
-
-    async def gradio_push(self, body, request, username):  # noqa: ANN001, ANN202
-        return True, "event-1", "ok"
-
     async def no_pause(seconds: float) -> None:
         return None
 
-    monkeypatch.setattr(queueing.Queue, "push", gradio_push)
-    monkeypatch.setattr(limits, "_INSTALLED", False)
-    limits.install()
-    monkeypatch.setattr(limits.asyncio, "sleep", no_pause)
-    monkeypatch.setattr(limits, "queue_group", lambda fn, data: limits.VIEW)
-    queue = SimpleNamespace(blocks=SimpleNamespace(vitviz_limits=limits.ClientLimits(4, 6, 2, 0),
-                                                   fns={0: SimpleNamespace(inputs=[object()])}, vitviz_max_queue=None),
-                            event_queue_per_concurrency_id={}, active_jobs=[], event_ids_to_events={})
-    request = SimpleNamespace(client=SimpleNamespace(host="203.0.113.70"), headers={})
-
-    def join(session: str) -> tuple:
-        body = SimpleNamespace(fn_index=0, data=[1], session_hash=session)
-        return asyncio.run(queueing.Queue.push(queue, body, request, None))
-
-    assert join("a" * 128)[0]
-    ok, message, kind = join("a" * 129)
-    assert not ok and kind == "error" and "128" in message
+    monkeypatch.setattr(http.asyncio, "sleep", no_pause)
+    monkeypatch.setattr(http, "JOINS", limits.Joins())
     sent: list[dict] = []
 
     async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        await receive()
         await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ok"})
+        await send({"type": "http.response.body", "body": b'{"event_id": "e1"}'})
 
     async def send(message: dict) -> None:
         sent.append(message)
+
+    def join(session: str) -> int:
+        body = json.dumps({"fn_index": 0, "data": [1], "session_hash": session}).encode()
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        sent.clear()
+        scope = {"type": "http", "method": "POST", "path": "/gradio_api/queue/join", "client": ("203.0.113.70", 1),
+                 "headers": [], "query_string": b""}
+        asyncio.run(http.Hardening(app)(scope, receive, send))
+        return sent[0]["status"]
+
+    assert join("a" * 128) == 200 and join("a" * 129) == 400
 
     async def receive() -> dict:
         return {"type": "http.request", "body": b"", "more_body": False}

@@ -4,21 +4,21 @@ expensive work leaves a core to the views. No timing: the threads each call ran 
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
 import torch
 
 from vitviz.models import runner
-from vitviz.ui.serve import limits, threads
+from vitviz.ui.serve import threads
+from vitviz.ui.serve.costs import Cost
 
 
 def test_heavy_calls_leave_a_core_a_view_takes_its_share_and_a_live_frame_one():
-    assert threads.share(limits.HEAVY, [], 2) == 2 and threads.share(limits.HEAVY, [limits.VIEW], 2) == 1
-    assert threads.share(limits.HEAVY, [limits.VIEW], 8) == 7 and threads.share(limits.HEAVY, [], 1) == 1
-    assert threads.share(limits.VIEW, [], 2) == 2  # alone: every core
-    assert threads.share(limits.VIEW, [limits.HEAVY], 2) == 1  # beside a heavy call: the core it leaves
-    assert threads.share(limits.LIVE, [], 2) == 1 and threads.share(limits.LIVE, [limits.VIEW], 8) == 1  # issue 30
-    assert threads.share(limits.VIEW, [limits.VIEW, limits.HEAVY, limits.LIVE], 8) == 2
+    assert threads.share(Cost.HEAVY, [], 2) == 2 and threads.share(Cost.HEAVY, [Cost.VIEW], 2) == 1
+    assert threads.share(Cost.HEAVY, [Cost.VIEW], 8) == 7 and threads.share(Cost.HEAVY, [], 1) == 1
+    assert threads.share(Cost.VIEW, [], 2) == 2  # alone: every core
+    assert threads.share(Cost.VIEW, [Cost.HEAVY], 2) == 1  # beside a heavy call: the core it leaves
+    assert threads.share(Cost.LIVE, [], 2) == 1 and threads.share(Cost.LIVE, [Cost.VIEW], 8) == 1  # issue 30
+    assert threads.share(Cost.VIEW, [Cost.VIEW, Cost.HEAVY, Cost.LIVE], 8) == 2
 
 
 def test_each_model_call_runs_on_its_groups_threads_and_restores_them(monkeypatch):  # noqa: ANN001
@@ -28,7 +28,7 @@ def test_each_model_call_runs_on_its_groups_threads_and_restores_them(monkeypatc
 
     monkeypatch.setattr(settings, "threads", lambda: 2)
     groups = {}  # thread -> group of its event (what gradio.context.LocalContext says in a handler)
-    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
+    monkeypatch.setattr(threads, "current", lambda: groups.get(threading.get_ident(), Cost.VIEW))
     heavy_in, release = threading.Event(), threading.Event()
     seen: dict[str, int] = {}
 
@@ -46,7 +46,7 @@ def test_each_model_call_runs_on_its_groups_threads_and_restores_them(monkeypatc
     after: dict[str, int] = {}
 
     def heavy_handler() -> None:
-        groups[threading.get_ident()] = limits.HEAVY
+        groups[threading.get_ident()] = Cost.HEAVY
         torch.set_num_threads(2)
         heavy_forward()
         after["heavy"] = torch.get_num_threads()
@@ -74,7 +74,7 @@ def test_a_heavy_call_gives_a_core_back_at_its_next_layer_while_another_call_run
 
     monkeypatch.setattr(settings, "threads", lambda: 2)
     groups = {}
-    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
+    monkeypatch.setattr(threads, "current", lambda: groups.get(threading.get_ident(), Cost.VIEW))
     layer = torch.nn.Identity()
     heavy_in, view_in, view_out = threading.Event(), threading.Event(), threading.Event()
     seen: list[int] = []
@@ -100,7 +100,7 @@ def test_a_heavy_call_gives_a_core_back_at_its_next_layer_while_another_call_run
         assert view_out.wait(30)
 
     def heavy_handler() -> None:
-        groups[threading.get_ident()] = limits.HEAVY
+        groups[threading.get_ident()] = Cost.HEAVY
         torch.set_num_threads(2)
         heavy_forward()
 
@@ -117,26 +117,6 @@ def test_a_heavy_call_gives_a_core_back_at_its_next_layer_while_another_call_run
     assert seen == [2, 1, 2]
 
 
-def test_the_group_is_read_from_the_event_the_handler_runs_for():
-    from gradio.context import LocalContext
-
-    event = SimpleNamespace(concurrency_id=limits.HEAVY)
-    blocks = SimpleNamespace(_queue=SimpleNamespace(event_ids_to_events={"e1": event}))
-    result: list[str] = []
-
-    def handler() -> None:  # what gradio.utils.get_function_with_locals sets in the handler's thread
-        LocalContext.blocks.set(blocks)
-        LocalContext.event_id.set("e1")
-        result.append(threads.current_group())
-        LocalContext.event_id.set("other")
-        result.append(threads.current_group())
-
-    worker = threading.Thread(target=handler)
-    worker.start()
-    worker.join(10)
-    assert result == [limits.HEAVY, limits.VIEW] and threads.current_group() == limits.VIEW
-
-
 def test_the_served_app_installs_it_on_the_cpu_and_zerogpu_keeps_its_own():
     from vitviz.ui import serve
 
@@ -146,49 +126,3 @@ def test_the_served_app_installs_it_on_the_cpu_and_zerogpu_keeps_its_own():
         assert runner.installed()  # no `spaces` here: the thread share
     finally:
         runner.install(None)
-
-
-def test_background_work_keeps_its_threads_and_never_counts_beside_a_call(monkeypatch):  # noqa: ANN001
-    """The warm-up (courtesy.background) runs model calls on the threads it set, and a visitor's heavy call
-    beside it still gets every core: the warm-up pauses while calls run."""
-    from vitviz import settings
-    from vitviz.ui.serve import courtesy
-
-    monkeypatch.setattr(settings, "threads", lambda: 2)
-    groups = {}
-    monkeypatch.setattr(threads, "current_group", lambda: groups.get(threading.get_ident(), limits.VIEW))
-    inside, release = threading.Event(), threading.Event()
-    seen: dict[str, int] = {}
-
-    @runner.runs_model
-    def warm_forward() -> None:
-        seen["warm-up"] = torch.get_num_threads()
-        inside.set()
-        assert release.wait(30)
-
-    @runner.runs_model
-    def heavy_forward() -> None:
-        seen["heavy"] = torch.get_num_threads()
-
-    def warm_up() -> None:
-        torch.set_num_threads(1)
-        with courtesy.background(None):
-            warm_forward()
-
-    def heavy_handler() -> None:
-        groups[threading.get_ident()] = limits.HEAVY
-        heavy_forward()
-
-    threads.install()
-    try:
-        worker = threading.Thread(target=warm_up)
-        worker.start()
-        assert inside.wait(30)
-        heavy = threading.Thread(target=heavy_handler)
-        heavy.start()
-        heavy.join(30)
-        release.set()
-        worker.join(30)
-    finally:
-        runner.install(None)
-    assert seen == {"warm-up": 1, "heavy": 2}

@@ -14,8 +14,7 @@ inputs to the model's device itself, and returns results on the CPU; :func:`exec
 tensor left on a device to the CPU (a ZeroGPU worker sends its results back pickled).
 
 A long computation of the library calls :func:`pause_point` between its steps (a layer's probes, ...):
-nothing by default; a shared host installs what it does there with :func:`install_pause` (vitviz's server
-lets a visitor's quick view run first, ``vitviz.ui.serve.courtesy``).
+nothing by default; a host may install what it does there with :func:`install_pause`.
 
 A host may also send marked calls to other processes: :func:`install_dispatch` takes a
 ``submit(fn, args, kwargs, cost) -> result`` (:class:`vitviz.models.workers.Workers` is one; a cluster's

@@ -56,7 +56,7 @@ TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded until a request needs one). Serving it to others needs
-    :func:`vitviz.ui.serve.install` too (``app.py`` calls it): Gradio's patches, caps and cost groups.
+    :func:`vitviz.ui.serve.install` too (``app.py`` calls it): the named contacts and model calls by cost class.
 
     Raises:
         ValueError: a ``VITVIZ_*`` setting with a value it does not accept (naming it).
@@ -117,7 +117,8 @@ def build_demo() -> gr.Blocks:
 
         demo.load(apply_url, None, [tabs, *(c for _, (_, components, _) in followers for c in components),
                                     *openers.values()], api_visibility="private", queue=False)
-    # api_open=False: queued endpoints cannot be called around the queue (and its limits).
+    # api_open=False: queued endpoints cannot be called around the queue (and its limits); max_size: past it
+    # every join is refused (VITVIZ_MAX_QUEUE, all visitors together).
     demo.queue(default_concurrency_limit=settings.get("VITVIZ_CONCURRENCY"),
                max_size=settings.get("VITVIZ_MAX_QUEUE"), api_open=False)
     return demo
@@ -147,6 +148,5 @@ def launch_options() -> dict:
         share=False,
         **js.page(inline=False),  # the page module: a cached file whose tag serve.middleware() puts in the page
         css=css.page(),  # vitviz/ui/css/app.css
-        app_kwargs={"middleware": serve.middleware()},
-        **serve.launch_without_self_check(),  # no failed start when the first page takes over 3 s
+        app_kwargs={"middleware": serve.middleware()},  # the door (vitviz.ui.serve.http) and the page's files
     )

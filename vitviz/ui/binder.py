@@ -25,7 +25,11 @@ So nothing is wired by tuple position::
     ui.layer.change(**ui.bind(query))       # any Gradio listener, .then or gr.on
     ui.endpoint(query, api_name="attention_query")
 
-A handler's concurrency group is its :func:`~vitviz.ui.serve.costs.cost`, declared with it.
+A handler's concurrency group is its :func:`~vitviz.ui.serve.costs.cost`, declared with it: every event
+wired here is registered with that group's ``concurrency_id`` and ``concurrency_limit``
+(:func:`~vitviz.ui.serve.costs.listener`), each call runs as its resolved class
+(:func:`~vitviz.ui.serve.costs.running`), and a public endpoint's handler is named after its endpoint (the
+MCP tool's name, ``python app.py --mcp``).
 """
 
 from __future__ import annotations
@@ -39,8 +43,14 @@ from typing import Any
 
 import gradio as gr
 
+from .serve import costs
+from .serve import inputs as inputs_checks
+
 #: How the page's own (private) events run: the last of a burst, with a small progress mark.
 QUICK: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+#: Prefix of the API names of private events (a private ``swin_attention`` registered before the public one
+#: pushed it to ``/swin_attention_1``).
+PRIVATE_PREFIX = "_private_"
 #: Parameter types Gradio fills itself (never a component).
 _INJECTED = (gr.SelectData, gr.Request, gr.EventData)
 
@@ -113,21 +123,30 @@ class Binder:
         """Keyword arguments of any Gradio listener (``.change``, ``.then``, ``gr.on``) that runs ``fn``: its
         inputs from its parameters (or ``inputs``, field names, for a library function whose parameters are
         named otherwise), its outputs from its return type (or ``outputs``, field names). A private event, :data:`QUICK` unless ``quick=False`` (Gradio's defaults); ``kwargs`` override."""
-        return {**(QUICK if quick else {"api_visibility": "private"}), **self.wiring(fn, outputs, inputs), **kwargs}
+        options = {**(QUICK if quick else {"api_visibility": "private"}), **self.wiring(fn, outputs, inputs), **kwargs}
+        if options.get("api_visibility") == "public" and isinstance(options.get("api_name"), str):
+            _name(options["fn"], options["api_name"])
+        elif "api_name" not in kwargs:  # a private event never takes a public endpoint's name
+            options["api_name"] = PRIVATE_PREFIX + getattr(fn, "__name__", "event")
+        return options
 
     def wiring(self, fn: Callable[..., Any], outputs: Sequence[str] | str | None = None,
                inputs: Sequence[str] | None = None) -> dict:
-        """``fn`` (wrapped: contracts in and out), ``inputs`` and ``outputs`` of a listener that runs ``fn``."""
+        """``fn`` (wrapped: contracts in and out, run as its cost class), ``inputs``, ``outputs`` and the concurrency
+        group (:func:`~vitviz.ui.serve.costs.listener`) of a listener that runs ``fn``."""
         params, hints = _parameters(fn)
         returned = hints.get("return")
         names = field_names(returned) if _is_contract(returned) else _names(outputs)
+        inputs_checks.mark_dynamic(self.components(names))  # a slider whose range this handler changes
         if inputs is not None:  # named by the caller (a function whose parameters are named otherwise)
 
             @functools.wraps(fn)
             def plain(*args: Any) -> Any:
-                return as_outputs(fn(*args))
+                with costs.running(fn, args):
+                    return as_outputs(fn(*args))
 
-            return {"fn": plain, "inputs": self.components(inputs), "outputs": self.components(names)}
+            return {"fn": plain, "inputs": self.components(inputs), "outputs": self.components(names),
+                    **costs.listener(fn)}
         inputs = []
         shape: list[tuple[str, Any]] = []  # per parameter: (kind, contract or default)
         flat: list[inspect.Parameter] = []
@@ -154,23 +173,28 @@ class Binder:
 
         @functools.wraps(fn)
         def handler(*args: Any) -> Any:
-            values, at = [], 0
+            values, given, at = [], [], 0  # given: one value per input component (what a cost reads)
             for kind, extra in shape:
                 if kind == "contract":
                     n = len(dataclasses.fields(extra))
                     values.append(extra(*args[at: at + n]))
+                    given += args[at: at + n]
                     at += n
                     continue
                 if kind == "injected" and at >= len(args) and extra is not inspect.Parameter.empty:
                     values.append(extra)  # a trailing gr.Progress() left to its default (a direct call)
                 else:
                     values.append(args[at])
+                    if kind == "field":
+                        given.append(args[at])
                 at += 1
-            return as_outputs(fn(*values))
+            with costs.running(fn, given):
+                return as_outputs(fn(*values))
 
         handler.__signature__ = inspect.Signature(flat)  # type: ignore[attr-defined]
         handler.__annotations__ = annotations
-        return {"fn": handler, "inputs": self.components(inputs), "outputs": self.components(names)}
+        return {"fn": handler, "inputs": self.components(inputs), "outputs": self.components(names),
+                **costs.listener(fn)}
 
     def endpoint(self, fn: Callable[..., Any], api_name: str, outputs: Sequence[str] | str | None = None,
                  inputs: Sequence[str] | None = None, **kwargs: Any) -> Any:
@@ -178,7 +202,15 @@ class Binder:
         with an empty trigger list: no invisible button). Its parameters and returns are those of the
         components, as in the page (an image goes up as a file), which ``gr.api``'s typing would change.
         Call it inside the tab's Blocks context."""
-        return gr.on([], **self.wiring(fn, outputs, inputs), api_name=api_name, **kwargs)
+        wired = self.wiring(fn, outputs, inputs)
+        _name(wired["fn"], api_name)
+        return gr.on([], **{**wired, "api_name": api_name, **kwargs})
+
+
+def _name(handler: Callable[..., Any], api_name: str) -> None:
+    """Name a public endpoint's handler (a wrapper made for it) after its endpoint: Gradio's MCP server names
+    each tool after its function (``python app.py --mcp``)."""
+    handler.__name__ = handler.__qualname__ = api_name
 
 
 def _names(outputs: Sequence[str] | str | None) -> tuple[str, ...]:

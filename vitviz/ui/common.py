@@ -72,8 +72,7 @@ def user_errors(fn: F) -> F:
 
     The log gets one line per user error (no traceback); unexpected exceptions are
     logged with their traceback and reported generically; the server stays up. Its start and end are pause
-    points (:func:`vitviz.models.runner.pause_point`): on a shared host a long or flooding call lets another
-    visitor's view run first there (``serve/courtesy.py``), before its decoding and its drawing too.
+    points (:func:`vitviz.models.runner.pause_point`), where a host may let another visitor's call run first.
     """
 
     @functools.wraps(fn)

@@ -15,8 +15,7 @@
 Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by default).
 
 The thread runs at the lowest CPU priority (:func:`idle_priority`): the kernel gives it a core only when no
-visitor's request wants one; and at every pause point it sleeps while any call runs
-(:func:`vitviz.ui.serve.courtesy.background`). On unless ``VITVIZ_WARMUP=0``. Measured in
+visitor's request wants one. On unless ``VITVIZ_WARMUP=0``. Measured in
 ``bench/README.md``: at normal priority, in a page that opens the tabs right after the
 start (``bench/page_waits.py``), the warm-up ran beside them on the two cores and made most of them slower; at
 idle priority (the same page run with and without it) no tab was slower beyond the run's spread
@@ -56,10 +55,7 @@ def _after_launch(demo: Any) -> None:
             return
         time.sleep(0.2)
     idle_priority()
-    from .serve import courtesy
-
-    with courtesy.background(getattr(demo, "_queue", None)):
-        warm()
+    warm()
 
 
 #: The warm-up thread's nice value: the kernel gives it a core only when no visitor's work wants one.

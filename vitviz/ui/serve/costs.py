@@ -1,19 +1,21 @@
-"""Cost classes of event handlers, declared with the handler and read by the queue when a request is queued.
+"""Cost classes of event handlers, declared with the handler and given to Gradio when its event is registered.
 
-A queued event runs in the concurrency group of its cost class: :attr:`Cost.VIEW` (fast
-views, ``VITVIZ_CONCURRENCY`` at once) or :attr:`Cost.HEAVY` (sweeps, probes,
-explanations, curves, measurements, exports, a model not yet in memory:
-``VITVIZ_HEAVY_CONCURRENCY`` at once, and capped per client address) or :attr:`Cost.LIVE`
-(a live-camera stream, which holds its slot while it runs: ``VITVIZ_LIVE_STREAMS`` at once,
-one per session, :mod:`.limits`). The class is
+Each queued event runs in the concurrency group of its handler's declared cost class, named with
+Gradio's own listener keywords (``concurrency_id``, ``concurrency_limit``: :func:`listener`, which
+:class:`vitviz.ui.binder.Binder` adds to every event it wires): :attr:`Cost.VIEW` (fast views,
+``VITVIZ_CONCURRENCY`` at once), :attr:`Cost.HEAVY` (sweeps, probes, explanations, curves,
+measurements, exports: ``VITVIZ_HEAVY_CONCURRENCY`` at once) or :attr:`Cost.LIVE` (a live-camera
+stream, which holds its slot while it runs: ``VITVIZ_LIVE_STREAMS`` at once). The class is
 
-* declared on the handler with :func:`cost`, fixed or computed from the request's
-  **checked inputs** (:func:`checked_inputs`: the value of each input component, kept
-  only when it is a value that component accepts -- one of a dropdown's choices, a finite
-  number within a slider's range -- and ``None`` otherwise; extra values are never seen);
-* never taken from the Python name of the function nor from any other value of the
-  payload;
-* :attr:`Cost.HEAVY` for a queued handler that declares nothing (fail-safe).
+* declared on the handler with :func:`cost`, fixed or computed from the call's input values
+  (a model not yet in memory, a photo at its own shape past a size);
+* registered as the declaration's **base** class (a computed one's ``base``, VIEW unless told), since a
+  group is fixed when the event is registered; a call whose computed class is heavier runs as that class
+  inside its slot: its model calls go to the heavy worker process at low OS priority
+  (:mod:`.model_workers`) or, in one process, on a heavy call's share of the cores (:mod:`.threads`);
+* :attr:`Cost.HEAVY` for a handler that declares nothing (fail-safe).
+
+The class of the call running in a thread is :func:`current` (set by :func:`running` around the handler).
 
 Example::
 
@@ -27,8 +29,11 @@ Example::
 from __future__ import annotations
 
 import enum
-import math
-from collections.abc import Callable, Sequence
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,97 +50,133 @@ class Cost(str, enum.Enum):
     LIVE = "live"
 
 
+#: Concurrency group (Gradio's ``concurrency_id``) of each cost class.
+GROUPS = {Cost.VIEW: "vitviz-view", Cost.HEAVY: "vitviz-heavy", Cost.LIVE: "vitviz-live"}
+
 Declared = Cost | Callable[[list[Any]], Cost]
 
 
 def cost(c: Declared) -> Callable[[F], F]:
-    """Decorator on an event handler: its cost class, fixed or computed from the handler's
-    checked inputs (e.g. a model not yet in memory -> HEAVY).
-
-    Args:
-        c: a :class:`Cost`, or a function of the checked input values (one per input
-            component, ``None`` where the value was not one the component accepts) that
-            returns a :class:`Cost`.
-    """
+    """Decorator on an event handler: its cost class, fixed or computed from the call's input values
+    (one per input component; e.g. a model not yet in memory -> HEAVY). A computed one may carry a
+    ``base`` attribute: the class its event is registered with (VIEW if it has none). A handler of a fixed
+    class runs as that class (:func:`current`) however it is wired; a computed one is resolved where it is
+    wired (:class:`vitviz.ui.binder.Binder`, :func:`running`)."""
     if not isinstance(c, Cost) and not callable(c):
         raise TypeError(f"cost() takes a Cost or a function of the inputs, not {c!r}")
 
     def mark(fn: F) -> F:
-        setattr(fn, ATTRIBUTE, c)
-        return fn
+        if not isinstance(c, Cost):
+            setattr(fn, ATTRIBUTE, c)
+            return fn
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def steps(*args: Any, **kwargs: Any) -> Any:
+                produced = fn(*args, **kwargs)
+                while True:  # each step may run in another thread: the class is set around each
+                    with as_class(c):
+                        try:
+                            value = next(produced)
+                        except StopIteration:
+                            return
+                    yield value
+
+            wrapped: Any = steps
+        else:
+
+            @functools.wraps(fn)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                with as_class(c):
+                    return fn(*args, **kwargs)
+
+        setattr(wrapped, ATTRIBUTE, c)
+        return wrapped  # type: ignore[return-value]
 
     return mark
 
 
 def declared(fn: Any) -> Declared | None:
     """The cost declared on ``fn`` (looking through ``functools.wraps`` wrappers), or None."""
-    seen = 0
-    while fn is not None and seen < 16:
+    for _ in range(16):
+        if fn is None:
+            return None
         found = getattr(fn, ATTRIBUTE, None)
         if found is not None:
             return found
         fn = getattr(fn, "__wrapped__", None)
-        seen += 1
     return None
 
 
-def fixed(fn: Any) -> Cost:
-    """The class an event is sorted into when the app is built: the declared fixed class, HEAVY for a
-    computed one (until the request's inputs say otherwise) or for none."""
+def registered(fn: Any) -> Cost:
+    """The class ``fn``'s event is registered with: the fixed declaration, a computed one's ``base`` (VIEW
+    by default), HEAVY when nothing is declared."""
     found = declared(fn)
-    return found if isinstance(found, Cost) else Cost.HEAVY
+    if found is None:
+        return Cost.HEAVY
+    return found if isinstance(found, Cost) else getattr(found, "base", Cost.VIEW)
 
 
-def checked_value(block: Any, value: Any) -> Any:
-    """``value`` if it is one ``block`` (a Gradio input component) accepts as is, else None.
+def limits() -> dict[Cost, int]:
+    """Calls of each class the app runs at once (``VITVIZ_CONCURRENCY``, ``..._HEAVY_CONCURRENCY``, ``..._LIVE_STREAMS``)."""
+    from ... import settings
 
-    Only plain values are kept: a choice of a dropdown or radio, a finite number within a
-    slider's range (any finite number for a number box), a boolean for a checkbox. Files,
-    images and free text are never inspected (None).
-    """
-    kind = type(block).__name__
-    if kind in ("Dropdown", "Radio"):
-        choices = {c[1] if isinstance(c, (tuple, list)) else c for c in (getattr(block, "choices", None) or ())}
-        return value if isinstance(value, str) and value in choices else None
-    if kind in ("Slider", "Number"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return None
-        lo, hi = getattr(block, "minimum", None), getattr(block, "maximum", None)
-        if kind == "Slider" and ((lo is not None and value < lo) or (hi is not None and value > hi)):
-            return None
-        return value
-    if kind == "Checkbox":
-        return value if isinstance(value, bool) else None
-    return None
+    return {Cost.VIEW: settings.get("VITVIZ_CONCURRENCY"), Cost.HEAVY: settings.get("VITVIZ_HEAVY_CONCURRENCY"),
+            Cost.LIVE: settings.live_limits()[0]}
 
 
-def checked_inputs(inputs: Sequence[Any], data: Any) -> list[Any]:
-    """One checked value per input component (:func:`checked_value`); missing values are None."""
-    values = list(data) if isinstance(data, (list, tuple)) else []
-    return [checked_value(block, values[i] if i < len(values) else None) for i, block in enumerate(inputs)]
+def listener(fn: Any) -> dict[str, Any]:
+    """Gradio listener keywords that put ``fn``'s event in the group of its registered class (:func:`registered`)."""
+    c = registered(fn)
+    return {"concurrency_id": GROUPS[c], "concurrency_limit": limits()[c]}
 
 
-def resolve(fn: Any, inputs: Sequence[Any], data: Any) -> Cost:
-    """The cost class of one request: ``fn``'s declaration applied to its checked inputs.
-
-    A computed declaration that fails or returns something else counts as HEAVY.
-    """
+def resolve(fn: Any, values: Sequence[Any]) -> Cost:
+    """The cost class of one call of ``fn`` with ``values`` (one per input component). A computed declaration
+    that fails or returns something else counts as HEAVY."""
     found = declared(fn)
     if isinstance(found, Cost):
         return found
     if found is None:
         return Cost.HEAVY
     try:
-        result = found(checked_inputs(inputs, data))
-    except Exception:  # noqa: BLE001 - a broken declaration must not make a request cheap
+        result = found(list(values))
+    except Exception:  # noqa: BLE001 - a broken declaration must not make a call cheap
         return Cost.HEAVY
     return result if isinstance(result, Cost) else Cost.HEAVY
 
 
+_LOCAL = threading.local()  # .cost: the class of the call this thread runs
+
+
+@contextmanager
+def as_class(c: Cost) -> Iterator[Cost]:
+    """The block runs as a call of class ``c`` in this thread (:func:`current`)."""
+    previous = getattr(_LOCAL, "cost", None)
+    _LOCAL.cost = c
+    try:
+        yield c
+    finally:
+        _LOCAL.cost = previous
+
+
+def running(fn: Any, values: Sequence[Any]) -> Any:
+    """The block runs as one call of ``fn`` with ``values`` (:func:`resolve`): a context manager."""
+    return as_class(resolve(fn, values))
+
+
+def current() -> Cost:
+    """The class of the call running in this thread: set by :func:`running` (or a fixed :func:`cost`); LIVE on a
+    live frame's thread (:mod:`.frames`); VIEW outside any call (start-up, tests, the library)."""
+    found = getattr(_LOCAL, "cost", None)
+    if found is not None:
+        return found
+    return Cost.LIVE if threading.current_thread().name.startswith("vitviz-live") else Cost.VIEW
+
+
 def model_cost(*positions: int, base: Cost = Cost.VIEW) -> Callable[[list[Any]], Cost]:
     """A computed cost: HEAVY while a model picked at one of the input ``positions`` is not in memory
-    (loading it is the cost), ``base`` otherwise. A position whose value is not a valid choice counts
-    as not in memory."""
+    (loading it is the cost), ``base`` otherwise."""
 
     def computed(values: list[Any]) -> Cost:
         from ...models.loading import is_loaded
@@ -146,7 +187,7 @@ def model_cost(*positions: int, base: Cost = Cost.VIEW) -> Callable[[list[Any]],
                 return Cost.HEAVY
         return base
 
-    computed.positions = positions  # type: ignore[attr-defined]
+    computed.base = base  # type: ignore[attr-defined]
     return computed
 
 
@@ -159,13 +200,8 @@ def loaded_cost(*names: str, base: Cost = Cost.VIEW) -> Callable[[list[Any]], Co
 
         return base if all(is_loaded(n) for n in names) else Cost.HEAVY
 
+    computed.base = base  # type: ignore[attr-defined]
     return computed
-
-
-def model_positions(fn: Any) -> tuple[int, ...]:
-    """Input positions at which ``fn``'s declaration (a :func:`model_cost`) reads a model choice; () if none."""
-    found = declared(fn)
-    return tuple(getattr(found, "positions", ())) if callable(found) and not isinstance(found, Cost) else ()
 
 
 def native_cost(model_at: int, native_at: int, side_at: int) -> Callable[[list[Any]], Cost]:
@@ -184,5 +220,5 @@ def native_cost(model_at: int, native_at: int, side_at: int) -> Callable[[list[A
         side = values[side_at] if side_at < len(values) else None
         return Cost.HEAVY if on is not False and (on is None or heavy(side)) else Cost.VIEW
 
-    computed.positions = (model_at,)  # type: ignore[attr-defined]
+    computed.base = Cost.VIEW  # type: ignore[attr-defined]
     return computed

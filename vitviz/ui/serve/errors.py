@@ -6,8 +6,8 @@ serve, ``{"path": "/etc/passwd"}``, or a plain string where a file belongs), the
 handler. Failures there, and in Gradio's own handlers (an example table's loader given
 index 999), are not ``gr.Error``: the client got ``{"error": null}`` (a bare "Error") and the
 log ~24 traceback lines per call, and the ``/run/`` route answered HTTP 500. vitviz's handlers
-turn their own errors into sentences (``ui.common.user_errors``); :func:`install` does the
-same for everything else in ``process_api``: a ``gr.Error`` naming the problem (with no
+turn their own errors into sentences (``ui.common.user_errors``); :func:`in_sentences` does the
+same for everything else in ``process_api`` (a contact, :mod:`.contacts`): a ``gr.Error`` naming the problem (with no
 server path: :func:`.pageconfig.redact`), logged as one line.
 """
 
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("vitviz.ui")
 
 #: Longest part of an exception's own text repeated to the client.
 DETAIL_CHARS = 160
-
-_INSTALLED = False
 
 
 def sentence(exc: BaseException) -> str:
@@ -41,15 +40,9 @@ def sentence(exc: BaseException) -> str:
     return redact(text, server_folders())
 
 
-def install() -> None:
-    """Wrap ``Blocks.process_api`` (idempotent)."""
-    global _INSTALLED
-    if _INSTALLED:
-        return
+def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Blocks.process_api`` (async) answering every failure that is not a ``gr.Error`` with :func:`sentence`."""
     import gradio as gr
-    from gradio.blocks import Blocks
-
-    original = Blocks.process_api
 
     @functools.wraps(original)
     async def process_api(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -62,5 +55,4 @@ def install() -> None:
             log.info("user error in a request: %s", message)
             raise gr.Error(message, print_exception=False) from None
 
-    Blocks.process_api = process_api
-    _INSTALLED = True
+    return process_api

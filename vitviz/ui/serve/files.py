@@ -1,14 +1,13 @@
-"""Every file the app writes goes to Gradio's cache folder and is deleted on its schedule.
+"""Every file the app writes goes to Gradio's cache folder and is deleted ``VITVIZ_CACHE_SECONDS`` after its last use.
 
-Gradio deletes files it handed out after ``delete_cache`` (``VITVIZ_CACHE_SECONDS``),
-but only the files it knows about, in its own cache folder. vitviz used to write chart
-CSVs (four at every start) and export folders to the system temp folder, where nothing
-deleted them (1,319 CSVs after one afternoon), and pre-encoded panels that were never
-handed out stayed until a restart. Now every file vitviz writes is written by
-:func:`write_bytes` (or the image writer of :mod:`vitviz.ui.serve.image_cache`) into
-Gradio's cache folder and recorded in :data:`WRITTEN`, a set the app registers with
-Gradio's cleaner (``demo.temp_file_sets``): each is deleted ``VITVIZ_CACHE_SECONDS``
-after it was last written or served, handed out or not.
+Gradio deletes files it handed out after ``delete_cache``, but only the files it knows about.
+vitviz used to write chart CSVs (four at every start) and export folders to the system temp
+folder, where nothing deleted them (1,319 CSVs after one afternoon), and pre-encoded panels
+that were never handed out stayed until a restart. Now every file vitviz writes is written by
+:func:`write_bytes` (or the image writer of :mod:`vitviz.ui.serve.image_cache`) into Gradio's
+cache folder (where Gradio serves it from) and recorded in :data:`WRITTEN`; :func:`sweep`, run
+at most every :data:`SWEEP_S` by the writers, deletes those not written or served again within
+``VITVIZ_CACHE_SECONDS`` (written again, a file is made young: :func:`write_once`).
 """
 
 from __future__ import annotations
@@ -16,23 +15,60 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
+import time
 from pathlib import Path
 
-#: Paths of every file vitviz wrote into Gradio's cache (Gradio's cleaner removes entries it deletes).
+#: Paths of the files vitviz wrote into Gradio's cache and has not deleted yet.
 WRITTEN: set[str] = set()
+#: Seconds between two sweeps.
+SWEEP_S = 60.0
+_LOCK = threading.Lock()
+_SWEPT = [0.0]
 
 
 def cache_folder() -> Path:
-    """Gradio's cache folder (``GRADIO_TEMP_DIR``, default ``<temp>/gradio``)."""
-    from gradio.utils import get_upload_folder
+    """Gradio's cache folder: ``GRADIO_TEMP_DIR`` (Gradio's documented setting), default ``<temp>/gradio``."""
+    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
 
-    return Path(get_upload_folder())
+
+def sweep(now: float | None = None) -> int:
+    """Delete the recorded files not written or served for ``VITVIZ_CACHE_SECONDS`` (by their modification or
+    access time); returns how many."""
+    from ... import settings
+
+    now = time.time() if now is None else now
+    age = settings.get("VITVIZ_CACHE_SECONDS")
+    with _LOCK:
+        known = list(WRITTEN)
+    gone = 0
+    for path in known:
+        try:
+            info = os.stat(path)
+            if now - max(info.st_mtime, info.st_atime) < age:
+                continue
+            os.unlink(path)
+            gone += 1
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        with _LOCK:
+            WRITTEN.discard(path)
+    return gone
 
 
 def record(path: str | Path) -> str:
-    """Register a file written into the cache with Gradio's cleaner; returns the path as text."""
+    """Record a file written into the cache (:func:`sweep` deletes it when unused); returns the path as text."""
     text = str(path)
-    WRITTEN.add(text)
+    now = time.time()
+    with _LOCK:
+        WRITTEN.add(text)
+        due = now - _SWEPT[0] >= SWEEP_S
+        if due:
+            _SWEPT[0] = now
+    if due:
+        sweep(now)
     return text
 
 

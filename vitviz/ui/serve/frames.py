@@ -1,47 +1,43 @@
 """A live stream's frames outside Gradio's queue: one POST per frame, the panels back as bytes.
 
 Gradio 6.31 streams a webcam as a queue event: each next frame is ``POST .../stream/EVENT_ID`` (the
-JSON body of every input value, the frame as a JPEG data URL), which wakes the event's loop in the
-queue; the answer travels as a message of the event stream (``/queue/data``) and the page's Svelte
-code re-renders the output components. For mae-tiny's 30-60 ms frame that transport and the page's
-update took 26-35 and 30-47 ms more (``bench/live.py``).
+JSON body of every input value and the ``session_hash``, the frame as a JPEG data URL), which wakes the
+event's loop in the queue; the answer travels as a message of the event stream (``/queue/data``) and the
+page's Svelte code re-renders the output components. For mae-tiny's 30-60 ms frame that transport and the
+page's update took 26-35 and 30-47 ms more (``bench/live.py``).
 
 :class:`LiveFrames` (ASGI middleware, in :func:`vitviz.ui.serve.middleware`) answers
 ``POST .../vitviz-live/stream/EVENT_ID`` -- the route Gradio's own next-frame route would be, with the
 same body the page's Gradio client built for it -- without the queue:
 
-* it computes a frame only for a streaming event that Gradio's queue is **running** now: the stream
-  still starts, waits for its slot, is refused as a second stream of a session (or address on a public
-  host) and ends at its time limit or when the camera stops, all in Gradio's queue and
-  :mod:`.limits` as before; the page's first frame goes through Gradio and opens the event;
-* by the fast path the event's handler declares (:func:`fast`), with the same inputs: each input's
-  value as the page sent it, a ``gr.State``'s from the session (the page sends none);
+* it computes a frame only for a session whose stream Gradio runs: the handler declared with :func:`fast`
+  notes its session each time Gradio calls it (the stream's first frame, and the page's keep-alive frame
+  every few seconds), and the route answers a session noted less than :data:`KEEP_S` ago. So the stream
+  still starts, waits for its slot, is refused as a second stream and ends at its time limit or when the
+  camera stops, all in Gradio's queue;
+* by the fast path the handler declares, with the same inputs: each input's value as the page sent it,
+  and for one the page sends empty (a ``gr.State``) the value of Gradio's last call;
 * one frame of a stream computes at a time; of the frames that arrive meanwhile the newest waits and
   the others are answered at once without work (``204``): frames are dropped, never queued;
-* on a worker thread of its own (:data:`WORKERS`, one per live slot), inside the event's Gradio
-  context so that :mod:`.threads` gives its model call the stream's share of the cores;
+* on a worker thread of its own (:func:`workers`, one per live slot, named ``vitviz-live``: its model calls
+  run as live ones, :func:`.costs.current`);
 * the answer is a small JSON part (the line, the stamp, ...) and the pictures as bytes
-  (``x-vitviz-parts`` lists their lengths): no data URLs, no files, no event-stream message; the page
-  module draws them (``js/page.js``, part ``live``).
+  (``x-vitviz-parts`` lists their lengths); the page module draws them (``js/page.js``, part ``live``).
 
-A request for an event that is not a running stream is answered ``410`` with a sentence
-(``{"stop": ...}``); the page then sends its next frames through Gradio again. So is a frame of a
-session's run past the stream's time limit (``VITVIZ_LIVE_SECONDS``), counted from the run's first frame
-across the stream events Gradio's webcam opens one after another (:func:`over_time`), with
-``"ended": true``: the page then stops the camera. The door
-(:class:`.http.Hardening`, outside) caps the body at ``VITVIZ_MAX_FRAME`` as for Gradio's route (its
-path ends in ``/stream/EVENT_ID``). Contacts with Gradio's internals: the queue's
-``event_ids_to_events`` and ``active_jobs``, an event's ``fn``, ``session_hash``, ``closed`` and
-``request``, ``Blocks.state_holder``, ``gradio.context.LocalContext``
-(tests/ui/test_serve_contacts.py).
+A frame of a session whose stream is not running is answered ``410`` with a sentence (``{"stop": ...}``);
+the page then sends its next frames through Gradio again. So is a frame of a run past the stream's time
+limit (``VITVIZ_LIVE_SECONDS``), counted from the run's first frame across the stream events Gradio's
+webcam opens one after another (:func:`over_time`), with ``"ended": true``: the page then stops the camera.
+The door (:class:`.http.Hardening`, outside) caps the body at ``VITVIZ_MAX_FRAME`` as for Gradio's route.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import functools
 import json
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -64,21 +60,57 @@ TIMED_OUT = "■ Stopped after {limit} s, this server's limit for one live run: 
 #: Gradio's webcam opens a new stream event by itself when one ends at its time limit (its queue join), so
 #: the time limit counts from the run's first frame, across those events.
 REJOIN_S = 3.0
+#: Seconds a stream counts as running after Gradio last called its handler: the page sends Gradio a frame
+#: without its picture every 5 s (``js/page.js``, ``KEEP_MS``) to keep its stream event open.
+KEEP_S = 12.0
 
 #: A fast path: ``(values, request) -> (meta, parts)``; ``values`` has one value per input of the event
-#: (as the page sent it; a ``gr.State``'s from the session), ``request`` has ``session_hash`` and
-#: ``request`` (the stream's Starlette request), ``meta`` is JSON-able, ``parts`` are the pictures' bytes.
+#: (as the page sent it; a ``gr.State``'s from Gradio's last call), ``request`` has ``session_hash`` and
+#: ``request`` (the stream's request), ``meta`` is JSON-able, ``parts`` are the pictures' bytes.
 FastPath = Callable[[list, Any], tuple[dict, list[bytes]]]
 
 
+@dataclass
+class _Stream:
+    """One session's running stream: Gradio's last call (its values and request) and the frames' turn."""
+
+    values: list
+    request: Any
+    path: FastPath
+    seen: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    newest: int = 0
+
+
+_STREAMS: dict[str, _Stream] = {}  # session -> its stream (pruned after KEEP_S)
+_RUNS: dict[str, list[float]] = {}  # session -> [first frame, last frame] of its run (pruned after REJOIN_S)
+_LOCK = threading.Lock()
+
+
 def fast(path: FastPath) -> Callable[[Any], Any]:
-    """Decorator on a streaming handler: its frames may also come by :class:`LiveFrames`, computed by ``path``."""
+    """Decorator on a streaming handler (one whose last parameter is a ``gr.Request``): its frames may also come
+    by :class:`LiveFrames`, computed by ``path``; each call by Gradio notes the session's stream as running."""
 
     def mark(fn: Any) -> Any:
-        setattr(fn, ATTRIBUTE, path)
-        return fn
+        @functools.wraps(fn)
+        def noted(*args: Any) -> Any:
+            request = args[-1] if args else None
+            session = getattr(request, "session_hash", None)
+            if isinstance(session, str):
+                with _LOCK:
+                    _STREAMS[session] = _Stream(list(args[:-1]), request, path, time.monotonic(),
+                                                **_turn(_STREAMS.get(session)))
+            return fn(*args)
+
+        setattr(noted, ATTRIBUTE, path)
+        return noted
 
     return mark
+
+
+def _turn(old: _Stream | None) -> dict:
+    """The frames' turn of a stream noted again (one frame at a time across Gradio's calls)."""
+    return {} if old is None else {"lock": old.lock, "newest": old.newest}
 
 
 def fast_path(fn: Any) -> FastPath | None:
@@ -104,19 +136,6 @@ def workers() -> ThreadPoolExecutor:
     return _WORKERS[0]
 
 
-@dataclass
-class _Stream:
-    """One running stream's frames: the one computing holds ``lock``; ``newest`` numbers the latest to arrive."""
-
-    event: Any
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    newest: int = 0
-
-
-_STREAMS: dict[str, _Stream] = {}  # event id -> its frames (only running streams: pruned on each frame)
-_RUNS: dict[str, list[float]] = {}  # session -> [first frame, last frame] of its run (pruned after REJOIN_S)
-
-
 def over_time(session: str, limit: float | None, now: float) -> bool:
     """Note a frame of ``session``'s run at ``now`` (monotonic seconds); True once the run, counted from its
     first frame across the stream events that follow one another within :data:`REJOIN_S`, passed ``limit``."""
@@ -127,25 +146,12 @@ def over_time(session: str, limit: float | None, now: float) -> bool:
     return bool(limit) and now - run[0] > float(limit)
 
 
-def running_stream(queue: Any, event_id: str) -> Any:
-    """The streaming event ``event_id`` if Gradio's queue is running it now (not closed), else None."""
-    event = queue.event_ids_to_events.get(event_id)
-    if event is None or getattr(event, "closed", True) or getattr(event.fn, "connection", None) != "stream":
-        return None
-    running = any(e is event for job in list(queue.active_jobs) if job for e in job)
-    return event if running else None
-
-
-def input_values(blocks: Any, event: Any, data: list) -> list:
-    """One value per input of ``event``'s function: ``data``'s, a ``gr.State``'s from the session's state."""
-    holder = blocks.state_holder
-    state = holder[event.session_hash] if event.session_hash in holder else None
-    values = []
-    for block, value in zip(event.fn.inputs, data):
-        if getattr(block, "stateful", False):
-            value = state[block._id] if state is not None else getattr(block, "value", None)
-        values.append(value)
-    return values
+def running(session: str, now: float) -> _Stream | None:
+    """``session``'s stream if Gradio called its handler less than :data:`KEEP_S` ago (older ones forgotten)."""
+    with _LOCK:
+        for known in [k for k, s in _STREAMS.items() if now - s.seen > KEEP_S]:
+            del _STREAMS[known]
+        return _STREAMS.get(session)
 
 
 def _json(status: int, payload: dict) -> tuple[int, list, bytes]:
@@ -159,52 +165,31 @@ def answer(meta: dict, parts: list[bytes]) -> tuple[int, list, bytes]:
     return 200, [(b"content-type", b"application/octet-stream"), (b"x-vitviz-parts", lengths)], b"".join([head, *parts])
 
 
-def _in_event(blocks: Any, event_id: str, work: Callable[[], Any]) -> Callable[[], Any]:
-    """``work`` run in a context where Gradio's ``LocalContext`` names the stream's event (:mod:`.threads`)."""
-    from gradio.context import LocalContext
-
-    def run() -> Any:
-        LocalContext.blocks.set(blocks)
-        LocalContext.event_id.set(event_id)
-        return work()
-
-    context = contextvars.copy_context()
-    return lambda: context.run(run)
-
-
-async def frame(app: Any, event_id: str, body: bytes) -> tuple[int, list, bytes]:
-    """Answer one frame of the running stream ``event_id`` (``body``: Gradio's JSON body of a next frame)."""
-    blocks = app.get_blocks()
-    queue = blocks._queue
-    ran = _STREAMS.get(event_id)
-    for known in [k for k in _STREAMS if running_stream(queue, k) is None]:
-        del _STREAMS[known]
-    event = running_stream(queue, event_id)
-    path = fast_path(getattr(event.fn, "fn", None)) if event is not None else None
-    if event is None or path is None:
-        limit = getattr(ran.event.fn, "time_limit", None) if ran is not None and event is None else None
-        return _json(410, {"stop": TIMED_OUT.format(limit=limit), "ended": True} if limit else {"stop": NOT_RUNNING})
-    limit = getattr(event.fn, "time_limit", None)
-    if over_time(event.session_hash, limit, time.monotonic()):
-        return _json(410, {"stop": TIMED_OUT.format(limit=limit), "ended": True})
+async def frame(body: bytes) -> tuple[int, list, bytes]:
+    """Answer one frame (``body``: Gradio's JSON body of a next frame: ``data`` and ``session_hash``)."""
     try:
-        data = json.loads(body).get("data")
+        sent = json.loads(body)
+        data, session = sent.get("data"), sent.get("session_hash")
     except (ValueError, AttributeError):
-        data = None
-    if not isinstance(data, list) or len(data) != len(event.fn.inputs):
-        return _json(400, {"error": f"A live frame carries {len(event.fn.inputs)} input values as JSON."})
-    stream = _STREAMS.get(event_id)
-    if stream is None or stream.event is not event:
-        stream = _STREAMS[event_id] = _Stream(event)
+        data, session = None, None
+    now = time.monotonic()
+    stream = running(session, now) if isinstance(session, str) else None
+    if stream is None:
+        return _json(410, {"stop": NOT_RUNNING})
+    limit = settings.live_limits()[1]
+    if over_time(session, limit, now):
+        return _json(410, {"stop": TIMED_OUT.format(limit=limit), "ended": True})
+    if not isinstance(data, list) or len(data) != len(stream.values):
+        return _json(400, {"error": f"A live frame carries {len(stream.values)} input values as JSON."})
+    values = [sent_value if sent_value is not None else last for sent_value, last in zip(data, stream.values)]
     stream.newest += 1
     mine = stream.newest
     async with stream.lock:  # one frame of a stream at a time
         if mine != stream.newest:
             return 204, [], b""  # a newer frame came while this one waited: dropped
-        request = SimpleNamespace(session_hash=event.session_hash, request=event.request)
-        values = input_values(blocks, event, data)
+        request = SimpleNamespace(session_hash=session, request=getattr(stream.request, "request", None))
         loop = asyncio.get_running_loop()
-        meta, parts = await loop.run_in_executor(workers(), _in_event(blocks, event_id, lambda: path(values, request)))
+        meta, parts = await loop.run_in_executor(workers(), stream.path, values, request)
     return answer(meta, parts)
 
 
@@ -227,7 +212,7 @@ class LiveFrames:
             parts.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        status, headers, body = await frame(scope["app"], found.group(1), b"".join(parts))
+        status, headers, body = await frame(b"".join(parts))
         await send({"type": "http.response.start", "status": status,
                     "headers": [*headers, (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

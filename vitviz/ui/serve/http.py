@@ -1,28 +1,19 @@
-"""HTTP hardening of the served app (an ASGI middleware, installed through ``launch_options``).
+"""The door of the served app: ordinary ASGI middleware on the app Gradio serves (``launch(app_kwargs=...)``).
 
-* every response says ``X-Content-Type-Options: nosniff``, so an uploaded file served
-  back is never sniffed into HTML or script by a browser;
-* an upload request carries one file (the page never sends more), and an image: a request
-  with several files is refused with HTTP 400, a file that does not start like a JPEG, PNG,
-  WebP, GIF, BMP or TIFF with HTTP 415 and a sentence naming them (the page shows it), before
-  Gradio writes anything to disk (vitviz's reader checks the whole file later);
-* a request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a live-camera
-  frame (``VITVIZ_MAX_FRAME``): Gradio 6.31 sends a stream's first frame inside its queue join, read
-  whole by the door to see that it opens a stream, and each next one to ``/stream/EVENT_ID``;
-* the requests that cost the server work outside the queue -- uploads (parsed and
-  written to disk) and the page configuration (``/config``, about 1 MB, and the API
-  description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS`` per
-  minute, bursts of an eighth of that): a script whose every attempt uploads a photo and
-  opens a new client spent a core on this alone while its queued calls were refused; and
-  so are the front end's files (:data:`ASSETS_PER_MINUTE`, two first visits' worth at once).
-  Over the limit, the answer is HTTP 429 after a one-second pause;
-* text responses (the page and its configuration) are gzip-compressed at level 1
-  (9 ms and 110 KB for the 1.3 MB configuration of the time; level 9 took 105 ms of the event
-  loop per page load for 70 KB); binary files (PNG panels, the slider's packed panels) are not;
-* the page's own files (``/assets/``, ``/static/``: Gradio's front end, fixed while the server
-  runs) are answered from memory once sent (:class:`StaticCache`): every new visitor's
-  browser fetches about 120 of them (6.3 MB before compression), and Gradio compressed
-  each with Brotli again for every visitor, a third of the server's CPU per page load.
+* every response says ``X-Content-Type-Options: nosniff``, so an uploaded file served back is never
+  sniffed into HTML or script by a browser;
+* an upload carries one file, an image (or a video the live section plays), within the address's disk
+  budget (:mod:`.uploads`), checked before Gradio writes anything;
+* every other request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a
+  live-camera frame (``VITVIZ_MAX_FRAME``: a stream's first frame rides in its queue join, each next one to
+  ``/stream/EVENT_ID``) and an MCP message (an image inline);
+* queue joins are capped per session and per client address (:mod:`.limits`);
+* the requests that cost the server work outside the queue -- uploads and the page configuration
+  (``/config``, the API description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS``
+  per minute, bursts of an eighth of that), and so are the front end's files (:data:`ASSETS_PER_MINUTE`);
+  over the limit, HTTP 429 after a one-second pause;
+* a ``session_hash`` is at most :data:`.clients.MAX_SESSION_ID` characters;
+* the front end's files and the page are answered from memory once compressed (:class:`StaticCache`).
 """
 
 from __future__ import annotations
@@ -40,8 +31,8 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 from ... import settings
 from ...cache import LRU
 from . import ledger, uploads
-from .clients import BAD_SESSION, long_session
-from .limits import REFUSAL_PAUSE_S
+from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
+from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,14 +42,22 @@ Send = Callable[[Message], Awaitable[None]]
 UPLOAD_PATHS = ("/gradio_api/upload", "/upload")
 #: (method, path suffix) of the requests counted by the per-address rate limit.
 COSTLY = (("POST", "/upload"), ("GET", "/config"), ("GET", "/gradio_api/info"))
+#: A queue join: the page's and ``gradio_client``'s (``/queue/join``), or the HTTP API's (``/call/API``).
+JOIN = re.compile(r"/queue/join$|/call/[\w-]+$")
+#: The end of an HTTP API call's event stream (``GET /call/API/EVENT_ID``).
+CALL_STREAM = re.compile(r"/call/[\w-]+/([0-9a-zA-Z_-]{1,64})$")
+#: A live stream's next frame: ``POST .../stream/EVENT_ID`` (Gradio's route for streamed chunks, and vitviz's).
+STREAM_CHUNK = re.compile(r"/stream/[0-9a-f]{8,64}$")
+#: What a camera frame looks like inside a join's JSON (a data URL): only such a join may pass VITVIZ_MAX_REQUEST.
+FRAME_MARK = b'"data:image/'
+TOO_LARGE_REQUEST = "This request is larger than any the app needs."
+BAD_JOIN = "There is no endpoint with this function index, or the request cannot be read."
 
 
 class RateLimiter:
     """Token buckets per client address: ``per_minute`` requests a minute, bursts of ``max(10, per_minute / 8)``;
-    bounded, thread-safe. Each page configuration costs the server a deep copy of about 1.3 MB.
-
-    The buckets are a :class:`~.ledger.Ledger`, not a cache: a bucket not yet full again is never evicted (an
-    evicted bucket was a full one again), and a new address that finds every bucket in use is refused."""
+    bounded, thread-safe. The buckets are a :class:`~.ledger.Ledger`, not a cache: a bucket not yet full again
+    is never evicted, and a new address that finds every bucket in use is refused."""
 
     def __init__(self, capacity: int = ledger.DEFAULT_CAPACITY) -> None:
         # address -> (tokens, time, when full again)
@@ -87,9 +86,7 @@ class RateLimiter:
 
 LIMITER = RateLimiter()
 #: The front end's files (:data:`STATIC_PREFIXES`) one client address may fetch: a first visit fetches about
-#: 120 at once (then its browser keeps them), so two visits' worth at once and as many a minute. A script
-#: asking for Plotly's bundle (1.1 MB compressed) with a new query string each time was answered as fast as
-#: it asked, and the sending took the event loop from every other visitor.
+#: 120 at once (then its browser keeps them), so two visits' worth at once and as many a minute.
 ASSETS_PER_MINUTE = 240
 ASSETS = RateLimiter()
 
@@ -99,53 +96,46 @@ def _costly(scope: Scope) -> bool:
     return any(method == m and path.endswith(p) for m, p in COSTLY)
 
 
-def _allowed(address: str) -> bool:
-    from .limits import exempt
-
-    return exempt(address) or LIMITER.allow(address, settings.get("VITVIZ_CLIENT_REQUESTS"))
-
-
-def _asset_allowed(scope: Scope, address: str) -> bool:
-    """False for a front-end file asked beyond this address's :data:`ASSETS_PER_MINUTE`."""
-    from .limits import exempt
-
-    if scope.get("method") != "GET" or not scope.get("path", "").startswith(STATIC_PREFIXES) or exempt(address):
+def _allowed(scope: Scope, address: str) -> bool:
+    """False for a costly request or a front-end file asked beyond this address's rate."""
+    if exempt(address):
         return True
-    return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
+    if _costly(scope) and not LIMITER.allow(address, settings.get("VITVIZ_CLIENT_REQUESTS")):
+        return False
+    if scope.get("method") == "GET" and scope.get("path", "").startswith(STATIC_PREFIXES):
+        return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
+    return True
 
 
 def _address(scope: Scope) -> str:
-    from .limits import client_address
-
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
     client = scope.get("client") or ("unknown", 0)
     request = SimpleNamespace(client=SimpleNamespace(host=client[0]), headers=headers)
     return client_address(request, settings.trusted_proxies())
 
 
-TOO_LARGE_REQUEST = "This request is larger than any the app needs."
-
-
-#: A live stream's next frame: ``POST .../stream/EVENT_ID`` (Gradio 6.31's route for streamed chunks).
-STREAM_CHUNK = re.compile(r"/stream/[0-9a-f]{8,64}$")
-
-
-def _capped_body(scope: Scope, receive: Receive) -> Receive:
-    """``receive`` for a request that is not an upload: refused (HTTP 413) once its body passes
-    ``VITVIZ_MAX_REQUEST``, before the application has buffered it (Gradio reads a queue join whole).
-    MCP messages (``/mcp``) may carry an image inline: they may be as large as the largest upload.
-    A live stream's next frame (:data:`STREAM_CHUNK`) may reach ``VITVIZ_MAX_FRAME``; a queue join
-    goes through :func:`_stream_join` (:func:`_capped`)."""
-    limit = settings.get("VITVIZ_MAX_REQUEST")
-    path = scope.get("path", "").rstrip("/")
-    if "/mcp" in path:
-        limit = max(limit, settings.max_upload_bytes() + uploads.SLACK_BYTES)
-    frames = settings.get("VITVIZ_MAX_FRAME")
-    if frames > limit and STREAM_CHUNK.search(path):
-        limit = frames
+def _declared_length(scope: Scope) -> int | None:
     for k, v in scope.get("headers", []):
-        if k.lower() == b"content-length" and v.isdigit() and int(v) > limit:
-            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+        if k.lower() == b"content-length" and v.isdigit():
+            return int(v)
+    return None
+
+
+def _body_limit(path: str) -> int:
+    """The largest body of a request to ``path`` that is not an upload nor a join."""
+    limit = settings.get("VITVIZ_MAX_REQUEST")
+    if "/mcp" in path:  # an MCP message may carry an image inline
+        limit = max(limit, settings.max_upload_bytes() + uploads.SLACK_BYTES)
+    if STREAM_CHUNK.search(path):
+        limit = max(limit, settings.get("VITVIZ_MAX_FRAME"))
+    return limit
+
+
+def _capped(scope: Scope, receive: Receive, limit: int) -> Receive:
+    """``receive`` refusing (HTTP 413) a body past ``limit`` bytes, before the application has buffered it."""
+    declared = _declared_length(scope)
+    if declared is not None and declared > limit:
+        raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
     seen = [0]
 
     async def wrapped() -> Message:
@@ -159,28 +149,19 @@ def _capped_body(scope: Scope, receive: Receive) -> Receive:
     return wrapped
 
 
-def _streaming(scope: Scope, body: bytes) -> bool:
-    """True when a queue join's body names a streaming event (``connection == "stream"``) of the app."""
-    try:
-        index = json.loads(body).get("fn_index")
-        fn = scope["app"].get_blocks().fns.get(index)
-    except Exception:  # noqa: BLE001 - not JSON, no such event, no app: not a stream
-        return False
-    return fn is not None and getattr(fn, "connection", None) == "stream"
-
-
-async def _stream_join(scope: Scope, receive: Receive, limit: int, frames: int) -> Receive:
-    """Read a queue join whole (at most ``frames`` bytes) before the app sees it, and refuse it (HTTP 413)
-    past ``limit`` unless it opens a live stream (its first frame rides in it); returns a ``receive``
-    that hands the app the body read."""
-    for k, v in scope.get("headers", []):
-        if k.lower() == b"content-length" and v.isdigit() and int(v) > frames:
-            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
+async def _read_join(scope: Scope, receive: Receive) -> bytes:
+    """A join's body, read whole: at most ``VITVIZ_MAX_FRAME`` bytes when it carries a camera frame (a stream's
+    first), ``VITVIZ_MAX_REQUEST`` otherwise (HTTP 413)."""
+    limit = settings.get("VITVIZ_MAX_REQUEST")
+    frames = max(limit, settings.get("VITVIZ_MAX_FRAME"))
+    declared = _declared_length(scope)
+    if declared is not None and declared > frames:
+        raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
     parts, seen = [], 0
     while True:
         message = await receive()
         if message.get("type") != "http.request":
-            break  # a disconnect: the app reads it next
+            break
         parts.append(message.get("body", b""))
         seen += len(parts[-1])
         if seen > frames:
@@ -188,27 +169,27 @@ async def _stream_join(scope: Scope, receive: Receive, limit: int, frames: int) 
         if not message.get("more_body", False):
             break
     body = b"".join(parts)
-    if seen > limit and not _streaming(scope, body):
+    if len(body) > limit and FRAME_MARK not in body:
         raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-    replay = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def wrapped() -> Message:
-        return replay.pop() if replay else await receive()
-
-    return wrapped
+    return body
 
 
-async def _capped(scope: Scope, receive: Receive) -> Receive:
-    """:func:`_capped_body`, or for a queue join that may carry a live frame, :func:`_stream_join`."""
-    limit, frames = settings.get("VITVIZ_MAX_REQUEST"), settings.get("VITVIZ_MAX_FRAME")
-    if frames > limit and scope.get("path", "").rstrip("/").endswith("/queue/join"):
-        return await _stream_join(scope, receive, limit, frames)
-    return _capped_body(scope, receive)
+def _session(body: bytes) -> str | None:
+    """The ``session_hash`` a join's JSON names ("" when none or not JSON)."""
+    try:
+        found = json.loads(body).get("session_hash")
+    except (ValueError, AttributeError):
+        return ""
+    return found if isinstance(found, str) else ""
+
+
+async def _respond(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
+    await send({"type": "http.response.body", "body": text.encode()})
 
 
 class Hardening:
-    """ASGI middleware: ``nosniff`` on every response, request bodies capped, uploads checked
-    (:mod:`.uploads`), costly requests rate-limited per address."""
+    """ASGI middleware: the door (the module's text)."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         self.app = app
@@ -218,57 +199,105 @@ class Hardening:
             await self.app(scope, receive, send)
             return
 
-        held: list[Message] = []
-        run_route = "/run/" in scope.get("path", "")
-
-        async def send_with_headers(message: Message) -> None:
-            if run_route and (held or (message.get("type") == "http.response.start" and message.get("status") == 500)):
-                # Gradio's /run/ route answers every failure with HTTP 500, a sentence (gr.Error, see
-                # .errors) included: that is the client's error, 400
-                if not held:
-                    held.append(message)
-                    return
-                start, held[:] = held[0], []
-                if b'"error":' in message.get("body", b"") and b'"error":null' not in message.get("body", b""):
-                    start = {**start, "status": 400}
-                await send_with_headers_final(start)
-            await send_with_headers_final(message)
-
-        async def send_with_headers_final(message: Message) -> None:
+        async def nosniff(message: Message) -> None:
             if message.get("type") == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-content-type-options"]
-                headers.append((b"x-content-type-options", b"nosniff"))
-                message["headers"] = headers
+                message["headers"] = [*headers, (b"x-content-type-options", b"nosniff")]
             await send(message)
 
         if long_session(scope):
-            await send_with_headers({"type": "http.response.start", "status": 400,
-                                     "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-            await send({"type": "http.response.body", "body": BAD_SESSION.encode()})
+            await _respond(nosniff, 400, BAD_SESSION)
+            return
+        if scope.get("method") == "HEAD" and scope.get("path", "") in ("", "/"):
+            # Gradio's launch asks for the page once (a HEAD, 3 s timeout: a start under load failed): the page is
+            # there when the app answers, so nothing is rendered for nobody
+            await _respond(nosniff, 200, "", b"text/html; charset=utf-8")
             return
         address = _address(scope)
-        if (_costly(scope) and not _allowed(address)) or not _asset_allowed(scope, address):
+        if not _allowed(scope, address):
             await asyncio.sleep(REFUSAL_PAUSE_S)  # a flooding script waits instead of spinning
-            await send_with_headers({"type": "http.response.start", "status": 429,
-                                     "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-            await send({"type": "http.response.body",
-                        "body": b"Too many requests from you: wait a moment (this server is shared)."})
+            await _respond(nosniff, 429, "Too many requests from you: wait a moment (this server is shared).")
             return
+        method, path = scope.get("method"), scope.get("path", "").rstrip("/")
         try:
-            if scope.get("method") in ("POST", "PUT", "PATCH"):
-                if scope.get("path", "").rstrip("/").endswith(UPLOAD_PATHS):
-                    from .limits import exempt, note_request
-
-                    note_request(address)  # a visitor's upload: live streams give way (limits.others_busy)
-
+            if method == "POST" and JOIN.search(path):
+                await self._join(scope, receive, nosniff, address)
+                return
+            if method == "GET" and path.endswith("/queue/data"):
+                await self.app(scope, receive, _watching(nosniff))
+                return
+            if method == "GET" and CALL_STREAM.search(path):
+                try:
+                    await self.app(scope, receive, nosniff)
+                finally:
+                    JOINS.completed(CALL_STREAM.search(path).group(1))
+                return
+            if method in ("POST", "PUT", "PATCH"):
+                if path.endswith(UPLOAD_PATHS):
+                    JOINS.note(address)  # a visitor's upload: live streams give way (limits.others_busy)
                     receive = uploads.checked_upload(scope, receive, address, exempt(address))
                 else:
-                    receive = await _capped(scope, receive)
-            await self.app(scope, receive, send_with_headers)
+                    receive = _capped(scope, receive, _body_limit(path))
+            await self.app(scope, receive, nosniff)
         except uploads.RefusedUpload as refused:
-            await send_with_headers({"type": "http.response.start", "status": refused.status,
-                                     "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-            await send({"type": "http.response.body", "body": refused.message.encode()})
+            await _respond(nosniff, refused.status, refused.message)
+
+    async def _join(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
+        """A queue join, admitted by the caps of :mod:`.limits` (refused: HTTP 503, as Gradio's full queue)."""
+        body = await _read_join(scope, receive)
+        session = _session(body)
+        if len(session) > MAX_SESSION_ID:
+            await asyncio.sleep(REFUSAL_PAUSE_S)
+            await _respond(send, 400, BAD_SESSION)
+            return
+        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body)
+        if ticket is None:
+            await asyncio.sleep(REFUSAL_PAUSE_S)  # outside every lock: nobody waits behind a refusal
+            await _respond(send, 503, json.dumps({"detail": refusal}), b"application/json")
+            return
+        replay = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replayed() -> Message:
+            return replay.pop() if replay else await receive()
+
+        answer: dict[str, Any] = {"status": 0, "body": b""}
+
+        async def watched(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                answer["status"] = message.get("status", 0)
+                if answer["status"] >= 400:  # a malformed join (no such endpoint, wrong values): a script waits
+                    await asyncio.sleep(REFUSAL_PAUSE_S)
+            elif message.get("type") == "http.response.body" and len(answer["body"]) < 4096:
+                answer["body"] += message.get("body", b"")
+            await send(message)
+
+        event_id = None
+        try:
+            await self.app(scope, replayed, watched)
+            if answer["status"] == 200:
+                found = json.loads(answer["body"] or b"{}").get("event_id")
+                event_id = found if isinstance(found, str) else None
+        except ValueError:
+            pass
+        except Exception:  # noqa: BLE001 - Gradio failed on the join itself (an unknown fn_index: KeyError)
+            if answer["status"]:
+                raise
+            await asyncio.sleep(REFUSAL_PAUSE_S)
+            await _respond(send, 400, json.dumps({"detail": BAD_JOIN}), b"application/json")
+        finally:
+            JOINS.answered(ticket, event_id)
+
+
+def _watching(send: Send) -> Send:
+    """``send`` of a session's event stream, ending the hold of each event it completes (:mod:`.limits`)."""
+    reader = CompletedEvents()
+
+    async def watched(message: Message) -> None:
+        if message.get("type") == "http.response.body":
+            reader.feed(message.get("body", b""))
+        await send(message)
+
+    return watched
 
 
 #: Content types the app's gzip leaves alone: Starlette's list (images, archives, event streams) and
@@ -367,30 +396,6 @@ class StaticCache:
         return None
 
 
-#: How often Gradio's queue looks for work while it has none or every slot is busy (Gradio 6.31: every 1 ms,
-#: 0.026 s of server CPU per idle second here), and how often it looks for progress to send (10 ms).
-QUEUE_POLL_S = 0.005
-PROGRESS_POLL_S = 0.05
-
-
-def calm_queue(demo: Any) -> None:
-    """Lighten ``demo``'s queue (call after ``demo.queue()``; measured in bench/README.md).
-
-    * It looks for work every :data:`QUEUE_POLL_S` and for progress every :data:`PROGRESS_POLL_S`: a queued
-      call starts at most 5 ms later, and an idle server wakes a fifth as often (0.014 s of CPU per idle
-      second instead of 0.026 here; a page load's few seconds of waiting counted it).
-    * It no longer rebuilds the statistics of Gradio's monitoring page (unused here) after every queued call:
-      a pandas table of up to 10,000 past calls, 4-9 ms of CPU per call.
-    """
-    queue = getattr(demo, "_queue", None)
-    if queue is None:
-        return
-    queue.sleep_when_free = QUEUE_POLL_S
-    queue.progress_update_sleep_when_free = PROGRESS_POLL_S
-    if hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):  # Gradio's spelling: recompute every that many calls
-        queue.ANAYLTICS_CACHE_FREQUENCY = 2**62
-
-
 def _compressible(content_type: str) -> bool:
     media = content_type.partition(";")[0].strip().lower()
     return media.startswith("text/") or media in {"application/javascript", "application/json",
@@ -420,22 +425,3 @@ def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | 
         headers += [(b"content-encoding", encoding.encode()), (b"vary", b"Accept-Encoding")]
     headers.append((b"content-length", str(len(body)).encode()))
     return {"type": "http.response.start", "status": 200, "headers": headers}, body
-
-
-_INSTALLED = False
-
-
-def install() -> None:
-    """Send files in 1 MiB pieces (idempotent).
-
-    Starlette's ``FileResponse.chunk_size`` is 64 KiB: every piece is a hand-off to a worker
-    thread and a pass through every middleware, and each page load sends the slider's 4.8 MB
-    of packed panels (75 pieces; a sixth of a warm page load's server CPU).
-    """
-    global _INSTALLED
-    if _INSTALLED:
-        return
-    from starlette.responses import FileResponse
-
-    FileResponse.chunk_size = FILE_CHUNK_BYTES
-    _INSTALLED = True

@@ -1,4 +1,4 @@
-"""Gradio's image-cache writer made race-free and fast; PIL's pixel limit set to vitviz's.
+"""Gradio's image-cache writer made race-free and fast (a contact, :mod:`.contacts`); PIL's pixel limit set to vitviz's.
 
 ``gradio.processing_utils.save_pil_to_cache`` (6.31) names each output image by the
 hash of its bytes and rewrites the file in place on every call. When two requests
@@ -17,9 +17,12 @@ cached slider stop, a second visitor on an example) encodes nothing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +41,8 @@ _INSTALLED = False
 PNG_LEVEL = 1
 
 
+#: Salt of the folder names (as Gradio's own: a path cannot be guessed from an image another visitor may have).
+_SALT = secrets.token_bytes(16)
 #: Pixel digest -> path of the file already written for those pixels.
 _MEMO: LRU[str, str] = LRU(4096)
 
@@ -52,13 +57,20 @@ def pixel_key(img: Image.Image, cache_dir: str, name: str, format: str) -> str |
 
 
 def encode(img: Image.Image, format: str) -> bytes:
-    """Encode like Gradio, but PNGs at :data:`PNG_LEVEL`."""
-    from gradio import processing_utils as pu
+    """Encode as Gradio does (its own metadata carried over in a PNG), PNGs at :data:`PNG_LEVEL`."""
+    from PIL import PngImagePlugin
 
-    if format.lower() != "png":
-        return pu.encode_pil_to_bytes(img, format)
     with io.BytesIO() as out:
-        img.save(out, "png", pnginfo=pu.get_pil_metadata(img), compress_level=PNG_LEVEL)
+        if format.lower() == "png":
+            info = PngImagePlugin.PngInfo()
+            for key, value in img.info.items():
+                if isinstance(key, str) and isinstance(value, str):
+                    info.add_text(key, value)
+            img.save(out, "png", pnginfo=info, compress_level=PNG_LEVEL)
+        elif getattr(img, "n_frames", 1) > 1:  # an animation keeps its frames
+            img.save(out, format, save_all=True, loop=0)
+        else:
+            img.save(out, format)
         return out.getvalue()
 
 
@@ -69,43 +81,31 @@ def _touch(path: Path) -> None:
         pass
 
 
-def _atomic_save_pil_to_cache(img: Image.Image, cache_dir: str, name: str = "image", format: str = "webp") -> str:
-    from gradio import processing_utils as pu
-
+def save_pil(img: Image.Image, cache_dir: str, name: str = "image", format: str = "webp") -> str:
+    """Write ``img`` to ``cache_dir`` as Gradio names an output image (``<hash of its bytes>/<name>.<format>``),
+    once, atomically, memoised by its pixels; returns the path."""
     key = pixel_key(img, cache_dir, name, format)
     known = _MEMO.get(key) if key is not None else None
     if known is not None and os.path.exists(known):
         _touch(Path(known))
         return files.record(known)
     data = encode(img, format)
-    final = files.write_once(Path(cache_dir) / pu.hash_bytes(data), f"{name}.{format}", data).resolve()
+    final = files.write_once(Path(cache_dir) / hashlib.sha256(_SALT + data).hexdigest(), f"{name}.{format}",
+                             data).resolve()
     if key is not None:
         _MEMO.put(key, str(final))
     return files.record(final)
 
 
-def save_array(arr: "np.ndarray", cache_dir: str, format: str = "png") -> str:
-    """Write an image array (H x W x 3, uint8) to Gradio's cache as Gradio would show it; its path.
-
-    Gradio contact: ``gradio.processing_utils.save_img_array_to_cache(arr, cache_dir, format)`` (6.31), which
-    converts to PIL and calls ``save_pil_to_cache`` through the module, so once :func:`install` has run the
-    file is written once, atomically, and memoised by content like every panel Gradio shows
-    (tests/ui/test_serve_contacts.py checks both).
-    """
-    from gradio.processing_utils import save_img_array_to_cache
-
-    return save_img_array_to_cache(arr, cache_dir=cache_dir, format=format)
-
-
-def install() -> None:
-    """Replace Gradio's image-cache writer with the atomic one (idempotent)."""
-    global _INSTALLED
-    if _INSTALLED:
-        return
-    from gradio import processing_utils
-
-    processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
-    # Gradio opens every uploaded image with PIL before vitviz sees it; make PIL's own
-    # decompression-bomb check use vitviz's pixel limit (it raises above twice the value).
+def writer(original: Callable[..., str]) -> Callable[..., str]:
+    """Gradio's ``save_pil_to_cache(img, cache_dir, name, format)`` replaced by :func:`save_pil` (a contact,
+    :mod:`.contacts`); PIL's own decompression-bomb check set to vitviz's pixel limit (Gradio opens every
+    uploaded image with PIL before vitviz sees it; PIL raises above twice the value)."""
     Image.MAX_IMAGE_PIXELS = settings.max_pixels()
-    _INSTALLED = True
+    return functools.wraps(original)(lambda img, cache_dir, name="image", format="webp": save_pil(
+        img, cache_dir, name, format))
+
+
+def save_array(arr: "np.ndarray", cache_dir: str, format: str = "png") -> str:
+    """Write an image array (H x W x 3, uint8) to Gradio's cache as Gradio would show it; its path."""
+    return save_pil(Image.fromarray(arr), cache_dir, "image", format)

@@ -2,13 +2,14 @@
 
 Gradio converts each input before a handler runs. A number sent as a string, a NaN
 seed, a non-image file or a header-only "image bomb" failed *there*, so the client
-got ``error: null`` (a bare "Error" on the page) and the log a traceback. After
-:func:`install`:
+got ``error: null`` (a bare "Error" on the page) and the log a traceback. With :func:`checked` (a contact,
+:mod:`.contacts`) around their ``preprocess``:
 
 * numbers and sliders take finite numbers only ("seed: expected a number, got
   'abc'"); a whole-number box (``precision=0``) passes a fractional value through
   unrounded, so the handler's own check names it ("the seed must be a whole number,
-  got 1.5") instead of Gradio silently rounding it;
+  got 1.5") instead of Gradio silently rounding it; a slider whose range a handler changes
+  (:func:`mark_dynamic`) passes any finite number to the handler, which checks it against the chosen model;
 * an image given as a file path is not opened by Gradio at all: vitviz's reader
   checks it (the same message as the CLI, once, from the handler that reports);
   images Gradio must decode (``type="numpy"``/``"pil"``) are checked first with the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("vitviz.ui")
@@ -93,51 +95,40 @@ def _image(block: Any, payload: Any, original: Any) -> Any:
     return original(block, payload)
 
 
-#: Attribute set on sliders whose range a handler changes (:func:`mark_dynamic_ranges`).
+#: Attribute set on sliders whose range a handler changes (:func:`mark_dynamic`).
 DYNAMIC = "vitviz_dynamic_range"
 
 
-def mark_dynamic_ranges(demo: Any) -> int:
-    """Mark the whole-number sliders (step 1) of ``demo`` that are an output of some event (a layer, head or
-    block index whose range follows the model): their values reach the handler unbounded, where the view
-    checks them against the chosen model. Returns how many."""
+def mark_dynamic(outputs: Any) -> None:
+    """Mark the whole-number sliders (step 1) among an event's ``outputs``: a handler changes their range (a
+    layer, head or block index whose range follows the model), so their values reach the handler unbounded,
+    where the view checks them against the chosen model."""
     import gradio as gr
 
-    marked = 0
-    for fn in demo.fns.values():
-        for block in fn.outputs:
-            if isinstance(block, gr.Slider) and block.step == 1 and not getattr(block, DYNAMIC, False):
-                setattr(block, DYNAMIC, True)
-                marked += 1
-    return marked
+    for block in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+        if isinstance(block, gr.Slider) and block.step == 1:
+            setattr(block, DYNAMIC, True)
 
 
 CHECKS = {"Number": _number, "Slider": _number, "Dropdown": _choice, "Radio": _choice, "Image": _image}
 
-_INSTALLED = False
 
-
-def install() -> None:
-    """Wrap the ``preprocess`` of Gradio's input components (idempotent)."""
-    global _INSTALLED
-    if _INSTALLED:
-        return
+def checked(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A component class's ``preprocess`` that checks the payload first (:data:`CHECKS`, by the class's name)
+    and answers every failure with a sentence."""
     import gradio as gr
 
-    for name, check in CHECKS.items():
-        cls = getattr(gr, name)
-        original = cls.preprocess
+    check = CHECKS[original.__qualname__.split(".")[0]]  # the class whose preprocess it is
 
-        @functools.wraps(original)
-        def preprocess(self: Any, payload: Any, _original: Any = original, _check: Any = check) -> Any:
-            try:
-                return _check(self, payload, _original)
-            except gr.Error as exc:
-                if getattr(exc, "print_exception", True) is False:
-                    raise
-                raise _error(str(exc.message)) from None
-            except Exception as exc:  # noqa: BLE001 - any conversion failure becomes a sentence
-                raise _error(f"{_label(self)}: this value cannot be used ({type(exc).__name__})") from None
+    @functools.wraps(original)
+    def preprocess(self: Any, payload: Any) -> Any:
+        try:
+            return check(self, payload, original)
+        except gr.Error as exc:
+            if getattr(exc, "print_exception", True) is False:
+                raise
+            raise _error(str(exc.message)) from None
+        except Exception as exc:  # noqa: BLE001 - any conversion failure becomes a sentence
+            raise _error(f"{_label(self)}: this value cannot be used ({type(exc).__name__})") from None
 
-        cls.preprocess = preprocess
-    _INSTALLED = True
+    return preprocess

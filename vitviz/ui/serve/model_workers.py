@@ -2,10 +2,9 @@
 (``VITVIZ_WORKERS=ray``); off by default.
 
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
-:class:`vitviz.models.workers.Workers`: the call's cost class is that of the Gradio event it runs for
-(:func:`.threads.current_group`: :data:`.limits.HEAVY` -> the heavy worker at the lowest OS priority,
-:data:`.limits.LIVE` or a live frame's thread (:mod:`.frames`) -> the live worker, anything else -> the
-view pool). The workers start in the background when the app is built (each imports torch), and end when
+:class:`vitviz.models.workers.Workers`: the call's cost class is that of the handler's call it runs for
+(:func:`.costs.current`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
+(:mod:`.frames`) -> the live worker, a view -> the view pool). The workers start in the background when the app is built (each imports torch), and end when
 the app's process exits (:func:`uninstall`, registered with :mod:`atexit`; a worker whose app was killed
 ends itself). Not on ZeroGPU, whose runner runs the calls on its GPU.
 """
@@ -25,13 +24,9 @@ _WORKERS: list[Workers] = []
 
 def cost_of() -> str:
     """The cost class of a model call made in this thread: ``heavy``, ``live`` or ``view``."""
-    from .limits import HEAVY, LIVE
-    from .threads import current_group
+    from .costs import current
 
-    if threading.current_thread().name.startswith("vitviz-live"):  # .frames' threads: a live stream's frames
-        return "live"
-    group = current_group()
-    return "heavy" if group == HEAVY else "live" if group == LIVE else "view"
+    return current().value
 
 
 def install(start: bool = True) -> Workers:

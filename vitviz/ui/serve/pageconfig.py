@@ -14,8 +14,8 @@ The same holds for values the page reads as "absent" anyway: every event carries
 null``...), and every component ``"preserved_by_key": ["value"]``, which the page never
 reads.
 
-After :func:`install`, the configuration (``Blocks.get_config_file``, hence ``/config``
-and the page):
+:class:`PageConfig` (ASGI middleware, in :func:`vitviz.ui.serve.middleware`) sends the page a smaller
+configuration (``/config``, and the one in the page's HTML, ``window.gradio_config``), :func:`slim`:
 
 * keeps no API schema, except, for the inputs and outputs of endpoints that are not
   private, the smallest schema that tells ``gradio_client`` whether the value is a file
@@ -26,13 +26,15 @@ and the page):
   with ``?.``, ``||``, ``??`` or as a truth value, or not at all; ``gradio_client``
   reads none of them.
 
-The API description (``Blocks.get_api_info``) is still computed from Gradio's full
-configuration, so ``/gradio_api/info`` and the "Use via API" page are unchanged.
+Gradio keeps its full configuration, so the API description (``/gradio_api/info``, also in the
+page's HTML as ``window.gradio_api_info``) and ``gradio_client`` are unchanged, except that no server
+path appears in them (:func:`redact`).
 """
 
 from __future__ import annotations
 
-import functools
+import json
+import re
 from typing import Any
 
 #: Keys of a component's configuration that only the API description reads.
@@ -50,6 +52,8 @@ TYPE_PROP_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 #: The smallest schema ``gradio_client.utils.value_is_file`` takes for a file.
 FILE_SCHEMA: dict[str, Any] = {"properties": {"path": {}, "meta": {"default": {"_type": "gradio.FileData"}}}}
+#: What marks a file in a component's API schema (Gradio's ``FileData``).
+FILE_TYPE = "gradio.FileData"
 #: Event keys left out when they hold this value (the page reads a missing key the same way).
 EVENT_DEFAULTS: dict[str, Any] = {
     "trigger_only_on_success": False, "trigger_only_on_failure": False, "trigger_after": None,
@@ -80,42 +84,34 @@ def choices_later(elem_id: str, keep: int = 1) -> None:
     CHOICES_LATER[elem_id] = keep
 
 
-def api_components(blocks: Any) -> set[int]:
+def api_components(config: dict[str, Any]) -> set[int]:
     """Ids of the components that are an input or output of an endpoint that is not private."""
-    ids: set[int] = set()
-    for fn in blocks.fns.values():
-        if fn.fn is not None and fn.api_visibility != "private":
-            ids.update(block._id for block in (*fn.inputs, *fn.outputs))
-    return ids
+    return {i for event in config.get("dependencies", []) if event.get("backend_fn") is not False
+            and event.get("api_visibility") != "private" for i in (*event.get("inputs", ()), *event.get("outputs", ()))}
 
 
-def builtin_components(blocks: Any) -> set[int]:
-    """Ids of the blocks that are Gradio's own components (not custom ones, which the page loads by class id)."""
-    return {i for i, block in blocks.blocks.items() if type(block).__module__.startswith(("gradio.components.",
-                                                                                        "gradio.layouts."))}
+def builtin_types() -> set[str]:
+    """The configuration's type names of Gradio's own blocks (a custom component's class id is kept)."""
+    import gradio as gr
+
+    return {name.lower() for name in dir(gr) if isinstance(getattr(gr, name), type)} | {"tabitem", "form"}
 
 
-def slim(config: dict[str, Any], api_ids: set[int], builtin_ids: set[int] = frozenset()) -> dict[str, Any]:
-    """``config`` (in place; returned) without what the page does not read (see the module's text).
-
-    Args:
-        config: a configuration built by Gradio's ``Blocks.get_config_file``.
-        api_ids: the components of endpoints that are not private (:func:`api_components`).
-        builtin_ids: Gradio's own components (:func:`builtin_components`): the page loads them by
-            type, so their ``component_class_id`` (a 64-character hash each) is left out.
-    """
-    from gradio_client.utils import value_is_file
-
+def slim(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (Gradio's page configuration, in place; returned) without what the page does not read (the
+    module's text). Gradio's own components lose their ``component_class_id`` (a 64-character hash each: the
+    page loads them by type)."""
+    api_ids, builtin = api_components(config), builtin_types()
     for component in config.get("components", []):
         public = component.get("id") in api_ids
         info = component.get("api_info")
         for key in API_KEYS:
             component.pop(key, None)
-        if public and isinstance(info, dict) and value_is_file(info):
+        if public and isinstance(info, dict) and FILE_TYPE in json.dumps(info):
             component["api_info"] = FILE_SCHEMA
         if not public and component.get("skip_api") is False:
             del component["skip_api"]
-        if component.get("id") in builtin_ids:  # the page finds Gradio's own components by type
+        if component.get("type") in builtin:  # the page finds Gradio's own components by type
             component.pop("component_class_id", None)
         props = component.get("props")
         if isinstance(props, dict):
@@ -176,41 +172,70 @@ def redact(value: Any, folders: tuple[str, ...]) -> Any:
     return value
 
 
-class _WithFullConfig:
-    """``blocks`` seen with Gradio's full configuration (what ``Blocks.get_api_info`` reads)."""
-
-    def __init__(self, blocks: Any, config: dict[str, Any]) -> None:
-        self._blocks = blocks
-        self.config = config
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._blocks, name)
+#: Where the page's HTML holds the configuration and the API description (Gradio's page template).
+CONFIG_SCRIPT = re.compile(rb"(<script>window\.gradio_config = )(.*?)(;</script>)", re.S)
+API_SCRIPT = re.compile(rb"(<script>window\.gradio_api_info = )(.*?)(;</script>)", re.S)
 
 
-_INSTALLED = False
+def _script_json(value: Any) -> bytes:
+    """JSON safe inside a ``<script>`` (as Gradio writes it: ``<``, ``>``, ``&`` and ``'`` escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027")):
+        text = text.replace(char, code)
+    return text.encode()
 
 
-def install() -> None:
-    """Slim every configuration Gradio builds; keep the API description whole (idempotent)."""
-    global _INSTALLED
-    if _INSTALLED:
-        return
-    from gradio.blocks import Blocks
+def rewrite(path: str, body: bytes) -> bytes:
+    """The body of Gradio's answer to ``path`` as the page receives it: ``/config`` slimmed, the API description
+    (``/info``) without server paths, the page's HTML with both; any other body, or one that does not parse, as is."""
+    from . import files
 
-    full_config = Blocks.get_config_file
-    original_api_info = Blocks.get_api_info
+    folders = (str(files.cache_folder()), *server_folders())
+    try:
+        if path.endswith("/config"):
+            return json.dumps(slim(json.loads(body)), separators=(",", ":"), ensure_ascii=False).encode()
+        if path.endswith("/info"):
+            return json.dumps(redact(json.loads(body), folders), ensure_ascii=False).encode()
+        body = CONFIG_SCRIPT.sub(lambda m: m.group(1) + _script_json(slim(json.loads(m.group(2)))) + m.group(3), body,
+                                 count=1)
+        return API_SCRIPT.sub(lambda m: m.group(1) + _script_json(redact(json.loads(m.group(2)), folders))
+                              + m.group(3), body, count=1)
+    except (ValueError, TypeError, AttributeError):
+        return body
 
-    @functools.wraps(full_config)
-    def get_config_file(self: Any) -> Any:
-        return slim(full_config(self), api_components(self), builtin_components(self))
 
-    @functools.wraps(original_api_info)
-    def get_api_info(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from gradio.utils import get_upload_folder
+class PageConfig:
+    """ASGI middleware: ``GET`` of the page (``/``), ``/config`` and ``/info`` answered through :func:`rewrite`."""
 
-        info = original_api_info(_WithFullConfig(self, full_config(self)), *args, **kwargs)
-        return redact(info, (get_upload_folder(), *server_folders()))
+    def __init__(self, app: Any) -> None:
+        self.app = app
 
-    Blocks.get_config_file = get_config_file
-    Blocks.get_api_info = get_api_info
-    _INSTALLED = True
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "").rstrip("/") if scope.get("type") == "http" else None
+        if scope.get("method") != "GET" or path is None or not (path == "" or path.endswith(("/config", "/info"))):
+            await self.app(scope, receive, send)
+            return
+        start: list = []
+        parts: list[bytes] = []
+
+        async def rewritten(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                headers = dict((k.lower(), v) for k, v in message.get("headers", []))
+                if message.get("status") != 200 or b"content-encoding" in headers:
+                    start.append(None)  # passed on as it comes
+                    await send(message)
+                else:
+                    start.append(message)
+                return
+            if start and start[0] is None:
+                await send(message)
+                return
+            parts.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = rewrite(path, b"".join(parts))
+            headers = [(k, v) for k, v in start[0].get("headers", []) if k.lower() != b"content-length"]
+            await send({**start[0], "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, rewritten)

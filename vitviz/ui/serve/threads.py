@@ -8,22 +8,21 @@ on 1 (bench/README.md, the hostile-mix load test). Installed by :func:`vitviz.ui
 runner seam (not when ZeroGPU's runner is installed: the model then runs on a GPU), each marked call
 runs on :func:`share` threads:
 
-* a call of the :data:`.limits.HEAVY` group (probes, sweeps, explanations, curves: seconds to minutes,
+* a heavy call (:attr:`.costs.Cost.HEAVY`) (probes, sweeps, explanations, curves: seconds to minutes,
   so its threads cannot wait for the next visitor to come): every core while no other model call runs,
   else ``cores - 1`` (at least 1), so one core stays for the views. It is decided again at every module's
   forward (:func:`rebalance`, a global forward pre-hook), so a view that starts meanwhile finds its core
   within one layer. (A fixed ``cores - 1`` would leave a core idle when nothing else runs: Explain's
   curves of a new photo took 5.2 s in the page on one of two idle cores against 3.2 s on two.)
-* a live frame (the :data:`.limits.LIVE` group: a stream's frames come one after another, each 30-60 ms,
+* a live frame (:attr:`.costs.Cost.LIVE`: a stream's frames come one after another, each 30-60 ms,
   and the next one's decoding, the answer's encoding and the page share the cores with it): one thread.
   mae-tiny's frame took 28 ms on one thread and 64 ms on two at load 7.7 on this 2-core VM, 57 and 531 ms
   at load 12 (``OMP_WAIT_POLICY=PASSIVE``; ``bench/live.py``);
-* a view (any other group; tens of milliseconds each): every core when no other model call is
-  running, else its share of them (``cores // calls``, at least 1). A call that does not yield
-  (:mod:`.courtesy`) leaves out of ``calls`` those that do: they pause while it runs.
+* a view (tens of milliseconds each): every core when no other model call is running, else its
+  share of them (``cores // calls``, at least 1).
 
-The group is that of the Gradio event the call runs for (``gradio.context.LocalContext``, read in the
-handler's thread); a call outside an event (start-up, tests) is a view. torch keeps the intra-op thread
+The class is that of the handler's call running in the thread (:func:`.costs.current`); a call outside an
+event (start-up, tests) is a view. torch keeps the intra-op thread
 count per thread (OpenMP's per-thread setting and MKL's local one), so one call's setting never changes
 another's; it is restored after the call.
 """
@@ -35,43 +34,27 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from ...models import runner
-from . import courtesy
+from .costs import Cost, current
 
-_RUNNING: dict[int, tuple[str, bool]] = {}  # thread id -> (group of the model call it runs, yields: .courtesy)
+_RUNNING: dict[int, Cost] = {}  # thread id -> class of the model call it runs
 _LOCK = threading.Lock()
 _HEAVY_CALL = threading.local()  # .cores: VITVIZ_THREADS while this thread runs a heavy model call, else 0
 
 
-def share(group: str, others: Collection[str], cores: int) -> int:
-    """Intra-op threads of a model call of concurrency group ``group`` while calls of ``others`` run.
+def share(kind: Cost, others: Collection[Cost], cores: int) -> int:
+    """Intra-op threads of a model call of class ``kind`` while calls of ``others`` run in other threads.
 
     Args:
-        group: the call's concurrency group (:data:`.limits.VIEW`, ``HEAVY``, ``LIVE``, ...).
-        others: the groups of the model calls running in other threads.
+        kind: the call's cost class.
+        others: the classes of the model calls running in other threads.
         cores: the threads one call may use at most (``VITVIZ_THREADS``).
     """
-    from .limits import HEAVY, LIVE
-
     cores = max(1, int(cores))
-    if group == HEAVY:
+    if kind is Cost.HEAVY:
         return max(1, cores - 1) if others else cores
-    if group == LIVE:
+    if kind is Cost.LIVE:
         return 1
     return max(1, cores // (1 + len(others)))
-
-
-def current_group() -> str:
-    """The concurrency group of the queued event whose handler runs in this thread, or :data:`.limits.VIEW`."""
-    from .limits import VIEW
-
-    try:
-        from gradio.context import LocalContext
-
-        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
-        event = blocks._queue.event_ids_to_events.get(event_id) if blocks is not None and event_id else None
-    except Exception:  # noqa: BLE001 - no event context (a direct call): a view
-        return VIEW
-    return str(getattr(event, "concurrency_id", None) or VIEW)
 
 
 def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callable[[Callable[..., Any], tuple, dict], Any]:
@@ -82,18 +65,13 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
 
         from ... import settings
 
-        if courtesy.in_background():  # the warm-up: the threads it set, and no call counts it (it pauses)
-            return execute(fn, args, kwargs)
-
-        me, group, yields = threading.get_ident(), current_group(), courtesy.yielding()
-        with _LOCK:  # a call that does not yield leaves out those that do: they pause while it runs
-            _RUNNING[me] = (group, yields)
-            others = _others(me)
-        from .limits import HEAVY
-
+        me, kind = threading.get_ident(), current()
+        with _LOCK:
+            _RUNNING[me] = kind
+            others = [k for t, k in _RUNNING.items() if t != me]
         previous, cores = torch.get_num_threads(), settings.threads()
-        torch.set_num_threads(share(group, others, cores))
-        _HEAVY_CALL.cores = cores if group == HEAVY else 0
+        torch.set_num_threads(share(kind, others, cores))
+        _HEAVY_CALL.cores = cores if kind is Cost.HEAVY else 0
         try:
             return execute(fn, args, kwargs)
         finally:
@@ -105,13 +83,6 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
     return run
 
 
-def _others(me: int) -> list[str]:
-    """The groups of the model calls running in other threads that count beside this thread's call (one that
-    does not yield leaves out those that do: they pause while it runs). Call under ``_LOCK``."""
-    yields = _RUNNING[me][1]
-    return [g for t, (g, y) in _RUNNING.items() if t != me and (yields or not y)]
-
-
 def rebalance() -> None:
     """A heavy call's threads decided again (:func:`share`), at the start of every module's forward: every core
     while it runs alone, one fewer while another model call runs. Returns at once in any other thread."""
@@ -120,11 +91,9 @@ def rebalance() -> None:
         return
     import torch
 
-    from .limits import HEAVY
-
     me = threading.get_ident()
     with _LOCK:
-        want = share(HEAVY, _others(me), cores)
+        want = share(Cost.HEAVY, [k for t, k in _RUNNING.items() if t != me], cores)
     if torch.get_num_threads() != want:
         torch.set_num_threads(want)
 

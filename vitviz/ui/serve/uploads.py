@@ -160,7 +160,7 @@ def _content_length(scope: MutableMapping[str, Any]) -> int | None:
 
 
 def _boundary(scope: MutableMapping[str, Any]) -> bytes | None:
-    from starlette.formparsers import parse_options_header
+    from python_multipart.multipart import parse_options_header
 
     for k, v in scope.get("headers", []):
         if k.lower() == b"content-type":
@@ -173,7 +173,7 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
     """``receive`` wrapped so that an upload breaking the rules of the module's text raises
     :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses)."""
     from python_multipart.multipart import MultipartParser
-    from starlette.formparsers import parse_options_header
+    from python_multipart.multipart import parse_options_header
 
     limit = settings.max_upload_bytes() + SLACK_BYTES
     declared = _content_length(scope)
