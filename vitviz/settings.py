@@ -252,11 +252,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Requests one browser session may have queued or running; more are refused with a message."),
     Setting("VITVIZ_CLIENT_QUEUE", "16", _int(1, 100_000),
             "Requests one client address may have queued or running (raise it for a class behind one NAT)."),
-    Setting("VITVIZ_CLIENT_HEAVY", "3", _int(1, 100_000),
-            "Expensive requests one client address may have queued or running."),
+    Setting("VITVIZ_CLIENT_HEAVY", "3", _int(1, 100_000), "Expensive requests (sweeps, probes, explanations, "
+            "exports) one client address may have queued or running; more are refused (raise it behind one NAT)."),
     Setting("VITVIZ_CLIENT_REQUESTS", "240", _int(1, 10**6),
-            "Uploads and page-configuration requests one client address may make per minute (bursts of an "
-            "eighth of that); more wait a second and get HTTP 429."),
+            "Uploads and page-configuration requests one client address may make per minute (bursts of an eighth "
+            "of that); more wait a second and get HTTP 429. A file the address uploaded already counts nothing."),
     Setting("VITVIZ_MAX_REQUEST", "64kb", parse_bytes,
             "Largest body of a request that is not an upload (a queue join needs a few KB); larger ones get "
             "HTTP 413 before they are read."),

@@ -14,7 +14,7 @@ import pytest
 gr = pytest.importorskip("gradio")
 
 from vitviz.ui.binder import PRIVATE_PREFIX, Binder  # noqa: E402
-from vitviz.ui.serve import clients, contacts, limits  # noqa: E402
+from vitviz.ui.serve import clients, contacts, costs, limits  # noqa: E402
 from vitviz.ui.serve.costs import Cost, cost  # noqa: E402
 
 
@@ -81,6 +81,8 @@ def scratch_app(monkeypatch, free_port_value):
         button.click(**ui.bind(run_sweep, "out", inputs=["x"], quick=False, api_name="sweep",
                                api_visibility="public"))
     demo.queue(max_size=64, api_open=False)
+    monkeypatch.setattr(costs, "_SERVED", {})
+    costs.serve_events(demo.config)  # as serve.install does: the door knows which events are expensive
     demo.launch(server_name="127.0.0.1", server_port=free_port_value, prevent_thread_lock=True, quiet=True,
                 app_kwargs={"middleware": [Middleware(http.Hardening)]})
     try:
@@ -137,6 +139,43 @@ def test_joins_over_the_session_cap_are_refused_as_a_full_queue_and_completed_on
                 if done == 4:
                     break
         assert client.post("gradio_api/queue/join", json=join).status_code == 200
+
+
+def test_one_address_holds_at_most_its_share_of_expensive_joins_and_another_is_served(scratch_app, monkeypatch):
+    """VITVIZ_CLIENT_HEAVY: past it, an address's expensive joins (the heavy group's) are refused with a sentence,
+    while its views and another address's expensive joins are admitted; so is the HTTP API's ``/call/API``."""
+    demo, url = scratch_app
+    monkeypatch.setenv("VITVIZ_CLIENT_HEAVY", "2")
+    index = {fn.api_name: i for i, fn in demo.fns.items()}
+    assert costs.of_join(index["sweep"]) is Cost.HEAVY and costs.of_join(index["slow"]) is Cost.VIEW
+
+    def join(name: str, session: str, address: str) -> httpx.Response:
+        body = {"data": [1], "fn_index": index[name], "session_hash": session, "event_data": None, "trigger_id": None}
+        return httpx.post(url + "gradio_api/queue/join", json=body, headers={"X-Forwarded-For": address}, timeout=60)
+
+    flood = [join("sweep", f"f{i}", "10.9.9.9") for i in range(3)]  # never read: they stay held
+    assert [r.status_code for r in flood] == [200, 200, 503]
+    assert flood[-1].json()["detail"] == limits.HEAVY_BUSY_MESSAGE
+    call = httpx.post(url + "gradio_api/call/sweep", json={"data": [1]}, headers={"X-Forwarded-For": "10.9.9.9"},
+                      timeout=60)
+    assert call.status_code == 503 and call.json()["detail"] == limits.HEAVY_BUSY_MESSAGE
+    assert join("slow", "f9", "10.9.9.9").status_code == 200  # a view: only the address's queue cap counts
+    assert join("sweep", "o1", "10.1.1.1").status_code == 200  # another address
+
+
+def test_the_expensive_cap_counts_only_expensive_joins_of_one_capped_address(monkeypatch):
+    monkeypatch.setenv("VITVIZ_CLIENT_HEAVY", "3")
+    joins = limits.Joins()
+    for i in range(3):
+        assert joins.admit(f"s{i}", "10.0.0.5", heavy=True)[0] is not None
+    assert joins.admit("s9", "10.0.0.5", heavy=True) == (None, limits.HEAVY_BUSY_MESSAGE)
+    assert joins.admit("s9", "10.0.0.5")[0] is not None  # a view
+    assert joins.admit("s9", "10.0.0.6", heavy=True)[0] is not None  # another address
+    assert all(joins.admit(f"l{i}", "127.0.0.1", heavy=True)[0] for i in range(5))  # the machine's own user
+    first = next(k for k, h in joins.held.items() if h.address == "10.0.0.5" and h.heavy)
+    joins.answered(first, "e1")
+    joins.completed("e1")
+    assert joins.admit("s9", "10.0.0.5", heavy=True)[0] is not None  # one ended: room for one more
 
 
 def test_unknown_function_index_is_a_400(scratch_app):

@@ -198,15 +198,21 @@ def test_a_session_id_longer_than_128_characters_is_refused(monkeypatch):
 
 def test_gradio_client_calling_with_the_same_photo_is_not_refused(monkeypatch):
     """A real gradio_client, which uploads the file again for every call, through the door (as a remote
-    address, named by a trusted proxy's X-Forwarded-For), with VITVIZ_CLIENT_FILES=3: six calls all answered."""
+    address, named by a trusted proxy's X-Forwarded-For), with VITVIZ_CLIENT_FILES=3 and VITVIZ_CLIENT_REQUESTS=10
+    (bursts of 10, then one upload every 6 s): 40 calls back to back all answered, since the same file again
+    counts against neither; distinct files from that address are still refused past the burst."""
     gr = pytest.importorskip("gradio")
     client_module = pytest.importorskip("gradio_client")
+    import httpx
+
     from tools.appserver import free_port
     from vitviz.ui import serve
 
     monkeypatch.setenv("VITVIZ_CLIENT_FILES", "3")
+    monkeypatch.setenv("VITVIZ_CLIENT_REQUESTS", "10")
     monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
     monkeypatch.setattr(uploads, "BUDGET", uploads.DiskBudget())
+    monkeypatch.setattr(http, "LIMITER", http.RateLimiter())
 
     def size(image: str) -> str:
         from PIL import Image
@@ -224,7 +230,12 @@ def test_gradio_client_calling_with_the_same_photo_is_not_refused(monkeypatch):
         client = client_module.Client(f"http://127.0.0.1:{port}/", headers={"X-Forwarded-For": "203.0.113.99"},
                                       verbose=False)
         photo = str(ROOT / "assets" / "examples" / "chelsea.jpg")
-        answers = [client.predict(client_module.handle_file(photo), api_name="/size") for _ in range(6)]
-        assert answers == [answers[0]] * 6 and "x" in answers[0]
+        answers = [client.predict(client_module.handle_file(photo), api_name="/size") for _ in range(40)]
+        assert answers == [answers[0]] * 40 and "x" in answers[0]
+        monkeypatch.setenv("VITVIZ_CLIENT_FILES", "100")
+        statuses = [httpx.post(f"http://127.0.0.1:{port}/gradio_api/upload", timeout=60,
+                               files={"files": (f"p{i}.jpg", PHOTO + bytes([i]))},
+                               headers={"X-Forwarded-For": "203.0.113.99"}).status_code for i in range(12)]
+        assert 429 in statuses  # new files still take from the address's rate
     finally:
         demo.close()

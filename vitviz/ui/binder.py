@@ -50,7 +50,7 @@ from .serve import inputs as inputs_checks
 QUICK: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 #: Prefix of the API names of private events (a private ``swin_attention`` registered before the public one
 #: pushed it to ``/swin_attention_1``).
-PRIVATE_PREFIX = "_private_"
+PRIVATE_PREFIX = costs.PRIVATE_PREFIX
 #: Parameter types Gradio fills itself (never a component).
 _INJECTED = (gr.SelectData, gr.Request, gr.EventData)
 
@@ -126,8 +126,9 @@ class Binder:
         options = {**(QUICK if quick else {"api_visibility": "private"}), **self.wiring(fn, outputs, inputs), **kwargs}
         if options.get("api_visibility") == "public" and isinstance(options.get("api_name"), str):
             _name(options["fn"], options["api_name"])
+            costs.name_endpoint(options["api_name"], fn)
         elif "api_name" not in kwargs:  # a private event never takes a public endpoint's name
-            options["api_name"] = PRIVATE_PREFIX + getattr(fn, "__name__", "event")
+            options["api_name"] = costs.private_name(fn)
         return options
 
     def wiring(self, fn: Callable[..., Any], outputs: Sequence[str] | str | None = None,
@@ -204,6 +205,7 @@ class Binder:
         Call it inside the tab's Blocks context."""
         wired = self.wiring(fn, outputs, inputs)
         _name(wired["fn"], api_name)
+        costs.name_endpoint(api_name, fn)
         return gr.on([], **{**wired, "api_name": api_name, **kwargs})
 
 

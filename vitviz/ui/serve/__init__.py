@@ -77,8 +77,12 @@ def install_process() -> None:
 
 def install(demo: Any) -> Any:
     """Make a built app ready for a shared host (:func:`install_process`); returns ``demo``. Its events carry
-    their groups already (:mod:`.costs`); the rest is given to ``demo.launch`` (:func:`vitviz.ui.app.launch_options`)."""
+    their groups already (:mod:`.costs`), which the door learns here (one served app per process); the rest is
+    given to ``demo.launch`` (:func:`vitviz.ui.app.launch_options`)."""
     install_process()
+    from .costs import serve_events
+
+    serve_events(demo.config)  # the door's per-address cap on expensive joins knows each event's class
     return demo
 
 

@@ -131,6 +131,48 @@ def listener(fn: Any) -> dict[str, Any]:
     return {"concurrency_id": GROUPS[c], "concurrency_limit": limits()[c]}
 
 
+#: Prefix of the API names of private events: ``_private_<class>_<handler>`` (:func:`private_name`).
+PRIVATE_PREFIX = "_private_"
+_PUBLIC: dict[str, Cost] = {}  # public endpoint name -> registered class (:func:`name_endpoint`)
+_SERVED: dict[int | str, Cost] = {}  # the served app's events: function index and public name -> class
+
+
+def private_name(fn: Any) -> str:
+    """The API name of a private event running ``fn``: its registered class in it, so the door knows the class of
+    a join from the app's configuration (Gradio's ``_1``, ``_2`` for a repeated name keep the prefix)."""
+    return f"{PRIVATE_PREFIX}{registered(fn).value}_{getattr(fn, '__name__', 'event')}"
+
+
+def name_endpoint(api_name: str, fn: Any) -> None:
+    """Remember the registered class of the public endpoint ``api_name``, which runs ``fn``."""
+    _PUBLIC[api_name] = registered(fn)
+
+
+def serve_events(config: dict[str, Any]) -> None:
+    """Learn the served app's events (the app's configuration, ``demo.config``: each dependency's ``id``, the
+    function index its queue joins name, and ``api_name``), for :func:`of_join`."""
+    table: dict[int | str, Cost] = {}
+    for dep in config.get("dependencies", []):
+        api_name = dep.get("api_name")
+        found = None
+        if isinstance(api_name, str) and api_name.startswith(PRIVATE_PREFIX):
+            found = next((c for c in Cost if api_name[len(PRIVATE_PREFIX):].startswith(c.value + "_")), None)
+        elif isinstance(api_name, str):
+            found = _PUBLIC.get(api_name)
+        if found is not None:
+            table[dep["id"]] = found
+            table[api_name] = found
+    _SERVED.clear()
+    _SERVED.update(table)
+
+
+def of_join(fn_index: Any, api_name: str | None = None) -> Cost | None:
+    """The registered class of a queue join of the served app (:func:`serve_events`): by its function index, or
+    by its API name (``/call/API``); None for an event the app's handlers did not declare."""
+    key = fn_index if isinstance(fn_index, int) and not isinstance(fn_index, bool) else api_name
+    return _SERVED.get(key) if isinstance(key, (int, str)) else None
+
+
 def resolve(fn: Any, values: Sequence[Any]) -> Cost:
     """The cost class of one call of ``fn`` with ``values`` (one per input component). A computed declaration
     that fails or returns something else counts as HEAVY."""

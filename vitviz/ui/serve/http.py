@@ -7,11 +7,12 @@
 * every other request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a
   live-camera frame (``VITVIZ_MAX_FRAME``: a stream's first frame rides in its queue join, each next one to
   ``/stream/EVENT_ID``) and an MCP message (an image inline);
-* queue joins are capped per session and per client address (:mod:`.limits`);
+* queue joins are capped per session and per client address, expensive ones on their own (:mod:`.limits`);
 * the requests that cost the server work outside the queue -- uploads and the page configuration
   (``/config``, the API description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS``
   per minute, bursts of an eighth of that), and so are the front end's files (:data:`ASSETS_PER_MINUTE`);
-  over the limit, HTTP 429 after a one-second pause;
+  over the limit, HTTP 429 after a one-second pause. A file the address had uploaded already (``gradio_client``
+  sends it again for every call) gives its request back, as it gives back its disk budget (:mod:`.uploads`);
 * a ``session_hash`` is at most :data:`.clients.MAX_SESSION_ID` characters;
 * the front end's files and the page are answered from memory once compressed (:class:`StaticCache`).
 """
@@ -32,6 +33,7 @@ from ... import settings
 from ...cache import LRU
 from . import ledger, uploads
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
+from .costs import Cost, of_join
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents
 
 Scope = MutableMapping[str, Any]
@@ -64,9 +66,10 @@ class RateLimiter:
         self._buckets: ledger.Ledger[str, tuple[float, float, float]] = ledger.Ledger(
             lambda bucket, now: now < bucket[2], capacity)
 
-    def allow(self, address: str, per_minute: int, now: float | None = None, burst: float | None = None) -> bool:
-        """Take one token from ``address``'s bucket (``burst`` tokens at most: default an eighth of a minute's,
-        at least 10); False when it is empty."""
+    def allow(self, address: str, per_minute: int, now: float | None = None, burst: float | None = None,
+              take_tokens: float = 1.0) -> bool:
+        """Take one token (``take_tokens``; a negative number gives them back) from ``address``'s bucket (``burst``
+        tokens at most: default an eighth of a minute's, at least 10); False when it is empty."""
         now = time.monotonic() if now is None else now
         burst = max(10.0, per_minute / 8) if burst is None else float(burst)
         rate = max(per_minute, 1e-9) / 60.0
@@ -74,8 +77,8 @@ class RateLimiter:
         def take(bucket: tuple[float, float, float] | None) -> tuple[tuple[float, float, float], bool]:
             tokens, last, _ = bucket or (burst, now, now)
             tokens = min(burst, tokens + (now - last) * rate)
-            ok = tokens >= 1.0
-            left = tokens - 1.0 if ok else tokens
+            ok = tokens >= take_tokens
+            left = min(burst, tokens - take_tokens) if ok else tokens
             return (left, now, now + (burst - left) / rate), ok
 
         try:
@@ -174,13 +177,14 @@ async def _read_join(scope: Scope, receive: Receive) -> bytes:
     return body
 
 
-def _session(body: bytes) -> str | None:
-    """The ``session_hash`` a join's JSON names ("" when none or not JSON)."""
+def _session(body: bytes) -> tuple[str, Any]:
+    """The ``session_hash`` a join's JSON names ("" when none or not JSON), and its ``fn_index`` (or None)."""
     try:
-        found = json.loads(body).get("session_hash")
+        found = json.loads(body)
+        session, index = found.get("session_hash"), found.get("fn_index")
     except (ValueError, AttributeError):
-        return ""
-    return found if isinstance(found, str) else ""
+        return "", None
+    return (session if isinstance(session, str) else ""), index
 
 
 async def _respond(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
@@ -235,7 +239,8 @@ class Hardening:
             if method in ("POST", "PUT", "PATCH"):
                 if path.endswith(UPLOAD_PATHS):
                     JOINS.note(address)  # a visitor's upload: live streams give way (limits.others_busy)
-                    receive = uploads.checked_upload(scope, receive, address, exempt(address))
+                    receive = uploads.checked_upload(scope, receive, address, exempt(address), lambda: LIMITER.allow(
+                        address, settings.get("VITVIZ_CLIENT_REQUESTS"), take_tokens=-1.0))
                 else:
                     receive = _capped(scope, receive, _body_limit(path))
             await self.app(scope, receive, nosniff)
@@ -245,12 +250,14 @@ class Hardening:
     async def _join(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
         """A queue join, admitted by the caps of :mod:`.limits` (refused: HTTP 503, as Gradio's full queue)."""
         body = await _read_join(scope, receive)
-        session = _session(body)
+        session, index = _session(body)
         if len(session) > MAX_SESSION_ID:
             await asyncio.sleep(REFUSAL_PAUSE_S)
             await _respond(send, 400, BAD_SESSION)
             return
-        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body)
+        path = scope.get("path", "").rstrip("/")
+        heavy = of_join(index, path.rpartition("/")[2] if "/call/" in path else None) is Cost.HEAVY
+        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body, heavy=heavy)
         if ticket is None:
             await asyncio.sleep(REFUSAL_PAUSE_S)  # outside every lock: nobody waits behind a refusal
             await _respond(send, 503, json.dumps({"detail": refusal}), b"application/json")

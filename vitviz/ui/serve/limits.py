@@ -8,7 +8,9 @@ the page's client):
 * a **join** -- ``POST .../queue/join`` (its JSON body names the ``session_hash``) or ``POST .../call/API``
   -- is admitted when its session holds fewer than ``VITVIZ_SESSION_QUEUE`` events and its address fewer
   than ``VITVIZ_CLIENT_QUEUE`` (the session id is the client's choice, so the address cap is the one that
-  holds; a loopback peer is the machine's own user: only its sessions are capped). Its answer's
+  holds; a loopback peer is the machine's own user: only its sessions are capped), and a join of an expensive
+  event (registered in the heavy group: :func:`.costs.of_join`) when its address holds fewer than
+  ``VITVIZ_CLIENT_HEAVY`` of them (:data:`HEAVY_BUSY_MESSAGE`: one address never holds every heavy slot). Its answer's
   ``event_id`` then counts until the session's event stream (``GET .../queue/data``) says
   ``process_completed`` for it, or ``.../call/API/EVENT_ID``'s stream ends, or :data:`HOLD_S` pass;
 * a camera stream's join (its first frame rides in it) is refused while its session -- on a public host, its
@@ -36,6 +38,8 @@ VIEW, HEAVY, LIVE = GROUPS[Cost.VIEW], GROUPS[Cost.HEAVY], GROUPS[Cost.LIVE]
 
 BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
                 "(this server is shared with other visitors).")
+HEAVY_BUSY_MESSAGE = ("Too many expensive requests (sweeps, probes, explanations, exports) from you at once: wait "
+                      "for your earlier ones to finish (this server is shared with other visitors).")
 LIVE_BUSY_MESSAGE = ("A live camera is already running for you: stop it (or close the other tab) before "
                      "starting another (this server is shared with other visitors).")
 #: Seconds a refused request waits before its answer (slows a flooding client down).
@@ -60,6 +64,7 @@ class _Held:
     address: str
     since: float
     live: bool = False
+    heavy: bool = False
 
 
 @dataclass
@@ -73,10 +78,12 @@ class Joins:
     lock: threading.Lock = field(default_factory=threading.Lock)
     _tickets: int = 0
 
-    def admit(self, session: str, address: str, live: bool = False, now: float | None = None) -> tuple[str | None, str]:
+    def admit(self, session: str, address: str, live: bool = False, now: float | None = None,
+              heavy: bool = False) -> tuple[str | None, str]:
         """``(ticket, "")`` for one more join of ``session`` from ``address``, or ``(None, sentence)`` when a cap
         is reached. A ``live`` join (a camera stream's: its first frame rides in it) is refused while the session
-        -- on a public host, the address -- holds one."""
+        -- on a public host, the address -- holds one; a ``heavy`` one (an expensive event's) while the address
+        holds ``VITVIZ_CLIENT_HEAVY``."""
         now = time.monotonic() if now is None else now
         capped = not exempt(address)
         with self.lock:
@@ -88,9 +95,12 @@ class Joins:
             if sum(h.session == session for h in mine) >= settings.get("VITVIZ_SESSION_QUEUE") or (
                     capped and sum(h.address == address for h in mine) >= settings.get("VITVIZ_CLIENT_QUEUE")):
                 return None, BUSY_MESSAGE
+            if heavy and capped and sum(h.heavy and h.address == address for h in mine) >= settings.get(
+                    "VITVIZ_CLIENT_HEAVY"):
+                return None, HEAVY_BUSY_MESSAGE
             self._tickets += 1
             ticket = f"ticket:{self._tickets}"
-            self.held[ticket] = _Held(session, address, now, live)
+            self.held[ticket] = _Held(session, address, now, live, heavy)
             if not live:
                 self._note(session, now)
             return ticket, ""

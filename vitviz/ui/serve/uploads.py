@@ -169,9 +169,11 @@ def _boundary(scope: MutableMapping[str, Any]) -> bytes | None:
     return None
 
 
-def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: str, exempt: bool) -> Receive:
+def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: str, exempt: bool,
+                   repeated: Callable[[], Any] | None = None) -> Receive:
     """``receive`` wrapped so that an upload breaking the rules of the module's text raises
-    :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses)."""
+    :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses);
+    ``repeated()`` is called when the file is one ``address`` left already (its charge given back)."""
     from python_multipart.multipart import MultipartParser
     from python_multipart.multipart import parse_options_header
 
@@ -258,7 +260,8 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
             if refusal is not None:
                 raise RefusedUpload(429, refusal)
         if state["entry"] is not None and state["digest"] is not None:
-            BUDGET.settle(address, state["entry"], state["digest"])  # the same file again: its charge back
+            if BUDGET.settle(address, state["entry"], state["digest"]) and repeated is not None:
+                repeated()  # the same file again: its charge back
             state["entry"] = None
         return message
 
