@@ -28,7 +28,8 @@ _SIZE = re.compile(r"^\d+[kKmMgG]?$")
 
 def render(replicas: list[str], listen: str, max_body: str = "25m", cookie: str = "vitviz_replica",
            cache_dir: str = "/var/cache/nginx/vitviz", max_fails: int = 1, fail_timeout: int = 10,
-           secure_cookie: bool = False, expose_upstream: bool = False) -> str:
+           secure_cookie: bool = False, expose_upstream: bool = False, rate: str = "20r/s", burst: int = 60,
+           connections: int = 64) -> str:
     """The http-level configuration (a ``map``, the ``upstream``, the static cache and the ``server``).
 
     Args:
@@ -42,6 +43,10 @@ def render(replicas: list[str], listen: str, max_body: str = "25m", cookie: str 
         secure_cookie: mark the route cookie ``Secure`` (when nginx or a proxy in front serves HTTPS).
         expose_upstream: answer with an ``X-Vitviz-Upstream`` header naming the replica (tests only: it
             tells visitors the internal addresses).
+        rate, burst: uploads and queue joins one client address may send over all replicas (nginx's
+            ``limit_req``: ``20r/s`` or ``600r/m``), and how many more at once (``nodelay``); more get HTTP 429.
+        connections: connections one client address may hold open at once over all replicas (``limit_conn``;
+            a browser holds a few, a class behind one NAT many).
 
     Raises:
         ValueError: no replicas, or a value nginx would misread.
@@ -57,11 +62,15 @@ def render(replicas: list[str], listen: str, max_body: str = "25m", cookie: str 
         raise ValueError(f"cookie {cookie!r}: letters, digits and _ only")
     if not re.match(r"^[\w.:\[\]]+$", listen):
         raise ValueError(f"listen {listen!r}: expected a port or address:port")
+    if not re.match(r"^\d+r/[sm]$", rate) or burst < 0 or connections < 1:
+        raise ValueError(f"rate {rate!r}, burst {burst}, connections {connections}: expected 20r/s (or r/m), "
+                         "a burst of 0 or more and at least one connection")
     servers = "\n".join(f"    server {r} max_fails={max_fails} fail_timeout={fail_timeout}s;" for r in replicas)
     extra = "        add_header X-Vitviz-Upstream $upstream_addr always;" if expose_upstream else ""
     return string.Template(TEMPLATE.read_text()).substitute(
         servers=servers, listen=listen, max_body=max_body, cookie=cookie, cache_dir=cache_dir,
-        secure="; Secure" if secure_cookie else "", extra_headers=extra)
+        secure="; Secure" if secure_cookie else "", extra_headers=extra, rate=rate, burst=burst,
+        connections=connections)
 
 
 def standalone(http: str, prefix: Path) -> str:
@@ -85,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-fails", type=int, default=1)
     ap.add_argument("--fail-timeout", type=int, default=10, help="seconds")
     ap.add_argument("--secure-cookie", action="store_true", help="mark the route cookie Secure (HTTPS)")
+    ap.add_argument("--rate", default="20r/s", help="uploads and queue joins per address over all replicas "
+                                                     "(nginx limit_req: 20r/s, or 600r/m)")
+    ap.add_argument("--burst", type=int, default=60, help="how many of those at once beyond the rate")
+    ap.add_argument("--connections", type=int, default=64, help="open connections per address (limit_conn)")
     ap.add_argument("--expose-upstream", action="store_true", help="X-Vitviz-Upstream header (tests only)")
     ap.add_argument("--standalone", type=Path, metavar="PREFIX",
                     help="a whole configuration with its pid, logs and temporary files in PREFIX (created)")
@@ -92,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = a.cache_dir or (str(a.standalone.resolve() / "cache") if a.standalone else "/var/cache/nginx/vitviz")
     try:
         http = render(a.replicas, a.listen, a.max_body, a.cookie, cache, a.max_fails, a.fail_timeout,
-                      a.secure_cookie, a.expose_upstream)
+                      a.secure_cookie, a.expose_upstream, a.rate, a.burst, a.connections)
     except ValueError as e:
         print(f"render.py: {e}", file=sys.stderr)
         return 2

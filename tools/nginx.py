@@ -19,9 +19,10 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 
 
 @contextmanager
-def proxy(replicas: list[str], timeout: float = 30.0) -> Iterator[str]:
+def proxy(replicas: list[str], timeout: float = 30.0, options: tuple[str, ...] = ()) -> Iterator[str]:
     """nginx on a free loopback port in front of ``replicas`` (``host:port``), with the replica of each
-    answer in ``X-Vitviz-Upstream``; yields its URL and stops it after."""
+    answer in ``X-Vitviz-Upstream`` and ``options`` of deploy/render.py (``--rate 2r/s``); yields its URL and
+    stops it after."""
     assert NGINX is not None, "nginx is not installed"
     # nginx started as root runs its workers as nobody, who must reach the prefix (a test's tmp is private)
     prefix = Path(tempfile.mkdtemp(prefix="vitviz-nginx-", dir="/tmp"))
@@ -29,7 +30,7 @@ def proxy(replicas: list[str], timeout: float = 30.0) -> Iterator[str]:
     try:
         port = free_port()
         conf = subprocess.run([sys.executable, str(ROOT / "deploy" / "render.py"), "--replicas", *replicas,
-                               "--listen", f"127.0.0.1:{port}", "--standalone", str(prefix), "--expose-upstream"],
+                               "--listen", f"127.0.0.1:{port}", "--standalone", str(prefix), "--expose-upstream", *options],
                               check=True, capture_output=True, text=True).stdout
         (prefix / "nginx.conf").write_text(conf)
         proc = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf")],

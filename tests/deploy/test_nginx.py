@@ -7,9 +7,10 @@ gets a clear error (its uploaded file was on the stopped replica), not a hang.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 
 import pytest
 
@@ -92,3 +93,70 @@ def test_replicas_behind_nginx(cluster):
     for i in range(3):
         v = visit(i)
         assert v.replicas and gone not in v.replicas, v.replicas
+
+
+@contextmanager
+def _backends(n: int, slow: list, release: threading.Event):
+    """``n`` stand-in replicas on loopback (``host:port`` each): every request answered 200; ``/slow`` noted in
+    ``slow`` when it arrives, and answered once ``release`` is set."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tools.appserver import free_port
+
+    class Answer(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            self.rfile.read(length)
+            if self.path.startswith("/slow"):
+                slow.append(self.path)
+                release.wait(TIMEOUT)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", free_port()), Answer) for _ in range(n)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    try:
+        yield [f"127.0.0.1:{s.server_address[1]}" for s in servers]
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
+def test_the_proxy_limits_each_address_over_all_replicas():
+    """nginx's shared zones: one address's uploads and queue joins at most --rate (bursts of --burst) and
+    --connections open at once, whichever replica each request reaches; refused with HTTP 429 and a sentence."""
+    slow, release = [], threading.Event()
+    with _backends(2, slow, release) as replicas, nginx_proxy(replicas, options=("--rate", "1r/s", "--burst", "3",
+                                                                  "--connections", "3")) as url:
+        routes: dict[str, str] = {}  # replica -> a route cookie that reaches it (the page is not limited)
+        for i in range(64):
+            got = httpx.get(url + "/config", headers={"cookie": f"{COOKIE}=r{i}"}, timeout=TIMEOUT)
+            assert got.status_code == 200
+            routes.setdefault(got.headers["x-vitviz-upstream"], f"{COOKIE}=r{i}")
+        assert len(routes) == 2, routes
+        cookies = list(routes.values())
+        answers = [httpx.post(url + "/gradio_api/queue/join", json={}, headers={"cookie": cookies[i % 2]},
+                              timeout=TIMEOUT) for i in range(12)]  # one visitor's joins, alternately on each replica
+        statuses = [a.status_code for a in answers]
+        assert statuses[:4] == [200] * 4 and statuses.count(429) >= 6, statuses
+        assert {a.headers["x-vitviz-upstream"] for a in answers[:4]} == set(routes)
+        assert "Too many requests from your address" in answers[-1].json()["detail"]
+        with ThreadPoolExecutor(3) as pool:  # three connections held open: a fourth is refused
+            held = [pool.submit(httpx.get, url + f"/slow?{i}", timeout=TIMEOUT) for i in range(3)]
+            deadline = time.monotonic() + TIMEOUT
+            while len(slow) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            fourth = httpx.get(url + "/config", timeout=TIMEOUT)
+            release.set()
+            assert [h.result().status_code for h in held] == [200] * 3
+        assert fourth.status_code == 429 and "Too many requests" in fourth.json()["detail"]
