@@ -112,7 +112,11 @@ def main(only: str = "") -> None:
             continue
         with ExitStack() as stack:
             apps = [stack.enter_context(running_app(command=command, **ENV)) for _ in range(n)]
-            url = apps[0][0] if n == 1 else stack.enter_context(proxy([u.rstrip("/")[7:] for u, _ in apps]))
+            # every visitor here comes from loopback, standing in for many addresses: the proxy's per-address
+            # limits (deploy/render.py --rate, --connections) raised out of the way
+            url = apps[0][0] if n == 1 else stack.enter_context(proxy(
+                [u.rstrip("/")[7:] for u, _ in apps], options=("--rate", "10000r/s", "--burst", "10000",
+                                                               "--connections", "10000")))
             load_before = os.getloadavg()
             row = measure(url)
             row["rss_mib"] = sum(rss_mib(p.pid) for _, p in apps)
