@@ -91,6 +91,15 @@ class RayWorkers:
         """``(actors, nice, threads)`` of a class."""
         return shape(cost, self.views, self.threads, self.heavy_nice)
 
+    def connect(self) -> None:
+        """Join the cluster (or start a local one) now, in this thread. A local Ray's processes are ended by Linux
+        when the *thread* that started them ends (Ray sets ``PR_SET_PDEATHSIG`` on them): a server calls this
+        from its main thread, never from a short-lived one (its actors died a second after their first call)."""
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+
     def actors(self, cost: str) -> list[Any]:
         """The actor handles of a class (started now if it has none)."""
         import ray

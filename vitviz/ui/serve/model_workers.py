@@ -38,6 +38,8 @@ def install(start: bool = True) -> Workers:
             atexit.register(uninstall)
         workers = _WORKERS[0]
     runner.install_dispatch(workers.submit, cost_of)
+    if start and hasattr(workers, "connect"):
+        workers.connect()  # Ray, from this (the main) thread: a local Ray ends with the thread that started it
     if start:
         threading.Thread(target=_start, args=(workers,), name="vitviz-workers-start", daemon=True).start()
     return workers
