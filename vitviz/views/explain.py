@@ -112,10 +112,19 @@ TRAINED_NOTE = ("a **real trained decision on 8 classes**: dinov2-small, frozen,
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always)."""
-    return [(f"{value} (trained by vitviz, 8 classes)"
-             if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label else label, value)
-            for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
+    """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always).
+
+    Labels are short enough to be read whole in the picker's narrow column at 1280 px (``name (random
+    weights)``: the model note below says what random weights mean)."""
+    def label_of(label: str, value: str) -> str:
+        name, random_init = parse_choice(value)
+        if random_init:
+            return f"{name} (random weights)"
+        if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label:
+            return f"{value} (8 classes, by vitviz)"
+        return label
+
+    return [(label_of(label, value), value) for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
 
 
 def default_model(choices: list[tuple[str, str]]) -> str | None:
