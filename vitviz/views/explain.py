@@ -92,7 +92,9 @@ HELP_CURVES = (
 HELP_RANDOM_CURVES = (
     "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/(number of classes), every curve is noise and **no "
     "ranking of the maps is meaningful** (a random order of the patches would do as well); the curves show how "
-    "the computation works."
+    "the computation works. Set these maps beside the trained classifier's: that is Adebayo et al.'s "
+    "model-randomisation sanity check, and a method whose map barely changes when the weights are random does not "
+    "explain what the model learned. *(Adebayo et al. 2018 §3)*"
 )
 
 #: Explanations and curves, keyed by model, image content, class index and settings.
