@@ -198,3 +198,24 @@ def test_the_position_panels_label_arrives_with_its_picture(app_url):
     assert empty, states  # the panels were seen before their pictures came
     assert all(label == "false" and "being drawn" in note for _, _, label, note in empty), states
     assert all(label == "true" for _, picture, label, _ in states if picture == "true"), states
+
+
+def test_the_live_panels_are_wide_enough_for_a_projector(app_url):
+    """The live camera's two panels were about 200 px wide at 1280 px (the camera took most of the row): the camera
+    now takes a third of the row and each live panel is at least 260 px wide (420 at 1920 px)."""
+    from playwright.sync_api import sync_playwright
+
+    widths = {}
+    with sync_playwright() as p:
+        browser = _browser(p)
+        for width, height, least in ((1280, 720, 260), (1920, 1080, 420)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(app_url + "?tab=mae")
+            page.wait_for_function(READY, timeout=120_000)
+            page.locator("#mae-live-box button").first.click()
+            page.wait_for_selector("#mae-live-masked", state="visible", timeout=30_000)
+            widths[width] = (least, [page.locator(f"#{i}").bounding_box()["width"]
+                                     for i in ("mae-live-masked", "mae-live-pasted")])
+            page.close()
+        browser.close()
+    assert all(min(w) >= least for least, w in widths.values()), widths
