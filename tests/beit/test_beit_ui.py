@@ -191,7 +191,7 @@ def test_browser_two_tokenizers(kd_url, tmp_path):
 
 def test_url_state_sets_the_tab_controls_it_offers():
     from vitviz.ui.app import TAB_IDS
-    from vitviz.ui.urlstate import parse_query
+    from vitviz.views.urlstate import parse_query
 
     state = parse_query({"tab": "beit", "model": "beit-tiny", "ratio": "0.5", "seed": "7", "pattern": "random"},
                         TAB_IDS)

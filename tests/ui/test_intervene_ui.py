@@ -56,7 +56,7 @@ def test_a_head_clicked_in_the_atlas_is_switched_off_here(photo_path):
 
 
 def test_the_url_names_heads_and_the_tab_takes_them():
-    from vitviz.ui.urlstate import parse_query
+    from vitviz.views.urlstate import parse_query
 
     state = parse_query({"model": "mae-tiny", "layer": "7", "heads": "7.0,7.2"})
     assert state.heads == "7.0, 7.2"

@@ -21,12 +21,14 @@ from ..views import heads as hv
 from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, ImageViews,
                                QueryView, RolloutView, model_choices, model_note)
 from ..views.common import trained_default
+from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
-from .serve.costs import Cost, cost, model_cost, native_cost
+from ..models.costs import Cost, cost, model_cost
+from ..views.native import native_cost
 
 TAB_ID, LABEL = "attention", "Attention"
 
@@ -197,7 +199,7 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
     A query view that fails (no image, say) leaves those outputs alone: :func:`image_views`, next in the chain,
     reads the same maps and reports the error.
     """
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     controls = on_model(model, state.layer if state.layer else layer, part, query)
     view: dict[str, Any] = dict(overlay=gr.skip(), heads=gr.skip(), query_info=gr.skip())
     try:

@@ -26,7 +26,7 @@ from ..views.beit_pair import Kinds, KindsControls
 from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, require_image, user_errors
-from .serve.costs import Cost, cost, loaded_cost, model_cost
+from ..models.costs import Cost, cost, loaded_cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
@@ -187,7 +187,7 @@ def clear_highlight() -> Cleared:
 
 def url_controls(state: Any) -> dict[str, Any]:
     """The controls the URL sets (model, ratio, seed, pattern) from a validated
-    :class:`~vitviz.ui.urlstate.UrlState`; values this tab does not offer are left out."""
+    :class:`~vitviz.views.urlstate.UrlState`; values this tab does not offer are left out."""
     beit_models = [name for _, name in bv.beit_choices()]
     ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
     found = {"model": state.model if state.model in beit_models else None, "mask_ratio": ratio, "seed": state.seed,

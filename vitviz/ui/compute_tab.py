@@ -19,7 +19,7 @@ from . import helptext
 from .binder import Binder
 from .common import memo_view, user_errors
 from .serve import files
-from .serve.costs import Cost, cost
+from ..models.costs import Cost, cost
 
 TAB_ID, LABEL = "compute", "Compute"
 

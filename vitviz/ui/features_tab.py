@@ -16,11 +16,13 @@ import plotly.graph_objects as go
 
 from ..views import features as v
 from ..views.common import trained_default
+from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
 from .common import memo_view, user_errors
 from .native_controls import native_controls, on_native
-from .serve.costs import Cost, cost, native_cost
+from ..models.costs import Cost, cost
+from ..views.native import native_cost
 from .shared_image import default_image, image_box
 
 TAB_ID, LABEL = "features", "Features"
@@ -177,7 +179,7 @@ def on_model(model: str, layer: float | None) -> ModelControls:
 @cost(Cost.VIEW)
 def on_load(model: str, layer: float, request: gr.Request) -> ModelControls:
     """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     return on_model(model, state.layer if state.layer is not None else None)
 
 

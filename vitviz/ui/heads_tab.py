@@ -25,7 +25,8 @@ from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
 from .common import memo_view, user_errors
-from .serve.costs import Cost, cost, model_cost, native_cost
+from ..models.costs import Cost, cost, model_cost
+from ..views.native import native_cost
 from .native_controls import native_controls
 from .shared_image import image_box
 

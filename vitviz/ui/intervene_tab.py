@@ -18,7 +18,7 @@ from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
 from .common import user_errors
-from .serve.costs import Cost, cost, model_cost
+from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "intervene", "Ablate"

@@ -16,7 +16,7 @@ from .. import settings
 from ..views import doctor as dv
 from .binder import Binder
 from .common import user_errors
-from .serve.costs import Cost, cost
+from ..models.costs import Cost, cost
 
 INTRO = ("Is this MAE healthy? Its file, its reconstructions against simple baselines and mae-tiny, and what "
          "training left in its attention, each finding with its evidence and what to do (about half a minute).")

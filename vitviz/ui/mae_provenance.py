@@ -20,7 +20,7 @@ from ..views.common import as_int
 from . import helptext, js
 from .binder import Binder
 from .common import as_seed, require_image, user_errors
-from .serve.costs import cost, model_cost
+from ..models.costs import cost, model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")

@@ -9,7 +9,7 @@ import gradio as gr
 
 from ..views.native import cost_note, default_side, side_choices
 from .common import user_errors
-from .serve.costs import cost, model_cost
+from ..models.costs import cost, model_cost
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ import gradio as gr
 
 from ..views import pretraining as v
 from ..views.pretraining import Probe, Protocols
-from . import urlstate
+from ..views.urlstate import from_request
 from .binder import Binder
 from .common import memo_view, user_errors
 from .js import read as read_js
-from .serve.costs import Cost, cost
+from ..models.costs import Cost, cost
 
 TAB_ID, LABEL = "pretraining", "Pretraining"
 
@@ -75,7 +75,7 @@ def protocols(pooling: str) -> Protocols:
 @cost(Cost.VIEW)
 def on_load(encoders: list[str], depth: str, pooling: str, request: gr.Request) -> Controls:
     """First showing: the controls the URL names (``encoders=``, ``depth=``, ``pooling=``), if valid here."""
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     have = {k for _, k in v.encoder_choices()}
     chosen = [k for k in (state.encoders or ()) if k in have]
     return Controls(chosen or encoders, state.depth or depth, state.pooling or pooling)

@@ -17,7 +17,7 @@ from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_cho
 from . import helptext
 from .binder import Binder
 from .common import memo_view, user_errors
-from .serve.costs import Cost, cost
+from ..models.costs import Cost, cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "swin", "Swin"
