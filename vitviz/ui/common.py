@@ -12,11 +12,12 @@ import gradio as gr
 
 from ..assets import example_images
 from ..errors import ImageError, ModelUnavailable
+from ..models.costs import Declared, cost
 from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
+__all__ = ["as_seed", "example_images", "handler", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
            "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +83,16 @@ def user_errors(fn: F) -> F:
             raise gr.Error(report(fn.__name__, exc), print_exception=False) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def handler(c: Declared) -> Callable[[F], F]:
+    """A tab's event handler: its cost class (:func:`vitviz.models.costs.cost`, fixed or computed from the inputs)
+    around :func:`user_errors` (library errors as sentences)."""
+
+    def mark(fn: F) -> F:
+        return cost(c)(user_errors(fn))
+
+    return mark
 
 
 def shown_once(cleared: Callable[[str], Any]) -> Callable[[F], F]:

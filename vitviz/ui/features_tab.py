@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
@@ -100,8 +100,7 @@ class Llrd:
 # --------------------------------------------------------------------------------------
 
 
-@cost(native_cost(1, 4, 5))
-@user_errors
+@handler(native_cost(1, 4, 5))
 def feature_pca(image: str | None, model: str, layer: float, foreground: bool, native: bool = False,
                 side: str | None = None) -> Pca:
     """Endpoint ``feature_pca``: the patch tokens of one layer as colours (first three PCA components).
@@ -121,8 +120,7 @@ def feature_pca(image: str | None, model: str, layer: float, foreground: bool, n
     return Pca(*v.pca_view(image, model, layer, bool(foreground), bool(native), side))
 
 
-@cost(native_cost(1, 7, 8))
-@user_errors
+@handler(native_cost(1, 7, 8))
 def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str,
                      other_image: str | None = None, native: bool = False, side: str | None = None) -> Similarity:
     """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second image:
@@ -131,8 +129,7 @@ def patch_similarity(image: str | None, model: str, layer: float, row: float, co
     return Similarity(*v.similarity_view(image, model, layer, row, col, other, other_image, bool(native), side))
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def layer_probes(image: str | None, model: str) -> Probes:
     """Endpoint ``layer_probes``: probe R^2 by layer for row, column, mean colour and edge energy
     -> (chart, Markdown table, caption stating the probe data and split)."""
@@ -140,8 +137,7 @@ def layer_probes(image: str | None, model: str) -> Probes:
     return Probes(fig, v.probe_markdown(rows), text)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 @memo_view()
 def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
                other: str, other_image: str | None = None, native: bool = False,
@@ -155,8 +151,7 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
                         gap_top=shown(gap_top), cls_att=shown(att), pool_text=pool_text)
 
 
-@cost(native_cost(1, 8, 9))
-@user_errors
+@handler(native_cost(1, 8, 9))
 def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
                 other: str, other_image: str | None = None, native: bool = False,
                 side: str | None = None) -> LayerViews:
@@ -166,8 +161,7 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
 
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_model(model: str, layer: float | None) -> ModelControls:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
     depth = v.depth_of(model)
@@ -183,8 +177,7 @@ def on_load(model: str, layer: float, request: gr.Request) -> ModelControls:
     return on_model(model, state.layer if state.layer is not None else None)
 
 
-@cost(native_cost(1, 4, 5))
-@user_errors
+@handler(native_cost(1, 4, 5))
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float, native: bool = False,
                side: str | None = None) -> Picked:
     """A click on the left similarity map -> the clicked patch's grid (row, col) at this layer."""
