@@ -23,9 +23,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from . import settings
+from .cache import Guarded
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -44,7 +45,7 @@ class LedgerFull(Exception):
     """Every entry of a ledger is in force: a new client cannot be counted, so its request is refused."""
 
 
-class Ledger(Generic[K, V]):
+class Ledger(Guarded[K, V]):
     """At most ``capacity`` entries of per-client state; an entry in force is never evicted.
 
     Args:
@@ -104,14 +105,6 @@ class Ledger(Generic[K, V]):
         """The entry of ``key`` (its recency unchanged), or None."""
         with self._lock:
             return self._data.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._data
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._data)
 
     def clear(self) -> None:
         """Forget every entry (tests)."""
