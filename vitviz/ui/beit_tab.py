@@ -33,7 +33,6 @@ TAB_ID, LABEL = "beit", "BEiT tokens"
 #: BEiT's visual vocabulary: DALL-E's dVAE codebook (BEiT §2.1.2); quoted, not computed.
 BEIT_VOCAB = 8192
 PANEL_HEIGHT = 260
-RATIO_MIN, RATIO_MAX = 0.1, 0.75
 
 
 # ----------------------------------------------------------------------------- the contract
@@ -176,15 +175,6 @@ def clear_highlight() -> Cleared:
     return Cleared(None, HIGHLIGHT_PROMPT)
 
 
-def url_controls(state: Any) -> dict[str, Any]:
-    """The controls the URL sets (model, ratio, seed, pattern) from a validated
-    :class:`~vitviz.views.urlstate.UrlState`; values this tab does not offer are left out."""
-    beit_models = [name for _, name in bv.beit_choices()]
-    ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
-    found = {"model": state.model if state.model in beit_models else None, "mask_ratio": ratio, "seed": state.seed,
-             "pattern": state.pattern if state.pattern in bv.PATTERNS else None}
-    return {k: v for k, v in found.items() if v is not None}
-
 
 # ----------------------------------------------------------------------------- layout
 
@@ -232,7 +222,7 @@ def build(demo: gr.Blocks) -> Binder:
                                elem_id="beit-model", scale=2)
         ui.pattern = gr.Radio(list(bv.PATTERNS), value="block", label="Mask pattern", elem_id="beit-pattern",
                               scale=2)
-        ui.mask_ratio = gr.Slider(RATIO_MIN, RATIO_MAX, value=0.4, step=0.05, label="Masking ratio",
+        ui.mask_ratio = gr.Slider(bv.RATIO_MIN, bv.RATIO_MAX, value=0.4, step=0.05, label="Masking ratio",
                                   elem_id="beit-ratio", scale=2)
         ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1,
                             min_width=90)
@@ -294,5 +284,5 @@ def build(demo: gr.Blocks) -> Binder:
     ui.masked.select(**ui.bind(paint_click, quick=False)).then(**show)
     ui.endpoint(tokenize_endpoint, api_name="tokenize")
     ui.endpoint(predict_endpoint, api_name="beit_predict")
-    ui.follow_url(("model", "mask_ratio", "seed", "pattern"), url_controls)
+    ui.follow_url(("model", "mask_ratio", "seed", "pattern"), bv.url_controls)
     return ui

@@ -175,18 +175,6 @@ def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode:
                       help_lens=helptext.read(TAB_ID, "lens"))
 
 
-def url_controls(state: Any) -> dict[str, Any]:
-    """The URL's model, layer and heads (``?tab=intervene&model=dinov2-small-lab8&heads=11.2``)."""
-    out: dict[str, Any] = {}
-    if state.model in [v for _, v in iv.model_choices()]:
-        out["model"] = state.model
-    if state.layer is not None:
-        out["layer"] = state.layer
-    if getattr(state, "heads", None):
-        out["heads_off"] = state.heads
-    return out
-
-
 def build(demo: gr.Blocks) -> Binder:
     """Create the tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
@@ -249,5 +237,5 @@ def build(demo: gr.Blocks) -> Binder:
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.model.change, ui.heads_off.change], None, [ui.model, ui.heads_off], None, js=urlstate.ABLATION_JS,
           queue=False, api_visibility="private")
-    ui.follow_url(("model", "layer", "heads_off"), url_controls)
+    ui.follow_url(("model", "layer", "heads_off"), iv.url_controls)
     return ui
