@@ -15,7 +15,7 @@ gr = pytest.importorskip("gradio")
 
 from vitviz.ui.binder import PRIVATE_PREFIX, Binder  # noqa: E402
 from vitviz.ui.serve import clients, contacts, limits  # noqa: E402
-from vitviz.ui.serve.costs import Cost, cost  # noqa: E402
+from vitviz.models.costs import Cost, cost  # noqa: E402
 
 
 def _request(peer: str, xff: str | None = None) -> SimpleNamespace:

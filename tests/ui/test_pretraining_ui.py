@@ -7,7 +7,8 @@ import os
 import gradio as gr
 import pytest
 
-from vitviz.ui import pretraining_tab, urlstate
+from vitviz.ui import pretraining_tab
+from vitviz.views import urlstate
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS, serving_tab
 

@@ -1,7 +1,7 @@
 """What one client may hold in Gradio's queue, counted at the door from the queue's HTTP protocol.
 
 Gradio's queue has one room for everyone (``demo.queue(max_size=VITVIZ_MAX_QUEUE)``: past it every join is
-refused, its documented meaning) and a group per cost class (:mod:`.costs`). What one client holds is
+refused, its documented meaning) and a group per cost class (:mod:`vitviz.models.costs`). What one client holds is
 counted here, outside Gradio, from what its clients send and receive (the protocol of ``gradio_client`` and
 the page's client):
 
@@ -29,7 +29,7 @@ from typing import Any
 
 from ... import settings
 from .clients import client_address, exempt
-from .costs import GROUPS, Cost
+from ...models.costs import GROUPS, Cost
 
 #: Concurrency groups (Gradio's ``concurrency_id``) of the cost classes.
 VIEW, HEAVY, LIVE = GROUPS[Cost.VIEW], GROUPS[Cost.HEAVY], GROUPS[Cost.LIVE]
