@@ -1,5 +1,6 @@
-"""Every relative link in README.md and docs/*.md points at a file that exists, and at a heading there when it
-names one (anchors as GitHub makes them: lower case, punctuation dropped, spaces to hyphens)."""
+"""Every relative link in the README and the repository's other Markdown (:data:`DOCS`) points at a file that
+exists, and at a heading there when it names one (anchors as GitHub makes them: lower case, punctuation dropped,
+spaces to hyphens)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: The Markdown a reader follows links in: the README, docs/, bench/, the model and data cards under assets/
+#: and the help texts.
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "bench").glob("*.md")),
+        *sorted((ROOT / "assets").rglob("*.md")), *sorted((ROOT / "vitviz").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 

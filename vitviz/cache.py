@@ -134,7 +134,23 @@ def enforce_budget(budget: int | None = None) -> int:
     return dropped
 
 
-class LRU(Generic[K, V]):
+class Guarded(Generic[K, V]):
+    """Entries in a dict (``_data``) behind a lock (``_lock``), their membership and count read under it: the
+    base of :class:`LRU` and of :class:`vitviz.ledger.Ledger`."""
+
+    _data: dict[K, V]
+    _lock: threading.Lock
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
+class LRU(Guarded[K, V]):
     """At most ``capacity`` entries; reading or writing one makes it the most recent.
 
     Args:
@@ -294,14 +310,6 @@ class LRU(Generic[K, V]):
             for k in drop:
                 self._remove(k)
             return len(drop)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._data
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._data)
 
     def clear(self) -> None:
         """Drop every entry."""

@@ -9,7 +9,7 @@ import pytest
 from vitviz.models import loading
 from vitviz.models.loading import is_loaded, load_model
 from vitviz.ui import beit_tab
-from vitviz.ui.serve.costs import Cost, loaded_cost, resolve
+from vitviz.models.costs import Cost, loaded_cost, resolve
 
 
 @pytest.fixture()

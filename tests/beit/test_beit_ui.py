@@ -191,14 +191,14 @@ def test_browser_two_tokenizers(kd_url, tmp_path):
 
 def test_url_state_sets_the_tab_controls_it_offers():
     from vitviz.ui.app import TAB_IDS
-    from vitviz.ui.urlstate import parse_query
+    from vitviz.views.urlstate import parse_query
 
     state = parse_query({"tab": "beit", "model": "beit-tiny", "ratio": "0.5", "seed": "7", "pattern": "random"},
                         TAB_IDS)
-    assert beit_tab.url_controls(state) == {"model": "beit-tiny", "mask_ratio": 0.5, "seed": 7, "pattern": "random"}
+    assert bv.url_controls(state) == {"model": "beit-tiny", "mask_ratio": 0.5, "seed": 7, "pattern": "random"}
     # an MAE model, a ratio outside the slider and the MAE-only grid pattern are left alone
     state = parse_query({"tab": "beit", "model": "mae-tiny", "ratio": "0.9", "pattern": "grid"}, TAB_IDS)
-    assert beit_tab.url_controls(state) == {}
+    assert bv.url_controls(state) == {}
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")

@@ -58,7 +58,7 @@ def test_side_is_checked_and_capped_on_a_public_host(dinov2, tmp_path, monkeypat
     import gradio as gr
 
     from vitviz.ui import features_tab as t
-    from vitviz.ui.serve.costs import Cost
+    from vitviz.models.costs import Cost
     from vitviz.views.native import side_choices
 
     photo = str(save_wide_photo(tmp_path))
@@ -70,7 +70,7 @@ def test_side_is_checked_and_capped_on_a_public_host(dinov2, tmp_path, monkeypat
         t.feature_pca(photo, "dinov2-small", 12, False, True, "644")
     monkeypatch.delenv("VITVIZ_PUBLIC")
     from vitviz.models.loading import load_choice
-    from vitviz.ui.serve.costs import declared
+    from vitviz.models.costs import declared
 
     load_choice("dinov2-small")
     computed = declared(t.feature_pca)

@@ -91,3 +91,23 @@ def test_the_beit_help_quotes_beit_tiny_v2s_card_and_part_3_opens_on_beit_tiny()
     assert (f"guesses {100 * t['top1']:.2f}% of hidden tokens on the test photos against "
             f"{100 * t['nearest_visible']:.2f}% for copying the nearest visible code") in text
     assert t["top1"] < t["nearest_visible"] and bv.BEIT_MODEL == "beit-tiny" and "part 3 opens on beit-tiny" in text
+
+
+def test_the_tour_says_which_way_each_models_heads_widen_on_the_cat(dinov2_small):
+    """The step after layer 1 warns that dinov2-small's layer-1 heads look farther than its layer 6's (the
+    Attention tab's default where its weights are here) while mae-tiny's widen: the mean attention distance per
+    layer (mean over heads) the app computes for the tour's photo, in pixels."""
+    import numpy as np
+
+    from vitviz.assets import example_images
+
+    photo = next(p for p in example_images() if str(p).endswith("chelsea.jpg"))
+    per_layer, uniform = {}, {}
+    for name in ("dinov2-small", "mae-tiny"):
+        _, maps = av.maps_for(photo, name, "encoder", 0.0, 0)
+        per_layer[name], uniform[name] = maps.mean_distance().mean(axis=1), maps.uniform_distance()
+    d, m, u = per_layer["dinov2-small"], per_layer["mae-tiny"], uniform["dinov2-small"]
+    assert d[0] > d[5] and m[0] < m[5] and np.all(d < u)
+    assert (f"dinov2-small's layer-1 heads look farther than its layer 6's (mean attention distance {d[0]:.0f} px "
+            f"against {d[5]:.0f}; uniform attention {u:.0f} px), while mae-tiny's widen with depth "
+            f"({m[0]:.0f} px, then {m[5]:.0f})") in _tour_notice("The same patch, deeper")

@@ -30,9 +30,6 @@ CUT = """() => {
     }
   }
   for (const el of document.querySelectorAll('.tabitem input[type=text], .tabitem input:not([type])')) {
-    // the random-weight fallback's long name ("deit-small-distilled — random weights (architecture only)") is
-    // still cut in Explain's box on a host without the trained classifier: not held here
-    if (el.value.includes('random weights')) continue;
     if (shown(el) && el.scrollWidth > el.clientWidth + 1) out.push((el.closest('.block') || el).id + ': ' + el.value);
   }
   return out;

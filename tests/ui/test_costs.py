@@ -1,5 +1,5 @@
-"""Cost classes (vitviz.ui.serve.costs): declared with each handler, given to Gradio when its event is registered
-(concurrency_id and concurrency_limit), and resolved per call for the model calls (serve.threads, serve.model_workers)."""
+"""Cost classes (vitviz.models.costs): declared with each handler, given to Gradio when its event is registered
+(concurrency_id and concurrency_limit), and resolved per call for the model calls (vitviz.models.threads, serve.model_workers)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import gradio as gr
 import pytest
 
 from vitviz.ui.binder import Binder
-from vitviz.ui.serve import costs, limits
-from vitviz.ui.serve.costs import Cost, cost, model_cost
+from vitviz.models import costs
+from vitviz.ui.serve import limits
+from vitviz.models.costs import Cost, cost, model_cost
 
 
 @pytest.fixture(scope="module")

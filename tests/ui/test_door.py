@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from vitviz import ledger
 from vitviz.ui.serve import http, limits, page_module, uploads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,17 +94,17 @@ def test_an_upload_larger_than_the_largest_image_is_refused(monkeypatch):
 def test_each_address_has_a_disk_budget(monkeypatch):
     """Row 7: uploads within the rules at the allowed rate could fill a Space's disk in minutes."""
     monkeypatch.setenv("VITVIZ_CLIENT_FILES", "3")
-    monkeypatch.setattr(uploads, "BUDGET", uploads.DiskBudget())
+    monkeypatch.setattr(uploads, "BUDGET", ledger.DiskBudget())
     photos = [_body(_part(PHOTO + bytes([i]))) for i in range(4)]  # four different files
     assert [_outcome(photo, address="10.7.7.7", exempt=False) for photo in photos] == [200, 200, 200, 429]
     assert _outcome(photos[0], address="10.7.7.8", exempt=False) == 200  # another visitor is not affected
     monkeypatch.setenv("VITVIZ_CLIENT_UPLOAD", "1mb")
-    budget = uploads.DiskBudget()
+    budget = ledger.DiskBudget()
     assert budget.refusal("a", 600_000, now=0.0) is None
-    assert budget.refusal("a", 600_000, now=1.0) == uploads.OVER_BUDGET
+    assert budget.refusal("a", 600_000, now=1.0) == ledger.OVER_BUDGET
     assert budget.refusal("a", 600_000, now=10_000.0) is None  # the first upload was cleaned by then
     monkeypatch.setenv("VITVIZ_UPLOAD_DISK", "1mb")
-    assert budget.refusal("b", 600_000, now=10_001.0) == uploads.DISK_FULL
+    assert budget.refusal("b", 600_000, now=10_001.0) == ledger.DISK_FULL
 
 
 def _through_door(body: bytes, path: str = "/gradio_api/queue/join", declared: bool = True,
@@ -245,7 +246,7 @@ def test_one_address_fetches_the_front_ends_files_at_a_bounded_rate(monkeypatch)
     """Row 8: a script asking for Plotly's bundle with a new query string each time was answered as fast as it
     asked (1.1 MB each, sent by the event loop every visitor shares). Two first visits' worth pass at once;
     then that address waits and gets 429; other addresses, other paths and the machine's own user do not."""
-    monkeypatch.setattr(http, "ASSETS", http.RateLimiter())
+    monkeypatch.setattr(http, "ASSETS", ledger.RateLimiter())
     monkeypatch.setattr(http, "ASSETS_PER_MINUTE", 12)
     slept: list[float] = []
 

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from vitviz.ui.serve import costs, frames, http
+from vitviz.models import costs
+from vitviz.ui.serve import frames, http
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import pytest
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS, serving_tab
 from vitviz.ui import intervene_tab as t
+from vitviz.views import intervene as iv
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +57,11 @@ def test_a_head_clicked_in_the_atlas_is_switched_off_here(photo_path):
 
 
 def test_the_url_names_heads_and_the_tab_takes_them():
-    from vitviz.ui.urlstate import parse_query
+    from vitviz.views.urlstate import parse_query
 
     state = parse_query({"model": "mae-tiny", "layer": "7", "heads": "7.0,7.2"})
     assert state.heads == "7.0, 7.2"
-    assert t.url_controls(state) == {"model": "mae-tiny", "layer": 7, "heads_off": "7.0, 7.2"}
+    assert iv.url_controls(state) == {"model": "mae-tiny", "layer": 7, "heads_off": "7.0, 7.2"}
     assert parse_query({"heads": "7.0,<script>"}).heads is None and parse_query({"heads": ""}).heads is None
 
 

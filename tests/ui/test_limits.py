@@ -14,8 +14,8 @@ import pytest
 gr = pytest.importorskip("gradio")
 
 from vitviz.ui.binder import PRIVATE_PREFIX, Binder  # noqa: E402
-from vitviz.ui.serve import clients, contacts, costs, limits  # noqa: E402
-from vitviz.ui.serve.costs import Cost, cost  # noqa: E402
+from vitviz.ui.serve import clients, contacts, limits  # noqa: E402
+from vitviz.models.costs import Cost, cost  # noqa: E402
 
 
 def _request(peer: str, xff: str | None = None) -> SimpleNamespace:
@@ -81,8 +81,8 @@ def scratch_app(monkeypatch, free_port_value):
         button.click(**ui.bind(run_sweep, "out", inputs=["x"], quick=False, api_name="sweep",
                                api_visibility="public"))
     demo.queue(max_size=64, api_open=False)
-    monkeypatch.setattr(costs, "_SERVED", {})
-    costs.serve_events(demo.config)  # as serve.install does: the door knows which events are expensive
+    monkeypatch.setattr(limits, "_SERVED", {})
+    limits.serve_events(demo.config)  # as serve.install does: the door knows which events are expensive
     demo.launch(server_name="127.0.0.1", server_port=free_port_value, prevent_thread_lock=True, quiet=True,
                 app_kwargs={"middleware": [Middleware(http.Hardening)]})
     try:
@@ -147,7 +147,7 @@ def test_one_address_holds_at_most_its_share_of_expensive_joins_and_another_is_s
     demo, url = scratch_app
     monkeypatch.setenv("VITVIZ_CLIENT_HEAVY", "2")
     index = {fn.api_name: i for i, fn in demo.fns.items()}
-    assert costs.of_join(index["sweep"]) is Cost.HEAVY and costs.of_join(index["slow"]) is Cost.VIEW
+    assert limits.of_join(index["sweep"]) is Cost.HEAVY and limits.of_join(index["slow"]) is Cost.VIEW
 
     def join(name: str, session: str, address: str) -> httpx.Response:
         body = {"data": [1], "fn_index": index[name], "session_hash": session, "event_data": None, "trigger_id": None}

@@ -12,8 +12,9 @@ from PIL import Image
 
 from tools.appserver import running_app
 from vitviz.models import runner
-from vitviz.ui.serve import costs, model_workers
-from vitviz.ui.serve.costs import Cost
+from vitviz.models import costs
+from vitviz.ui.serve import model_workers
+from vitviz.models.costs import Cost
 
 
 def _children(pid: int) -> list[int]:

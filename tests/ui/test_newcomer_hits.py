@@ -151,3 +151,71 @@ def test_the_tour_button_stays_put_when_the_link_note_changes(app_url):
         after_copy = page.locator("#tour-start").bounding_box()
         browser.close()
     assert before["x"] == after_upload["x"] == after_copy["x"], (before, after_upload, after_copy)
+
+
+#: Browser code run before the page's own: on every frame, for each position-embedding panel of the Patches tab
+#: shown on screen, record whether its picture is there, whether its label is seen and what its empty box says
+#: (window.__posStates: a list of 'id|picture|label|note' strings, each distinct state once).
+WATCH_POS_PANELS = """(() => {
+  window.__posStates = [];
+  const ids = ['patches-sim-map', 'patches-sim-grid', 'patches-res-interp'];
+  const tick = () => {
+    for (const id of ids) {
+      const block = document.getElementById(id);
+      const r = block && block.getBoundingClientRect();
+      if (!r || !r.width || !r.height) continue;
+      const label = block.querySelector('label.float');
+      const seen = Boolean(label && getComputedStyle(label).visibility !== 'hidden');
+      const empty = block.querySelector('.empty');
+      const note = empty ? getComputedStyle(empty, '::after').content : '';
+      const state = [id, Boolean(block.querySelector('img[src]')), seen, note].join('|');
+      if (!window.__posStates.includes(state)) window.__posStates.push(state);
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();"""
+
+
+def test_the_position_panels_label_arrives_with_its_picture(app_url):
+    """The Patches tab's position-embedding panels are drawn after the grid and the token: until a panel's
+    picture arrives its label is hidden and its empty box says the picture is being drawn (a label over an empty
+    box read as a missing picture)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.add_init_script(WATCH_POS_PANELS)
+        page.goto(app_url + "?tab=patches")
+        page.wait_for_function(READY, timeout=120_000)
+        page.locator("#patches-sim-map").scroll_into_view_if_needed()
+        page.wait_for_function("() => ['patches-sim-map', 'patches-sim-grid', 'patches-res-interp'].every("
+                               "(id) => document.querySelector('#' + id + ' img[src]'))", timeout=300_000)
+        states = [s.split("|") for s in page.evaluate("window.__posStates")]
+        browser.close()
+    empty = [s for s in states if s[1] == "false"]
+    assert empty, states  # the panels were seen before their pictures came
+    assert all(label == "false" and "being drawn" in note for _, _, label, note in empty), states
+    assert all(label == "true" for _, picture, label, _ in states if picture == "true"), states
+
+
+def test_the_live_panels_are_wide_enough_for_a_projector(app_url):
+    """The live camera's two panels were about 200 px wide at 1280 px (the camera took most of the row): the camera
+    now takes a third of the row and each live panel is at least 260 px wide (420 at 1920 px)."""
+    from playwright.sync_api import sync_playwright
+
+    widths = {}
+    with sync_playwright() as p:
+        browser = _browser(p)
+        for width, height, least in ((1280, 720, 260), (1920, 1080, 420)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(app_url + "?tab=mae")
+            page.wait_for_function(READY, timeout=120_000)
+            page.locator("#mae-live-box button").first.click()
+            page.wait_for_selector("#mae-live-masked", state="visible", timeout=30_000)
+            widths[width] = (least, [page.locator(f"#{i}").bounding_box()["width"]
+                                     for i in ("mae-live-masked", "mae-live-pasted")])
+            page.close()
+        browser.close()
+    assert all(min(w) >= least for least, w in widths.values()), widths

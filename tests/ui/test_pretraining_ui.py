@@ -7,7 +7,8 @@ import os
 import gradio as gr
 import pytest
 
-from vitviz.ui import pretraining_tab, urlstate
+from vitviz.ui import pretraining_tab
+from vitviz.views import urlstate
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS, serving_tab
 
@@ -90,3 +91,20 @@ def test_browser_curves_answer_the_controls_and_the_url(pretraining_url):
             assert "average" in page.evaluate(TITLE) and "half the depth" in page.evaluate(TITLE)
         finally:
             browser.close()
+
+
+def test_the_tours_step_points_to_the_verdict_at_the_top_of_the_tab():
+    """The tour's Pretraining step pointed to "the sentence above", which the chart's scroll had hidden, and to a CNN
+    curve the probe chart does not draw: it now names the verdict, which opens the tab above the chart and sets the
+    CNN against the ViT from scratch."""
+    from vitviz.ui.tour import default_steps
+
+    step = next(s for s in default_steps() if s.tab == pretraining_tab.TAB_ID)
+    notice = " ".join(step.notice.split())
+    assert "verdict at the top of the tab" in notice and "sentence above" not in notice
+    with gr.Blocks() as demo:
+        pretraining_tab.build(demo)
+    ids = [b.elem_id for b in demo.blocks.values() if getattr(b, "elem_id", None)]
+    assert step.output == "pre-probe" and ids.index("pre-verdict") < ids.index("pre-probe")
+    verdict = pretraining_tab.protocols("cls").verdict
+    assert "CNN" in verdict and "ViT" in verdict

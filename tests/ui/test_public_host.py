@@ -215,7 +215,7 @@ def test_uploads_are_one_image_and_responses_are_not_sniffed(app_url, tmp_path):
 
 
 def test_the_rate_limiter_refills_per_address():
-    from vitviz.ui.serve.http import RateLimiter
+    from vitviz.ledger import RateLimiter
 
     limiter = RateLimiter()
     granted = [limiter.allow("1.1.1.1", 60, now=0.0) for _ in range(20)]

@@ -1,4 +1,4 @@
-"""Issue 32 rows 1-2: a model call's intra-op threads follow its cost class (vitviz.ui.serve.threads), so
+"""Issue 32 rows 1-2: a model call's intra-op threads follow its cost class (vitviz.models.threads), so
 expensive work leaves a core to the views. No timing: the threads each call ran on are checked."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import threading
 
 import torch
 
-from vitviz.models import runner
-from vitviz.ui.serve import threads
-from vitviz.ui.serve.costs import Cost
+from vitviz.models import runner, threads
+from vitviz.models.costs import Cost
 
 
 def test_heavy_calls_leave_a_core_a_view_takes_its_share_and_a_live_frame_one():

@@ -3,7 +3,8 @@ import os
 import pytest
 
 from vitviz.ui.app import TAB_IDS
-from vitviz.ui.urlstate import UrlState, parse_query, tab_js
+from vitviz.ui.urlstate import tab_js
+from vitviz.views.urlstate import UrlState, parse_query
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 
@@ -89,7 +90,7 @@ def test_painted_mask_round_trips_in_the_url():
     """Issue 15 item 3: the painted mask travels in the URL, compactly, and anything malformed is ignored."""
     import numpy as np
 
-    from vitviz.ui.urlstate import decode_mask, encode_mask, parse_query
+    from vitviz.views.urlstate import decode_mask, encode_mask, parse_query
 
     rng = np.random.default_rng(0)
     for shape in ((14, 14), (7, 5), (1, 1), (64, 64)):

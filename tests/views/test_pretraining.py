@@ -104,3 +104,17 @@ def test_a_spread_of_zero_says_every_seed_scored_the_same():
     base = shipped_summary(v.SCHEDULE)
     if base.get("scratch-vit", {}).get("spread") == 0.0:
         assert "± 0.0" not in v.verdict(base) and "on every seed" in v.verdict(base)
+
+
+def test_the_llrd_formula_states_its_base_and_agrees_with_the_features_tab():
+    """The protocols' help wrote 0.75^(depth − i) without saying blocks count from 0 while the Features tab counts
+    them from 1 (0 the embeddings): both forms are stated, and both are the multipliers the fine-tuning used."""
+    from vitviz.features.llrd import FORMULA, llrd_multipliers
+
+    text = " ".join(v.HELP_PROTOCOLS.split())
+    assert "0.75^(depth − i), blocks counted from 0" in text and "0.75^(depth + 1 − i)" in text
+    assert "i = 0 (embeddings), 1..depth (blocks)" in FORMULA
+    depth = 8  # mae-tiny, the fine-tuned encoder
+    m = llrd_multipliers(depth, 0.75)
+    for i in range(depth):  # block i counted from 0 is layer id i + 1 of the Features tab's count
+        assert np.isclose(m[i + 1], 0.75 ** (depth - i)) and np.isclose(m[i + 1], 0.75 ** (depth + 1 - (i + 1)))

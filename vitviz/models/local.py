@@ -15,8 +15,9 @@ architecture comes from the tensors (:mod:`vitviz.models.infer`); the layouts fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -129,6 +130,41 @@ def entries(registered: Iterable[str]) -> dict[str, LocalModelEntry]:
         raise ValueError(f"VITVIZ_MODELS: {', '.join(taken)} is the name of a registered model; give your "
                          f"checkpoint another name (NAME=PATH)")
     return out
+
+
+def add_local_models(values: Sequence[str], registered: Iterable[str]) -> list[str]:
+    """Add ``NAME=PATH`` values (``python app.py --model``) to ``VITVIZ_MODELS`` (after any already there),
+    reading each file now (``registered``: the registry's names, which a local name may not take); on
+    failure ``VITVIZ_MODELS`` is left as it was.
+
+    Returns:
+        One line per local model: its name, path and what was inferred.
+
+    Raises:
+        ValueError: a malformed value, a name given twice or taken by a registered model, or any
+            model on a public host.
+        ModelUnavailable: a file that cannot be read or fits no layout.
+    """
+    for value in values:
+        settings.parse_model_entry(value)  # a sentence for a malformed one, before anything is set
+    if values and settings.public():
+        raise ValueError(settings.PUBLIC_LOCAL_REFUSAL)
+    joined = settings.MODELS_SEPARATOR.join([os.environ.get("VITVIZ_MODELS", "").strip(), *values]).strip(
+        settings.MODELS_SEPARATOR)
+    previous = os.environ.get("VITVIZ_MODELS")
+    os.environ["VITVIZ_MODELS"] = joined
+    try:
+        lines = []
+        for entry in entries(registered).values():
+            la = describe_entry(entry)
+            lines.append(f"{entry.name}: {entry.path} -> {la.family}, {la.short()}")
+        return lines
+    except (ValueError, ModelUnavailable):
+        if previous is None:
+            os.environ.pop("VITVIZ_MODELS", None)
+        else:
+            os.environ["VITVIZ_MODELS"] = previous
+        raise
 
 
 def for_path(path: str | Path, heads: int | None = None, decoder_heads: int | None = None) -> LocalArch:

@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import settings
+from ..views.urlstate import from_request
 from . import shared_image
 from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, intervene_tab, js,
                lazy, mae_tab, patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
@@ -50,8 +51,6 @@ TABS = (mae_tab, patches_tab, attention_tab, heads_tab, explain_tab, intervene_t
         beit_tab, swin_tab, compute_tab)
 #: Tab ids, as the URL names them (``?tab=...``).
 TAB_IDS: tuple[str, ...] = tuple(t.TAB_ID for t in TABS)
-#: Tab ids and the labels of their buttons.
-TAB_LABELS: dict[str, str] = {t.TAB_ID: t.LABEL for t in TABS}
 
 
 def build_demo() -> gr.Blocks:
@@ -104,7 +103,7 @@ def build_demo() -> gr.Blocks:
 
         def apply_url(request: gr.Request) -> tuple:
             """Open the view the URL names (validated; anything unknown is ignored); only its tab computes."""
-            state = urlstate.parse_query(dict(request.query_params) if request is not None else {}, TAB_IDS)
+            state = from_request(request, TAB_IDS)
             keep = gr.update()
             shown = state.tab or TAB_IDS[0]
             taker = shown if shown in dict(followers) else followers[0][0]

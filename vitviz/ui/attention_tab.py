@@ -21,12 +21,14 @@ from ..views import heads as hv
 from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, ImageViews,
                                QueryView, RolloutView, model_choices, model_note)
 from ..views.common import trained_default
+from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
-from .serve.costs import Cost, cost, model_cost, native_cost
+from ..models.costs import Cost, cost, model_cost
+from ..views.native import native_cost
 
 TAB_ID, LABEL = "attention", "Attention"
 
@@ -96,8 +98,7 @@ class Goto:
     head: float
 
 
-@cost(native_cost(1, 9, 10))
-@user_errors
+@handler(native_cost(1, 9, 10))
 def attention_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float,
                     query: str, row: float, col: float, native: bool = False, side: str | None = None) -> QueryView:
     """Endpoint ``attention_query``: one token's attention in one layer (1-based) -> overlay, per-head grid, text.
@@ -110,8 +111,7 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
     return av.query_view(maps, layer, query, row, col)
 
 
-@cost(native_cost(1, 7, 8))
-@user_errors
+@handler(native_cost(1, 7, 8))
 def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: float, head_fusion: str,
             discard_ratio: float, native: bool = False, side: str | None = None) -> RolloutView:
     """Endpoint ``rollout``: the class token's attention rollout (Abnar & Zuidema) as an overlay.
@@ -134,8 +134,7 @@ def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: f
     return av.rollout_view(maps, head_fusion, discard_ratio)
 
 
-@cost(native_cost(1, 5, 6))
-@user_errors
+@handler(native_cost(1, 5, 6))
 def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float,
                        native: bool = False, side: str | None = None) -> go.Figure:
     """Endpoint ``attention_distance``: mean attention distance per head vs layer (Plotly)."""
@@ -143,8 +142,7 @@ def attention_distance(image: str | None, model: str, part: str, mask_ratio: flo
     return av.distance_view(m, maps)
 
 
-@cost(native_cost(1, 10, 11))
-@user_errors
+@handler(native_cost(1, 10, 11))
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
                row: float, col: float, head: float, native: bool = False, side: str | None = None) -> QueryView:
     """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
@@ -152,8 +150,7 @@ def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed
     return av.query_view(maps, layer, query, row, col, head)
 
 
-@cost(native_cost(1, 13, 14))
-@user_errors
+@handler(native_cost(1, 13, 14))
 @memo_view()
 def update_all(c: Controls) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups); the top-5 box only with a classifier."""
@@ -162,8 +159,7 @@ def update_all(c: Controls) -> AttentionViews:
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_model(model: str, layer: float, part: str, query: str | None = None) -> ModelControls:
     """New model -> the controls that apply to it (part, mask, layer range, query choices).
 
@@ -197,7 +193,7 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
     A query view that fails (no image, say) leaves those outputs alone: :func:`image_views`, next in the chain,
     reads the same maps and reports the error.
     """
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     controls = on_model(model, state.layer if state.layer else layer, part, query)
     view: dict[str, Any] = dict(overlay=gr.skip(), heads=gr.skip(), query_info=gr.skip())
     try:
@@ -211,8 +207,7 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
     return FirstView(**vars(controls), head=head, **view)
 
 
-@cost(native_cost(1, 8, 9))
-@user_errors
+@handler(native_cost(1, 8, 9))
 @memo_view()
 def image_views(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
                 head_fusion: str, discard_ratio: float, native: bool = False, side: str | None = None) -> ImageViews:
@@ -221,16 +216,14 @@ def image_views(image: str | None, model: str, part: str, mask_ratio: float, see
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_part(model: str, part: str, layer: float) -> LayerRange:
     """Encoder/decoder switch (MAE) -> the layer range of that part."""
     depth = av.part_depth(model, part)
     return LayerRange(gr.update(maximum=depth, value=av.layer_value(layer, depth)), depth)
 
 
-@cost(native_cost(1, 5, 6))
-@user_errors
+@handler(native_cost(1, 5, 6))
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mask_ratio: float,
                seed: float, native: bool = False, side: str | None = None) -> Picked:
     """A click on the query overlay -> the clicked patch's grid (row, col); the query becomes that patch."""
@@ -238,8 +231,7 @@ def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mas
     return Picked(r, c, "patch")
 
 
-@cost(native_cost(1, 6, 7))
-@user_errors
+@handler(native_cost(1, 6, 7))
 def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
                native: bool = False, side: str | None = None) -> ClassView:
     """The class-token view alone (the DINO checkbox)."""
@@ -247,8 +239,7 @@ def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed
     return av.class_view(maps, bool(mass))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_goto(goto: str | None, model: str) -> Goto:
     """A head clicked in the Heads tab (``{"model", "layer", "head"}``) -> this tab's model, layer and head,
     on the encoder without a mask (what the head atlas shows)."""

@@ -25,15 +25,14 @@ from ..views.beit import CodebookPanel, Guess, PredictControls, Prediction, Toke
 from ..views.beit_pair import Kinds, KindsControls
 from . import helptext, urlstate
 from .binder import Binder
-from .common import memo_view, require_image, user_errors
-from .serve.costs import Cost, cost, loaded_cost, model_cost
+from .common import handler, memo_view, require_image
+from ..models.costs import Cost, loaded_cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "beit", "BEiT tokens"
 #: BEiT's visual vocabulary: DALL-E's dVAE codebook (BEiT §2.1.2); quoted, not computed.
 BEIT_VOCAB = 8192
 PANEL_HEIGHT = 260
-RATIO_MIN, RATIO_MAX = 0.1, 0.75
 
 
 # ----------------------------------------------------------------------------- the contract
@@ -72,8 +71,7 @@ HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
 # ----------------------------------------------------------------------------- handlers
 
 
-@cost(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
-@user_errors
+@handler(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
 def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> TokenMap:
     """Endpoint ``tokenize``: an image as BEiT-style visual tokens (heavy until both tokenizers and vq-kd-tiny's
     teacher are in memory: the tokenizer arrives as free text, never read for the cost).
@@ -93,16 +91,14 @@ def tokenize_endpoint(image: str | None, tokenizer: str = bv.TOKENIZER) -> Token
     return bv.token_map_answer(image, tokenizer)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view()
 def update_tokens(image: str | None) -> TokenPanels:
     """Part 1 panels (private)."""
     return bv.token_panels(require_image(image))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view()
 def update_codebook(selected: int | None) -> CodebookPanel:
     """The codebook mosaic and its layout (private)."""
@@ -118,23 +114,20 @@ def _select_code(code: int | None, image: str | None) -> Selected:
     return Selected(code, mosaic, hl, text, bv.token_view(image, highlight=code).figure)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def click_code(evt: gr.SelectData, layout: CodebookLayout | None, image: str | None) -> Selected:
     """A click on the codebook selects a code: mosaic outline, highlight in the image, token map outline."""
     return _select_code(bv.code_at(layout, float(evt.index[0]), float(evt.index[1])), image)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def click_token(evt: gr.SelectData, image: str | None) -> Selected:
     """A click on the token map selects the code of that patch (same outputs as a codebook click)."""
     require_image(image)
     return _select_code(bv.code_at_token_map(image, float(evt.index[0]), float(evt.index[1])), image)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> Guess:
     """Endpoint ``beit_predict``: (image, model, ratio, seed, pattern) -> masked input, decoded prediction with
     the visible patches pasted, correctness overlay, confidence map, numbers (accuracy top-1/top-5)."""
@@ -144,8 +137,7 @@ def predict_endpoint(image: str | None, model_name: str, mask_ratio: float, seed
     return bv.guess(image, model_name, mask_ratio, seed, pattern)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_predict(c: PredictControls) -> Prediction:
     """Parts 3 and 4 (private): prediction panels, numbers, the comparison with mae-tiny, the current mask."""
@@ -153,8 +145,7 @@ def update_predict(c: PredictControls) -> Prediction:
     return bv.prediction(c)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
     """A click on the masked panel toggles that patch (starting from the mask on screen) and switches to painted."""
     if current_mask is None:
@@ -164,8 +155,7 @@ def paint_click(evt: gr.SelectData, current_mask: list | None) -> Painted:
     return Painted(bv.toggle_patch(current_mask, grid, size, float(evt.index[0]), float(evt.index[1])), "painted")
 
 
-@cost(loaded_cost(*(name for pair in bp.PAIRS for name in pair)))
-@user_errors
+@handler(loaded_cost(*(name for pair in bp.PAIRS for name in pair)))
 def update_kinds(c: KindsControls) -> Kinds:
     """Part 5 (private): both tokenizers, one code's occurrences, both models; without the teacher, a sentence."""
     require_image(c.image)
@@ -184,15 +174,6 @@ def clear_highlight() -> Cleared:
     """A new image: no code is highlighted."""
     return Cleared(None, HIGHLIGHT_PROMPT)
 
-
-def url_controls(state: Any) -> dict[str, Any]:
-    """The controls the URL sets (model, ratio, seed, pattern) from a validated
-    :class:`~vitviz.ui.urlstate.UrlState`; values this tab does not offer are left out."""
-    beit_models = [name for _, name in bv.beit_choices()]
-    ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
-    found = {"model": state.model if state.model in beit_models else None, "mask_ratio": ratio, "seed": state.seed,
-             "pattern": state.pattern if state.pattern in bv.PATTERNS else None}
-    return {k: v for k, v in found.items() if v is not None}
 
 
 # ----------------------------------------------------------------------------- layout
@@ -241,7 +222,7 @@ def build(demo: gr.Blocks) -> Binder:
                                elem_id="beit-model", scale=2)
         ui.pattern = gr.Radio(list(bv.PATTERNS), value="block", label="Mask pattern", elem_id="beit-pattern",
                               scale=2)
-        ui.mask_ratio = gr.Slider(RATIO_MIN, RATIO_MAX, value=0.4, step=0.05, label="Masking ratio",
+        ui.mask_ratio = gr.Slider(bv.RATIO_MIN, bv.RATIO_MAX, value=0.4, step=0.05, label="Masking ratio",
                                   elem_id="beit-ratio", scale=2)
         ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="beit-seed", scale=1,
                             min_width=90)
@@ -303,5 +284,5 @@ def build(demo: gr.Blocks) -> Binder:
     ui.masked.select(**ui.bind(paint_click, quick=False)).then(**show)
     ui.endpoint(tokenize_endpoint, api_name="tokenize")
     ui.endpoint(predict_endpoint, api_name="beit_predict")
-    ui.follow_url(("model", "mask_ratio", "seed", "pattern"), url_controls)
+    ui.follow_url(("model", "mask_ratio", "seed", "pattern"), bv.url_controls)
     return ui

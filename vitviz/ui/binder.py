@@ -25,10 +25,9 @@ So nothing is wired by tuple position::
     ui.layer.change(**ui.bind(query))       # any Gradio listener, .then or gr.on
     ui.endpoint(query, api_name="attention_query")
 
-A handler's concurrency group is its :func:`~vitviz.ui.serve.costs.cost`, declared with it: every event
+A handler's concurrency group is its :func:`~vitviz.models.costs.cost`, declared with it: every event
 wired here is registered with that group's ``concurrency_id`` and ``concurrency_limit``
-(:func:`~vitviz.ui.serve.costs.listener`), each call runs as its resolved class
-(:func:`~vitviz.ui.serve.costs.running`), and a public endpoint's handler is named after its endpoint (the
+(:func:`listener`), each call runs as its resolved class (:func:`~vitviz.models.costs.running`), and a public endpoint's handler is named after its endpoint (the
 MCP tool's name, ``python app.py --mcp``).
 """
 
@@ -43,14 +42,15 @@ from typing import Any
 
 import gradio as gr
 
-from .serve import costs
+from ..models import costs
 from .serve import inputs as inputs_checks
+from .serve import limits
 
 #: How the page's own (private) events run: the last of a burst, with a small progress mark.
 QUICK: dict[str, Any] = dict(api_visibility="private", trigger_mode="always_last", show_progress="minimal")
 #: Prefix of the API names of private events (a private ``swin_attention`` registered before the public one
 #: pushed it to ``/swin_attention_1``).
-PRIVATE_PREFIX = costs.PRIVATE_PREFIX
+PRIVATE_PREFIX = limits.PRIVATE_PREFIX
 #: Parameter types Gradio fills itself (never a component).
 _INJECTED = (gr.SelectData, gr.Request, gr.EventData)
 
@@ -84,7 +84,7 @@ class Binder:
         image, examples: the tab's image box and example photos, when it shares the app's image
             (:mod:`vitviz.ui.shared_image`).
         url: ``(fields, components, read)``: the fields the page's URL sets, their components, and
-            ``read(state) -> {field: value}`` (:mod:`vitviz.ui.urlstate`), or None.
+            ``read(state) -> {field: value}`` (:mod:`vitviz.views.urlstate`), or None.
     """
 
     def __init__(self) -> None:
@@ -126,15 +126,15 @@ class Binder:
         options = {**(QUICK if quick else {"api_visibility": "private"}), **self.wiring(fn, outputs, inputs), **kwargs}
         if options.get("api_visibility") == "public" and isinstance(options.get("api_name"), str):
             _name(options["fn"], options["api_name"])
-            costs.name_endpoint(options["api_name"], fn)
+            limits.name_endpoint(options["api_name"], fn)
         elif "api_name" not in kwargs:  # a private event never takes a public endpoint's name
-            options["api_name"] = costs.private_name(fn)
+            options["api_name"] = limits.private_name(fn)
         return options
 
     def wiring(self, fn: Callable[..., Any], outputs: Sequence[str] | str | None = None,
                inputs: Sequence[str] | None = None) -> dict:
         """``fn`` (wrapped: contracts in and out, run as its cost class), ``inputs``, ``outputs`` and the concurrency
-        group (:func:`~vitviz.ui.serve.costs.listener`) of a listener that runs ``fn``."""
+        group (:func:`listener`) of a listener that runs ``fn``."""
         params, hints = _parameters(fn)
         returned = hints.get("return")
         names = field_names(returned) if _is_contract(returned) else _names(outputs)
@@ -147,7 +147,7 @@ class Binder:
                     return as_outputs(fn(*args))
 
             return {"fn": plain, "inputs": self.components(inputs), "outputs": self.components(names),
-                    **costs.listener(fn)}
+                    **listener(fn)}
         inputs = []
         shape: list[tuple[str, Any]] = []  # per parameter: (kind, contract or default)
         flat: list[inspect.Parameter] = []
@@ -195,7 +195,7 @@ class Binder:
         handler.__signature__ = inspect.Signature(flat)  # type: ignore[attr-defined]
         handler.__annotations__ = annotations
         return {"fn": handler, "inputs": self.components(inputs), "outputs": self.components(names),
-                **costs.listener(fn)}
+                **listener(fn)}
 
     def endpoint(self, fn: Callable[..., Any], api_name: str, outputs: Sequence[str] | str | None = None,
                  inputs: Sequence[str] | None = None, **kwargs: Any) -> Any:
@@ -205,8 +205,15 @@ class Binder:
         Call it inside the tab's Blocks context."""
         wired = self.wiring(fn, outputs, inputs)
         _name(wired["fn"], api_name)
-        costs.name_endpoint(api_name, fn)
+        limits.name_endpoint(api_name, fn)
         return gr.on([], **{**wired, "api_name": api_name, **kwargs})
+
+
+def listener(fn: Any) -> dict[str, Any]:
+    """Gradio listener keywords that put ``fn``'s event in the group of its registered class
+    (:func:`vitviz.models.costs.registered`)."""
+    c = costs.registered(fn)
+    return {"concurrency_id": costs.GROUPS[c], "concurrency_limit": costs.limits()[c]}
 
 
 def _name(handler: Callable[..., Any], api_name: str) -> None:

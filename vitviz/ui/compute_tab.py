@@ -17,9 +17,9 @@ from ..views import compute as cv
 from ..views.compute import AttentionChart, MaeChart, Measured, ModelChart, PatchChart
 from . import helptext
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .serve import files
-from .serve.costs import Cost, cost
+from ..models.costs import Cost
 
 TAB_ID, LABEL = "compute", "Compute"
 
@@ -35,36 +35,31 @@ def _served(out: Any) -> Any:
                                        if isinstance(x, cv.CsvDownload)})
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def attention_flops(dim: float, window: float) -> AttentionChart:
     """Endpoint ``attention_flops``: (width C, window M) -> figure, classic table (Markdown), CSV path."""
     return _served(cv.attention_flops(dim, window))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def model_flops(max_resolution: float) -> ModelChart:
     """Endpoint ``model_flops``: largest resolution (px) -> ViT-B/16 vs Swin-T figure, CSV path."""
     return _served(cv.model_flops(max_resolution))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def patch_size_flops(resolution: float, base: str) -> PatchChart:
     """Endpoint ``patch_size_flops``: (resolution px, ViT name) -> figure, CSV path."""
     return _served(cv.patch_size_flops(resolution, base))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def mae_flops_chart(name: str) -> MaeChart:
     """Endpoint ``mae_flops``: MAE name -> figure, a one-line summary at 75%, CSV path."""
     return _served(cv.mae_flops(name))
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def measure_attention(max_tokens: float, time_budget_s: float, memory_budget_mb: float,
                       progress: gr.Progress = gr.Progress()) -> Measured:
     """Endpoint ``measure_attention``: budgets -> measured figure, summary, CSV path."""
@@ -79,8 +74,7 @@ def _default_charts() -> Charts:
                   **vars(cv.patch_size_flops(224, "ViT-B/16")), **vars(cv.mae_flops(next(iter(mae_configs())))))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def default_charts() -> Charts:
     """The four charts, their table, summary and CSVs at the default controls, when the tab is first shown
     (not in the page configuration, which every page load copies: about 45 KB of figures)."""

@@ -16,11 +16,13 @@ import plotly.graph_objects as go
 
 from ..views import features as v
 from ..views.common import trained_default
+from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .native_controls import native_controls, on_native
-from .serve.costs import Cost, cost, native_cost
+from ..models.costs import Cost, cost
+from ..views.native import native_cost
 from .shared_image import default_image, image_box
 
 TAB_ID, LABEL = "features", "Features"
@@ -98,8 +100,7 @@ class Llrd:
 # --------------------------------------------------------------------------------------
 
 
-@cost(native_cost(1, 4, 5))
-@user_errors
+@handler(native_cost(1, 4, 5))
 def feature_pca(image: str | None, model: str, layer: float, foreground: bool, native: bool = False,
                 side: str | None = None) -> Pca:
     """Endpoint ``feature_pca``: the patch tokens of one layer as colours (first three PCA components).
@@ -119,8 +120,7 @@ def feature_pca(image: str | None, model: str, layer: float, foreground: bool, n
     return Pca(*v.pca_view(image, model, layer, bool(foreground), bool(native), side))
 
 
-@cost(native_cost(1, 7, 8))
-@user_errors
+@handler(native_cost(1, 7, 8))
 def patch_similarity(image: str | None, model: str, layer: float, row: float, col: float, other: str,
                      other_image: str | None = None, native: bool = False, side: str | None = None) -> Similarity:
     """Endpoint ``patch_similarity``: cosine maps of patch (row, col) in this image and in a second image:
@@ -129,8 +129,7 @@ def patch_similarity(image: str | None, model: str, layer: float, row: float, co
     return Similarity(*v.similarity_view(image, model, layer, row, col, other, other_image, bool(native), side))
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def layer_probes(image: str | None, model: str) -> Probes:
     """Endpoint ``layer_probes``: probe R^2 by layer for row, column, mean colour and edge energy
     -> (chart, Markdown table, caption stating the probe data and split)."""
@@ -138,8 +137,7 @@ def layer_probes(image: str | None, model: str) -> Probes:
     return Probes(fig, v.probe_markdown(rows), text)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 @memo_view()
 def update_all(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
                other: str, other_image: str | None = None, native: bool = False,
@@ -153,8 +151,7 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
                         gap_top=shown(gap_top), cls_att=shown(att), pool_text=pool_text)
 
 
-@cost(native_cost(1, 8, 9))
-@user_errors
+@handler(native_cost(1, 8, 9))
 def layer_views(image: str | None, model: str, layer: float, foreground: bool, row: float, col: float,
                 other: str, other_image: str | None = None, native: bool = False,
                 side: str | None = None) -> LayerViews:
@@ -164,8 +161,7 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
 
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_model(model: str, layer: float | None) -> ModelControls:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
     depth = v.depth_of(model)
@@ -177,12 +173,11 @@ def on_model(model: str, layer: float | None) -> ModelControls:
 @cost(Cost.VIEW)
 def on_load(model: str, layer: float, request: gr.Request) -> ModelControls:
     """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     return on_model(model, state.layer if state.layer is not None else None)
 
 
-@cost(native_cost(1, 4, 5))
-@user_errors
+@handler(native_cost(1, 4, 5))
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, layer: float, native: bool = False,
                side: str | None = None) -> Picked:
     """A click on the left similarity map -> the clicked patch's grid (row, col) at this layer."""

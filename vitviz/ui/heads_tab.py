@@ -24,8 +24,9 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import memo_view, user_errors
-from .serve.costs import Cost, cost, model_cost, native_cost
+from .common import handler, memo_view
+from ..models.costs import Cost, model_cost
+from ..views.native import native_cost
 from .native_controls import native_controls
 from .shared_image import image_box
 
@@ -40,8 +41,7 @@ class Sliders:
     head: Any
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def head_atlas(image: str | None, model: str, source: str) -> AtlasView:
     """Endpoint ``head_atlas``: every attention head of every layer, measured and typed.
 
@@ -57,15 +57,13 @@ def head_atlas(image: str | None, model: str, source: str) -> AtlasView:
     return hv.atlas_view(image, model, source)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def qk_space(image: str | None, model: str, layer: float, head: float) -> QKView:
     """Endpoint ``qk_space``: the queries and keys of one head (layer and head 1-based), PCA to 2-D, and a sentence."""
     return hv.qk_view(image, model, layer, head)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def qk_token(image: str | None, model: str, layer: float, head: float, clicks: str | None) -> TokenView:
     """A click on a query or key (``{"token", "kind"}`` from the page) -> its patch on the photo."""
     try:
@@ -75,23 +73,20 @@ def qk_token(image: str | None, model: str, layer: float, head: float, clicks: s
     return hv.token_view(image, model, layer, head, data.get("token"), data.get("kind", 0))
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_all(image: str | None, model: str, source: str, layer: float, head: float) -> HeadsViews:
     """Every view of the tab: atlas (grid, scatter, text), query-key space (figure, text), centre patch's query."""
     return HeadsViews(**vars(hv.atlas_view(image, model, source)), **vars(qk_views(image, model, layer, head)))
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def qk_views(image: str | None, model: str, layer: float, head: float) -> QKViews:
     """The query-key views for a new layer or head."""
     return QKViews(**vars(hv.qk_view(image, model, layer, head)), **vars(hv.token_view(image, model, layer, head)))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_model(model: str, layer: float, head: float) -> Sliders:
     """New model -> the layer and head sliders' ranges (values kept when they fit)."""
     depth, heads = hv.head_range(model)
@@ -99,8 +94,7 @@ def on_model(model: str, layer: float, head: float) -> Sliders:
     return Sliders(gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads)))
 
 
-@cost(native_cost(1, 3, 4))
-@user_errors
+@handler(native_cost(1, 3, 4))
 def token_norms(image: str | None, model: str, layer: float, native: bool = False,
                 side: str | None = None) -> NormsView:
     """Endpoint ``token_norms``: one layer's token-norm map (outliers outlined), histogram, per-layer chart, text
@@ -109,8 +103,7 @@ def token_norms(image: str | None, model: str, layer: float, native: bool = Fals
     return nv.norms_view(image, model, layer, native, side)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_model_norms(model: str, norm_layer: float) -> Any:
     """New model -> the token-norm layer slider runs 0 (embedding) .. depth."""
     depth, _ = hv.head_range(model)

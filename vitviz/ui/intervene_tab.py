@@ -17,15 +17,14 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import user_errors
-from .serve.costs import Cost, cost, model_cost
+from .common import handler, user_errors
+from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "intervene", "Ablate"
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def ablate(image: str | None, model: str, heads_off: str = "", tokens: str = "", mode: str = "zero") -> AblationView:
     """Endpoint ``ablate``: the photo through the model plainly and with heads or tokens removed.
 
@@ -43,8 +42,7 @@ def ablate(image: str | None, model: str, heads_off: str = "", tokens: str = "",
     return iv.ablation_view(image, model, heads_off, tokens, mode)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def show(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
          head: float) -> AblationView:
     """The page's view: :func:`ablate`, with the head at the sliders switched off too while ``try_head`` is ticked."""
@@ -53,16 +51,14 @@ def show(image: str | None, model: str, heads_off: str, tokens: str, mode: str, 
     return iv.ablation_view(image, model, heads_off, tokens, mode)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def rank(image: str | None, model: str, layer: float, mode: str, progress: gr.Progress = gr.Progress()) -> RankingView:
     """Every head of ``layer`` removed alone, ranked by how much that moves the output (one forward per head)."""
     progress(0.0, desc="Removing each head in turn")
     return iv.ranking_view(image, model, layer, mode, progress=lambda f, m: progress(f, desc=m))
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def logit_lens(image: str | None, model: str) -> LensView:
     """Endpoint ``logit_lens``: every block's output read through the final norm and head (an MAE: the
     decoder's picture by layer).
@@ -75,8 +71,7 @@ def logit_lens(image: str | None, model: str) -> LensView:
     return replace(v, lens_pictures=gr.update(value=v.lens_pictures, visible=v.lens_pictures is not None))
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def show_tried(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
                head: float) -> AblationView:
     """A slider moved: the view again while the sliders' head is being tried, else nothing changes."""
@@ -121,8 +116,7 @@ class Went:
     ab_text: Any
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def on_goto(goto: str | None, image: str | None, model: str, heads_off: str, tokens: str, mode: str) -> Went:
     """A head clicked in the Heads atlas (``{"model", "layer", "head"}``, 1-based as the atlas counts, from the
     page's ``vitviz.ablate.goto``) -> that head added to the heads switched off (``LAYER.HEAD`` from 0); the
@@ -166,8 +160,7 @@ class Everything:
     help_lens: str
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
                head: float) -> Everything:
     """The pickers fitted to the model (values kept when they fit), then the ablation and the lens. The two help
@@ -180,18 +173,6 @@ def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode:
     return Everything(gr.update(maximum=depth - 1, value=lay), gr.update(maximum=heads - 1, value=hd), **vars(ab),
                       **vars(lens), help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
                       help_lens=helptext.read(TAB_ID, "lens"))
-
-
-def url_controls(state: Any) -> dict[str, Any]:
-    """The URL's model, layer and heads (``?tab=intervene&model=dinov2-small-lab8&heads=11.2``)."""
-    out: dict[str, Any] = {}
-    if state.model in [v for _, v in iv.model_choices()]:
-        out["model"] = state.model
-    if state.layer is not None:
-        out["layer"] = state.layer
-    if getattr(state, "heads", None):
-        out["heads_off"] = state.heads
-    return out
 
 
 def build(demo: gr.Blocks) -> Binder:
@@ -256,5 +237,5 @@ def build(demo: gr.Blocks) -> Binder:
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.model.change, ui.heads_off.change], None, [ui.model, ui.heads_off], None, js=urlstate.ABLATION_JS,
           queue=False, api_visibility="private")
-    ui.follow_url(("model", "layer", "heads_off"), url_controls)
+    ui.follow_url(("model", "layer", "heads_off"), iv.url_controls)
     return ui

@@ -15,8 +15,8 @@ import gradio as gr
 from .. import settings
 from ..views import doctor as dv
 from .binder import Binder
-from .common import user_errors
-from .serve.costs import Cost, cost
+from .common import handler
+from ..models.costs import Cost
 
 INTRO = ("Is this MAE healthy? Its file, its reconstructions against simple baselines and mae-tiny, and what "
          "training left in its attention, each finding with its evidence and what to do (about half a minute).")
@@ -31,8 +31,7 @@ class Report:
     doctor_json: Any
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def check_checkpoint(model_name: str, doctor_path: str | None = None) -> Report:
     """Endpoint ``doctor``: (registry model name, optional checkpoint path where the host allows) -> report
     (Markdown), panels (image), report (JSON)."""

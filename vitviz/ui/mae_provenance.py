@@ -19,8 +19,8 @@ from ..views import provenance as pv
 from ..views.common import as_int
 from . import helptext, js
 from .binder import Binder
-from .common import as_seed, require_image, user_errors
-from .serve.costs import cost, model_cost
+from .common import as_seed, handler, require_image
+from ..models.costs import model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
@@ -53,8 +53,7 @@ class Picked(Provenance):
     col: Any
 
 
-@cost(model_cost(2))
-@user_errors
+@handler(model_cost(2))
 def pick_provenance(pick: str | None, image: str | None, model_name: str, mask_ratio: float, seed: float,
                     pattern: str, paint: bool, painted: list | None, mask_tokens: bool) -> Picked:
     """A click on a reconstruction panel (``{"x", "y"}`` fractions of the picture, sent by :data:`PICK_JS`) ->
@@ -70,8 +69,7 @@ def pick_provenance(pick: str | None, image: str | None, model_name: str, mask_r
     return Picked(**vars(Provenance.of(view)), row=view.patch[0], col=view.patch[1])
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def redraw(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool,
            painted: list | None, row: float | None, col: float | None, mask_tokens: bool) -> Provenance:
     """The checkbox "colour the other mask tokens too" redraws the patch on screen (none shown: nothing to do)."""
@@ -85,8 +83,7 @@ def redraw(image: str | None, model_name: str, mask_ratio: float, seed: float, p
 MAX_CELL = 1024
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def run_provenance(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str, row: float,
                    col: float, mask_tokens: bool = False) -> Provenance:
     """Endpoint ``decoder_provenance``: (image, model, ratio, seed, pattern, row, col, mask tokens) -> panel,

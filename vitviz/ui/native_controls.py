@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..views.native import cost_note, default_side, side_choices
-from .common import user_errors
-from .serve.costs import cost, model_cost
+from .common import handler
+from ..models.costs import model_cost
 
 
 @dataclass(frozen=True)
@@ -19,8 +19,7 @@ class NativeCost:
     native_cost: str
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def on_native(image: str | None, model: str, native: bool, side: str | None) -> NativeCost:
     """The cost of the chosen view, shown before it runs (grid, patch tokens, attention products)."""
     return NativeCost(cost_note(image, model, native, side))

@@ -14,11 +14,11 @@ import gradio as gr
 
 from ..views import pretraining as v
 from ..views.pretraining import Probe, Protocols
-from . import urlstate
+from ..views.urlstate import from_request
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .js import read as read_js
-from .serve.costs import Cost, cost
+from ..models.costs import Cost, cost
 
 TAB_ID, LABEL = "pretraining", "Pretraining"
 
@@ -47,8 +47,7 @@ def _probe(encoders: list[str], depth: str, pooling: str) -> Probe:
 
 # Cost: a curve reads cached features and solves 21 small least-squares problems per encoder (closed
 # form, at most 172 photos); no encoder runs, so it is a view, not a heavy probe.
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def linear_probe(encoders: list[str], depth: str, pooling: str,
                  progress: gr.Progress = gr.Progress()) -> Probe:
     """Endpoint ``linear_probe``: (encoder keys, depth share, pooling) -> (curves figure, table, caption).
@@ -65,8 +64,7 @@ def _protocols(pooling: str) -> Protocols:
     return v.protocols_view(pooling)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def protocols(pooling: str) -> Protocols:
     """Every protocol with all labels, the training curves, their recipes and the verdict (private)."""
     return _protocols(v.check_pooling(pooling))
@@ -75,7 +73,7 @@ def protocols(pooling: str) -> Protocols:
 @cost(Cost.VIEW)
 def on_load(encoders: list[str], depth: str, pooling: str, request: gr.Request) -> Controls:
     """First showing: the controls the URL names (``encoders=``, ``depth=``, ``pooling=``), if valid here."""
-    state = urlstate.parse_query(dict(request.query_params) if request is not None else {})
+    state = from_request(request)
     have = {k for _, k in v.encoder_choices()}
     chosen = [k for k in (state.encoders or ()) if k in have]
     return Controls(chosen or encoders, state.depth or depth, state.pooling or pooling)

@@ -9,12 +9,12 @@ a public host refuses them (:data:`vitviz.settings.PUBLIC_LOCAL_REFUSAL`).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from .. import settings
 from ..errors import ModelUnavailable
+from ..models.local import add_local_models
+from ..models.registry import MODELS
 
 MODEL_HELP = ("your own checkpoint, shown in every tab that takes its family (repeatable): NAME=PATH, or PATH (named "
               "after the file). PATH is a facebookresearch/mae, timm, DeiT or DINO .pth / .safetensors, or a Hugging "
@@ -36,42 +36,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def use_models(values: Sequence[str]) -> list[str]:
-    """Add ``--model`` values to ``VITVIZ_MODELS`` (after any already there), reading each file now.
-
-    Returns:
-        One line per local model: its name, path and what was inferred.
-
-    Raises:
-        ValueError: a malformed value, a name given twice or taken by a registered model, or any
-            model on a public host.
-        ModelUnavailable: a file that cannot be read or fits no layout.
-    """
-    from ..models.local import describe_entry, entries
-    from ..models.registry import MODELS
-
-    for value in values:
-        settings.parse_model_entry(value)  # a sentence for a malformed one, before anything is set
-    if values and settings.public():
-        raise ValueError(settings.PUBLIC_LOCAL_REFUSAL)
-    joined = settings.MODELS_SEPARATOR.join([os.environ.get("VITVIZ_MODELS", "").strip(), *values]).strip(
-        settings.MODELS_SEPARATOR)
-    previous = os.environ.get("VITVIZ_MODELS")
-    os.environ["VITVIZ_MODELS"] = joined
-    try:
-        lines = []
-        for entry in entries(MODELS).values():
-            la = describe_entry(entry)
-            lines.append(f"{entry.name}: {entry.path} -> {la.family}, {la.short()}")
-        return lines
-    except (ValueError, ModelUnavailable):
-        if previous is None:
-            os.environ.pop("VITVIZ_MODELS", None)
-        else:
-            os.environ["VITVIZ_MODELS"] = previous
-        raise
-
-
 def start_options(argv: Sequence[str] | None = None) -> dict:
     """Parse ``python app.py``'s arguments, register the local models, and return extra ``launch`` options.
 
@@ -79,7 +43,7 @@ def start_options(argv: Sequence[str] | None = None) -> dict:
     """
     args = build_parser().parse_args(argv)
     try:
-        for line in use_models(args.model):
+        for line in add_local_models(args.model, MODELS):
             print(f"vitviz: your checkpoint {line}", file=sys.stderr)
     except (ValueError, ModelUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)

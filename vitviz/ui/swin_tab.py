@@ -16,8 +16,8 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import memo_view, user_errors
-from .serve.costs import Cost, cost
+from .common import handler, memo_view
+from ..models.costs import Cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "swin", "Swin"
@@ -25,8 +25,7 @@ TAB_ID, LABEL = "swin", "Swin"
 DEFAULT_POINT = (2, 2)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def swin_windows(image: str | None, stage: float, x: float, y: float
                  ) -> Windows:
     """Endpoint ``swin_windows``: (image or None, stage 1-4, x, y px in the 224 image) -> the views.
@@ -37,16 +36,14 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
     return sv.windows_view(image, stage, x, y)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
                    ) -> WindowAttention:
     """Endpoint ``swin_attention``: (image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
     return sv.attention_view(image, stage, block, x, y)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view()
 def first_windows(image: str | None, stage: float, x: float, y: float
                   ) -> Windows:
@@ -54,8 +51,7 @@ def first_windows(image: str | None, stage: float, x: float, y: float
     return sv.windows_view(image, stage, x, y)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view()
 def first_attention(image: str | None, stage: float, block: float, x: float, y: float
                     ) -> WindowAttention:
@@ -63,30 +59,26 @@ def first_attention(image: str | None, stage: float, block: float, x: float, y: 
     return sv.attention_view(image, stage, block, x, y)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def pick_on_image(stage: float, evt: gr.SelectData) -> Point:
     """A click on a view in the image frame -> the token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=False)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def pick_on_rolled(stage: float, evt: gr.SelectData) -> Point:
     """A click on the rolled map -> the un-rolled token's centre ``(x, y)`` in the 224 image."""
     return sv.pick(stage, evt.index[0], evt.index[1], rolled=True)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view(32)
 def swin_bias(stage: float, block: float, head: float) -> Bias:
     """(stage, block, head from 1) -> that head's relative position bias table and a text (private event)."""
     return sv.bias_view(stage, block, head)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the head slider's range (heads double with the channels)."""
     _, g = sv.geometry(stage)
@@ -94,8 +86,7 @@ def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a
     return gr.update(maximum=g.num_heads, value=h)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def on_stage(stage: float, block: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the block choices, keeping regular/shifted when possible."""
     _, g = sv.geometry(stage)
@@ -172,8 +163,8 @@ def build(demo: gr.Blocks) -> Binder:
     ui.new_image.change(**ui.bind(swin_windows, quick=False, api_name="swin_windows", api_visibility="public",
                               trigger_mode="always_last")).then(**attention)
     ui.stage.change(**ui.bind(on_stage, outputs="block", quick=False)).then(**windows).then(**attention)
-    for view, handler in ((ui.regular, pick_on_image), (ui.shifted, pick_on_image), (ui.rolled, pick_on_rolled)):
-        view.select(**ui.bind(handler, quick=False)).then(**windows).then(**attention)
+    for view, pick in ((ui.regular, pick_on_image), (ui.shifted, pick_on_image), (ui.rolled, pick_on_rolled)):
+        view.select(**ui.bind(pick, quick=False)).then(**windows).then(**attention)
     gr.on([ui.x.submit, ui.y.submit], **windows)
     ui.block.input(**attention, trigger_mode="always_last")
     gr.on([ui.head.release, ui.block.input], **bias, trigger_mode="always_last")

@@ -16,6 +16,7 @@ there is no decoded image and no accuracy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -419,3 +420,17 @@ def prediction(c: PredictControls) -> Prediction:
     b, m, text, nums = compare_view(c.image, v.prediction)
     return Prediction(v.masked, v.decoded, v.correctness, v.confidence, {**v.metrics, **nums}, v.text, b, m, text,
                       v.prediction.mask.tolist())
+
+
+#: The BEiT tab's masking-ratio slider's range (a URL's ratio outside it is left alone).
+RATIO_MIN, RATIO_MAX = 0.1, 0.75
+
+
+def url_controls(state: Any) -> dict[str, Any]:
+    """The BEiT tab's controls the URL sets (model, ratio, seed, pattern) from a validated
+    :class:`~vitviz.views.urlstate.UrlState`; values this tab does not offer are left out."""
+    beit_models = [name for _, name in beit_choices()]
+    ratio = state.ratio if state.ratio is not None and RATIO_MIN <= state.ratio <= RATIO_MAX else None
+    found = {"model": state.model if state.model in beit_models else None, "mask_ratio": ratio, "seed": state.seed,
+             "pattern": state.pattern if state.pattern in PATTERNS else None}
+    return {k: v for k, v in found.items() if v is not None}

@@ -92,7 +92,9 @@ HELP_CURVES = (
 HELP_RANDOM_CURVES = (
     "⚠️ **Random weights**: no class is learned, so probabilities stay near 1/(number of classes), every curve is noise and **no "
     "ranking of the maps is meaningful** (a random order of the patches would do as well); the curves show how "
-    "the computation works."
+    "the computation works. Set these maps beside the trained classifier's: that is Adebayo et al.'s "
+    "model-randomisation sanity check, and a method whose map barely changes when the weights are random does not "
+    "explain what the model learned. *(Adebayo et al. 2018 §3)*"
 )
 
 #: Explanations and curves, keyed by model, image content, class index and settings.
@@ -112,10 +114,19 @@ TRAINED_NOTE = ("a **real trained decision on 8 classes**: dinov2-small, frozen,
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always)."""
-    return [(f"{value} (trained by vitviz, 8 classes)"
-             if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label else label, value)
-            for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
+    """(label, value) pairs of the classifiers (pretrained when here, random weights of the ImageNet ones always).
+
+    Labels are short enough to be read whole in the picker's narrow column at 1280 px (``name (random
+    weights)``: the model note below says what random weights mean)."""
+    def label_of(label: str, value: str) -> str:
+        name, random_init = parse_choice(value)
+        if random_init:
+            return f"{name} (random weights)"
+        if MODELS.get(value) is not None and MODELS[value].head and "unavailable" not in label:
+            return f"{value} (8 classes, by vitviz)"
+        return label
+
+    return [(label_of(label, value), value) for label, value in _choices(FAMILIES, RANDOM_FAMILIES)]
 
 
 def default_model(choices: list[tuple[str, str]]) -> str | None:

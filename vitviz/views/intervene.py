@@ -179,3 +179,15 @@ def lens_view(image: Any, model: str | None) -> LensView:
                        "MAE decoder read after each block", unit="MSE", percent=False)
     pictures = panel_row([(n, to_uint8(upscale(p, 160))) for n, p in zip(lens.names, lens.pictures)], font_size=15)
     return LensView(chart, pictures, lens.summary())
+
+
+def url_controls(state: Any) -> dict[str, Any]:
+    """The URL's model, layer and heads (``?tab=intervene&model=dinov2-small-lab8&heads=11.2``)."""
+    out: dict[str, Any] = {}
+    if state.model in [v for _, v in model_choices()]:
+        out["model"] = state.model
+    if state.layer is not None:
+        out["layer"] = state.layer
+    if getattr(state, "heads", None):
+        out["heads_off"] = state.heads
+    return out

@@ -7,6 +7,7 @@ The library side is :mod:`vitviz.embedding.native` (the position table each mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..core.patches import grid_size
 from ..embedding.native import METHODS, supports_native
 from ..features.layer_tokens import LayerTokens
 from ..features.pca import foreground_pca_maps, joint_pca_maps
+from ..models.costs import Cost, model_cost
 from ..models.loading import LoadedModel, load_choice
 from ..render._draw import panel_size
 from ..render.features import pca_pair
@@ -26,7 +28,7 @@ from ..render.features import pca_pair
 #: Longer sides offered, in pixels (224: the square's size; 518: DINOv2's training size; 644: 46 patches of 14).
 SIDES: tuple[int, ...] = (224, 336, 448, 518, 644)
 DEFAULT_SIDE = 644
-#: A run over more patch tokens than this is declared heavy (:mod:`vitviz.ui.serve.costs`): the 448-px square,
+#: A run over more patch tokens than this is declared heavy (:func:`native_cost`): the 448-px square,
 #: which dinov2-small-448 already serves as a view.
 HEAVY_PATCH_TOKENS = 1024
 #: Longer side of each panel (photo, map) of the PCA view of a photo at its own shape.
@@ -135,3 +137,21 @@ def native_pca(lt: LayerTokens, li: int, foreground: bool, tag: str = "") -> tup
             f"PCA fitted on this photo's {maps.basis.num_tokens:,} tokens alone: the three components hold "
             f"{100 * ev[0]:.1f}%, {100 * ev[1]:.1f}% and {100 * ev[2]:.1f}% of the variance (red, green, blue).{extra}")
     return panel, text
+
+
+def native_cost(model_at: int, native_at: int, side_at: int) -> Callable[[list[Any]], Cost]:
+    """A computed cost for a view that may take a photo at its own shape: HEAVY while the model at input
+    ``model_at`` is not in memory (as :func:`model_cost`), or when the switch at ``native_at`` is on and the
+    side at ``side_at`` may pass :data:`vitviz.views.native.HEAVY_PATCH_TOKENS` patch tokens (its square
+    photo's grid, closed form: :func:`vitviz.compute.grid_cost.most_patch_tokens`); VIEW otherwise."""
+    loaded = model_cost(model_at)
+
+    def computed(values: list[Any]) -> Cost:
+        if loaded(values) is Cost.HEAVY:
+            return Cost.HEAVY
+        on = values[native_at] if native_at < len(values) else None
+        side = values[side_at] if side_at < len(values) else None
+        return Cost.HEAVY if on is not False and (on is None or heavy(side)) else Cost.VIEW
+
+    computed.base = Cost.VIEW  # type: ignore[attr-defined]
+    return computed

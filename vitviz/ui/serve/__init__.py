@@ -9,7 +9,7 @@ Nothing here is installed on import. It lives inside ``vitviz/ui/`` because only
 gradio (tests/test_layout.py). What it uses of Gradio:
 
 * listener keywords: each event's ``concurrency_id`` and ``concurrency_limit`` from its handler's declared
-  cost (:mod:`.costs`, given by :class:`vitviz.ui.binder.Binder`);
+  cost (:mod:`vitviz.models.costs`, given by :class:`vitviz.ui.binder.Binder`);
 * ``demo.queue(max_size=VITVIZ_MAX_QUEUE)``, ``launch(max_file_size=..., state_session_capacity=
   VITVIZ_MAX_SESSIONS, app_kwargs={"middleware": middleware()})``;
 * ASGI middleware on the app Gradio serves (:func:`middleware`): the door (:mod:`.http`: body caps, rates,
@@ -18,15 +18,15 @@ gradio (tests/test_layout.py). What it uses of Gradio:
 * :mod:`.contacts`: the five changes Gradio has no public way for, each named with why and what Gradio would
   need, and tested (``tests/ui/test_serve_contacts.py``; ``tools/gradio_contacts.py`` counts them);
 * model calls (:func:`vitviz.models.runner.runs_model`) inside ``spaces.GPU`` on ZeroGPU (:mod:`.zerogpu`),
-  else on their share of the cores (:mod:`.threads`) or in worker processes (``VITVIZ_WORKERS=processes``,
-  :mod:`.model_workers`), by the class of the call (:func:`.costs.current`).
+  else on their share of the cores (:mod:`vitviz.models.threads`) or in worker processes (``VITVIZ_WORKERS=processes``,
+  :mod:`.model_workers`), by the class of the call (:func:`vitviz.models.costs.current`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .costs import Cost, cost, loaded_cost, model_cost
+from ...models.costs import Cost, cost, loaded_cost, model_cost
 
 #: The Gradio versions vitviz's server takes: the range of the ``app`` extra (pyproject.toml).
 GRADIO_RANGE = ((6, 31), (7, 0))
@@ -62,7 +62,8 @@ def install_process() -> None:
     on ZeroGPU, else each on its share of the CPU's cores, or in worker processes with
     ``VITVIZ_WORKERS=processes`` (Ray actors with ``ray``) (:mod:`.model_workers`)."""
     check_gradio()
-    from . import contacts, threads, zerogpu
+    from ...models import threads
+    from . import contacts, zerogpu
 
     contacts.install()
     if not zerogpu.install():
@@ -77,10 +78,10 @@ def install_process() -> None:
 
 def install(demo: Any) -> Any:
     """Make a built app ready for a shared host (:func:`install_process`); returns ``demo``. Its events carry
-    their groups already (:mod:`.costs`), which the door learns here (one served app per process); the rest is
-    given to ``demo.launch`` (:func:`vitviz.ui.app.launch_options`)."""
+    their groups already (:mod:`vitviz.models.costs`), which the door learns here (one served app per process);
+    the rest is given to ``demo.launch`` (:func:`vitviz.ui.app.launch_options`)."""
     install_process()
-    from .costs import serve_events
+    from .limits import serve_events
 
     serve_events(demo.config)  # the door's per-address cap on expensive joins knows each event's class
     return demo

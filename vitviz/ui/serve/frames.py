@@ -20,7 +20,7 @@ same body the page's Gradio client built for it -- without the queue:
 * one frame of a stream computes at a time; of the frames that arrive meanwhile the newest waits and
   the others are answered at once without work (``204``): frames are dropped, never queued;
 * on a worker thread of its own (:func:`workers`, one per live slot, named ``vitviz-live``: its model calls
-  run as live ones, :func:`.costs.current`);
+  run as live ones, :func:`vitviz.models.costs.current`);
 * the answer is a small JSON part (the line, the stamp, ...) and the pictures as bytes
   (``x-vitviz-parts`` lists their lengths); the page module draws them (``js/page.js``, part ``live``).
 
@@ -111,18 +111,6 @@ def fast(path: FastPath) -> Callable[[Any], Any]:
 def _turn(old: _Stream | None) -> dict:
     """The frames' turn of a stream noted again (one frame at a time across Gradio's calls)."""
     return {} if old is None else {"lock": old.lock, "newest": old.newest}
-
-
-def fast_path(fn: Any) -> FastPath | None:
-    """The fast path declared on ``fn`` (looking through ``functools.wraps`` wrappers), or None."""
-    for _ in range(16):
-        if fn is None:
-            return None
-        found = getattr(fn, ATTRIBUTE, None)
-        if found is not None:
-            return found
-        fn = getattr(fn, "__wrapped__", None)
-    return None
 
 
 _WORKERS: list[ThreadPoolExecutor] = []

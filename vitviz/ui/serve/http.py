@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from types import SimpleNamespace
 from typing import Any
@@ -31,10 +30,11 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from ... import settings
 from ...cache import LRU
-from . import ledger, uploads
+from ...ledger import RateLimiter
+from ...models.costs import Cost
+from . import uploads
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
-from .costs import Cost, of_join
-from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents
+from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -54,37 +54,6 @@ STREAM_CHUNK = re.compile(r"/stream/[0-9a-f]{8,64}$")
 FRAME_MARK = b'"data:image/'
 TOO_LARGE_REQUEST = "This request is larger than any the app needs."
 BAD_JOIN = "There is no endpoint with this function index, or the request cannot be read."
-
-
-class RateLimiter:
-    """Token buckets per client address: ``per_minute`` requests a minute, bursts of ``max(10, per_minute / 8)``;
-    bounded, thread-safe. The buckets are a :class:`~.ledger.Ledger`, not a cache: a bucket not yet full again
-    is never evicted, and a new address that finds every bucket in use is refused."""
-
-    def __init__(self, capacity: int = ledger.DEFAULT_CAPACITY) -> None:
-        # address -> (tokens, time, when full again)
-        self._buckets: ledger.Ledger[str, tuple[float, float, float]] = ledger.Ledger(
-            lambda bucket, now: now < bucket[2], capacity)
-
-    def allow(self, address: str, per_minute: int, now: float | None = None, burst: float | None = None,
-              take_tokens: float = 1.0) -> bool:
-        """Take one token (``take_tokens``; a negative number gives them back) from ``address``'s bucket (``burst``
-        tokens at most: default an eighth of a minute's, at least 10); False when it is empty."""
-        now = time.monotonic() if now is None else now
-        burst = max(10.0, per_minute / 8) if burst is None else float(burst)
-        rate = max(per_minute, 1e-9) / 60.0
-
-        def take(bucket: tuple[float, float, float] | None) -> tuple[tuple[float, float, float], bool]:
-            tokens, last, _ = bucket or (burst, now, now)
-            tokens = min(burst, tokens + (now - last) * rate)
-            ok = tokens >= take_tokens
-            left = min(burst, tokens - take_tokens) if ok else tokens
-            return (left, now, now + (burst - left) / rate), ok
-
-        try:
-            return self._buckets.update(address, take, now)
-        except ledger.LedgerFull:
-            return False
 
 
 LIMITER = RateLimiter()
@@ -318,8 +287,6 @@ PAGE_PARAMETERS = (b"page=", b"deep_link=")
 #: Request headers the page's root URL is built from (with the scope's ``root_path``).
 ROOT_HEADERS = ("host", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-forwarded-prefix",
                 "forwarded")
-#: Size of the pieces files are sent in.
-FILE_CHUNK_BYTES = 1024 * 1024
 #: Largest response :class:`StaticCache` keeps.
 STATIC_MAX_BYTES = 16 * 1024 * 1024  # Plotly's bundle is 4.6 MB
 

@@ -1,7 +1,7 @@
 """What one client may hold in Gradio's queue, counted at the door from the queue's HTTP protocol.
 
 Gradio's queue has one room for everyone (``demo.queue(max_size=VITVIZ_MAX_QUEUE)``: past it every join is
-refused, its documented meaning) and a group per cost class (:mod:`.costs`). What one client holds is
+refused, its documented meaning) and a group per cost class (:mod:`vitviz.models.costs`). What one client holds is
 counted here, outside Gradio, from what its clients send and receive (the protocol of ``gradio_client`` and
 the page's client):
 
@@ -9,7 +9,7 @@ the page's client):
   -- is admitted when its session holds fewer than ``VITVIZ_SESSION_QUEUE`` events and its address fewer
   than ``VITVIZ_CLIENT_QUEUE`` (the session id is the client's choice, so the address cap is the one that
   holds; a loopback peer is the machine's own user: only its sessions are capped), and a join of an expensive
-  event (registered in the heavy group: :func:`.costs.of_join`) when its address holds fewer than
+  event (registered in the heavy group: :func:`of_join`) when its address holds fewer than
   ``VITVIZ_CLIENT_HEAVY`` of them (:data:`HEAVY_BUSY_MESSAGE`: one address never holds every heavy slot). Its answer's
   ``event_id`` then counts until the session's event stream (``GET .../queue/data``) says
   ``process_completed`` for it, or ``.../call/API/EVENT_ID``'s stream ends, or :data:`HOLD_S` pass;
@@ -31,10 +31,14 @@ from typing import Any
 
 from ... import settings
 from .clients import client_address, exempt
-from .costs import GROUPS, Cost
+from ...models.costs import GROUPS, Cost, registered
 
 #: Concurrency groups (Gradio's ``concurrency_id``) of the cost classes.
 VIEW, HEAVY, LIVE = GROUPS[Cost.VIEW], GROUPS[Cost.HEAVY], GROUPS[Cost.LIVE]
+#: Prefix of the API names of private events: ``_private_<class>_<handler>`` (:func:`private_name`).
+PRIVATE_PREFIX = "_private_"
+_PUBLIC: dict[str, Cost] = {}  # public endpoint name -> registered class (:func:`name_endpoint`)
+_SERVED: dict[int | str, Cost] = {}  # the served app's events: function index and public name -> class
 
 BUSY_MESSAGE = ("Too many requests from you at once: wait for your earlier requests to finish "
                 "(this server is shared with other visitors).")
@@ -56,6 +60,42 @@ GIVE_WAY_S = 3.0
 COMPLETED = re.compile(rb'"msg":\s*"process_completed"')
 EVENT_ID = re.compile(rb'"event_id":\s*"([0-9a-zA-Z_-]{1,64})"')
 HEAD_BYTES = 512
+
+
+def private_name(fn: Any) -> str:
+    """The API name of a private event running ``fn``: its registered class in it, so the door knows the class of
+    a join from the app's configuration (Gradio's ``_1``, ``_2`` for a repeated name keep the prefix)."""
+    return f"{PRIVATE_PREFIX}{registered(fn).value}_{getattr(fn, '__name__', 'event')}"
+
+
+def name_endpoint(api_name: str, fn: Any) -> None:
+    """Remember the registered class of the public endpoint ``api_name``, which runs ``fn``."""
+    _PUBLIC[api_name] = registered(fn)
+
+
+def serve_events(config: dict[str, Any]) -> None:
+    """Learn the served app's events (the app's configuration, ``demo.config``: each dependency's ``id``, the
+    function index its queue joins name, and ``api_name``), for :func:`of_join`."""
+    table: dict[int | str, Cost] = {}
+    for dep in config.get("dependencies", []):
+        api_name = dep.get("api_name")
+        found = None
+        if isinstance(api_name, str) and api_name.startswith(PRIVATE_PREFIX):
+            found = next((c for c in Cost if api_name[len(PRIVATE_PREFIX):].startswith(c.value + "_")), None)
+        elif isinstance(api_name, str):
+            found = _PUBLIC.get(api_name)
+        if found is not None:
+            table[dep["id"]] = found
+            table[api_name] = found
+    _SERVED.clear()
+    _SERVED.update(table)
+
+
+def of_join(fn_index: Any, api_name: str | None = None) -> Cost | None:
+    """The registered class of a queue join of the served app (:func:`serve_events`): by its function index, or
+    by its API name (``/call/API``); None for an event the app's handlers did not declare."""
+    key = fn_index if isinstance(fn_index, int) and not isinstance(fn_index, bool) else api_name
+    return _SERVED.get(key) if isinstance(key, (int, str)) else None
 
 
 @dataclass

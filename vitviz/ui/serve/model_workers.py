@@ -3,7 +3,7 @@
 
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
 :class:`vitviz.models.workers.Workers`: the call's cost class is that of the handler's call it runs for
-(:func:`.costs.current`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
+(:func:`vitviz.models.costs.current`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
 (:mod:`.frames`) -> the live worker, a view -> the view pool). The workers start in the background when the app is built (each imports torch), and end when
 the app's process exits (:func:`uninstall`, registered with :mod:`atexit`; a worker whose app was killed
 ends itself). Not on ZeroGPU, whose runner runs the calls on its GPU.
@@ -24,7 +24,7 @@ _WORKERS: list[Workers] = []
 
 def cost_of() -> str:
     """The cost class of a model call made in this thread: ``heavy``, ``live`` or ``view``."""
-    from .costs import current
+    from ...models.costs import current
 
     return current().value
 

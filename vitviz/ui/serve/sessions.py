@@ -4,7 +4,7 @@ Gradio 6.31 builds, for every new session id, the configuration of every block (
 props, values and API schemas of all ~270 blocks) and keeps up to ``state_session_capacity`` sessions. A
 session id is chosen by the client, so a script opening fresh sessions grew the server by hundreds of kB per
 request. Those copies serve only Gradio's deep links (``/gradio_api/deep_link``), which vitviz does not use:
-shareable views are vitviz's own URL query (:mod:`vitviz.ui.urlstate`). :func:`slim` makes a session that
+shareable views are vitviz's own URL query (:mod:`vitviz.views.urlstate`). :func:`slim` makes a session that
 builds them for no block (those a handler replaces are still kept, as Gradio does); the app keeps at most
 ``VITVIZ_MAX_SESSIONS`` sessions (``launch(state_session_capacity=...)``). A contact (:mod:`.contacts`).
 """

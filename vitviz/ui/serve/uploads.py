@@ -14,7 +14,7 @@ callbacks and refuses, before Gradio writes anything:
 * a file that does not start like a JPEG, PNG, WebP, GIF, BMP or TIFF, or like a video the MAE tab's live
   section plays (:func:`vitviz.core.video.looks_like_video`: MP4, MOV, WebM, MKV, AVI, Ogg) (HTTP 415);
 * a body larger than one largest image plus :data:`SLACK_BYTES` (HTTP 413);
-* an address over its disk budget (:class:`DiskBudget`: ``VITVIZ_CLIENT_UPLOAD`` bytes and
+* an address over its disk budget (:class:`vitviz.ledger.DiskBudget`: ``VITVIZ_CLIENT_UPLOAD`` bytes and
   ``VITVIZ_CLIENT_FILES`` distinct files within ``VITVIZ_CACHE_SECONDS``, the time an upload stays on
   disk; ``VITVIZ_UPLOAD_DISK`` for all addresses together): HTTP 429. The same file sent again takes
   no more disk (Gradio stores it at a path named by its content and name) and is not charged again.
@@ -23,15 +23,12 @@ callbacks and refuses, before Gradio writes anything:
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ... import settings
 from ...core.video import looks_like_video
-from . import ledger
+from ...ledger import DiskBudget
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -45,9 +42,6 @@ TOO_MANY_FILES = "Upload one image file per request."
 NOT_AN_IMAGE = ("Upload an image file: JPEG, PNG, WebP, GIF, BMP or TIFF; or, in the live section, a video: MP4, "
                 "MOV, WebM, MKV, AVI or Ogg (this file is none of these).")
 TOO_LARGE = "This upload is larger than the largest image the app accepts."
-OVER_BUDGET = ("You have uploaded as much as this shared server keeps for one visitor for now: "
-               "wait a while or reuse a photo you uploaded.")
-DISK_FULL = "The server's upload space is full for now: wait a few minutes (this server is shared)."
 #: How the image files vitviz reads begin (WebP: ``RIFF????WEBP``).
 IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
 
@@ -70,80 +64,6 @@ def is_accepted_start(head: bytes) -> bool:
     """True when ``head`` starts like an image (:func:`is_image_start`) or a video the live section plays
     (same size cap, ``VITVIZ_MAX_UPLOAD``, and the same disk budgets)."""
     return is_image_start(head) or looks_like_video(head)
-
-
-class DiskBudget:
-    """Bytes and files each address (and all together) left on disk within a sliding window; thread-safe.
-
-    Each address's uploads are kept in a :class:`~.ledger.Ledger` (never in a cache: a budget in force is
-    never evicted). An upload is charged when it starts (its declared length) and settled when its file is
-    read whole (:meth:`settle`): Gradio stores a file at a path named by its content and name, so sending
-    the same file again (``gradio_client`` uploads it for every call) takes no more disk, and its charge is
-    given back. ``VITVIZ_CLIENT_FILES`` thus counts distinct files, not requests.
-    """
-
-    def __init__(self, capacity: int = ledger.DEFAULT_CAPACITY) -> None:
-        # address -> deque of [time, bytes, digest of content and name (None until settled)]
-        self._per_address: ledger.Ledger[str, deque] = ledger.Ledger(self._in_force, capacity)
-        self._all: deque = deque()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _in_force(entries: deque, now: float) -> bool:
-        """True while any of an address's uploads is within the window (still on disk)."""
-        return bool(entries) and entries[-1][0] >= now - settings.get("VITVIZ_CACHE_SECONDS")
-
-    @staticmethod
-    def _trim(entries: deque, since: float) -> None:
-        while entries and entries[0][0] < since:
-            entries.popleft()
-
-    def refusal(self, address: str, nbytes: int, now: float | None = None) -> str | None:
-        """The sentence refusing ``nbytes`` more from ``address``, or None when they fit (then counted)."""
-        return self.charge(address, nbytes, now)[0]
-
-    def charge(self, address: str, nbytes: int, now: float | None = None) -> tuple[str | None, list | None]:
-        """``(refusal, None)`` when ``nbytes`` more from ``address`` do not fit, else ``(None, entry)``: the
-        charge, to :meth:`settle` once the file's content is known. A new address when every address counted
-        has uploads in force (:class:`~.ledger.LedgerFull`) is refused with :data:`DISK_FULL`."""
-        now = time.monotonic() if now is None else now
-        since = now - settings.get("VITVIZ_CACHE_SECONDS")
-
-        def change(mine: deque | None) -> tuple[deque, tuple[str | None, list | None]]:
-            mine = deque() if mine is None else mine
-            self._trim(mine, since)
-            self._trim(self._all, since)
-            if (sum(e[1] for e in mine) + nbytes > settings.get("VITVIZ_CLIENT_UPLOAD")
-                    or len(mine) + 1 > settings.get("VITVIZ_CLIENT_FILES")):
-                return mine, (OVER_BUDGET, None)
-            if sum(e[1] for e in self._all) + nbytes > settings.get("VITVIZ_UPLOAD_DISK"):
-                return mine, (DISK_FULL, None)
-            entry = [now, nbytes, None]
-            mine.append(entry)
-            self._all.append(entry)
-            return mine, (None, entry)
-
-        with self._lock:
-            try:
-                return self._per_address.update(address, change, now)
-            except ledger.LedgerFull:
-                return DISK_FULL, None
-
-    def settle(self, address: str, entry: list, digest: str) -> bool:
-        """Name the file of a charge ``entry`` by ``digest`` (its content and name). When ``address`` left the
-        same file within the window, the charge is given back (the file takes no more disk); returns True then."""
-        with self._lock:
-            mine = self._per_address.get(address)
-            if mine is None or not any(e is entry for e in mine):
-                return False
-            if any(e is not entry and e[2] == digest for e in mine):
-                del mine[next(i for i, e in enumerate(mine) if e is entry)]
-                at = next((i for i, e in enumerate(self._all) if e is entry), None)
-                if at is not None:
-                    del self._all[at]
-                return True
-            entry[2] = digest
-            return False
 
 
 BUDGET = DiskBudget()

@@ -1,10 +1,10 @@
-"""memo_view: default views are computed once and shared; anything uncertain is recomputed."""
+"""memo_view (vitviz.views.memo): default views are computed once and shared; anything uncertain is recomputed."""
 
 import os
 
 import pytest
 
-from vitviz.ui.common import memo_view
+from vitviz.views.memo import memo_view
 
 
 def test_outputs_are_reused_for_equal_arguments_and_bounded():
@@ -61,14 +61,11 @@ def test_errors_and_unknown_arguments_are_not_cached():
 
 
 def test_memo_view_keeps_update_values():
-    """Issue 15 item 4: Gradio pops "value" out of an update it sends; the cached one must keep it."""
-    import gradio as gr
-
-    from vitviz.ui.common import memo_view
+    """Gradio pops "value" out of an update dict (``gr.update(...)``) it sends; the cached one must keep it."""
 
     @memo_view()
     def view(x: int) -> tuple:
-        return x, gr.update(value=f"v{x}", visible=True)
+        return x, {"__type__": "update", "value": f"v{x}", "visible": True}
 
     first = view(1)
     first[1].pop("value")  # what gradio.blocks.postprocess_update_dict does

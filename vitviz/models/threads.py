@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ...models import runner
+from . import runner
 from .costs import Cost, current
 
 _RUNNING: dict[int, Cost] = {}  # thread id -> class of the model call it runs
@@ -63,7 +63,7 @@ def shared(execute: Callable[[Callable[..., Any], tuple, dict], Any]) -> Callabl
     def run(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         import torch
 
-        from ... import settings
+        from .. import settings
 
         me, kind = threading.get_ident(), current()
         with _LOCK:
