@@ -89,3 +89,132 @@ def test_seed_pattern_and_ratio_on_mae_tiny_stay_in_the_page_and_equal_the_serve
         assert np.array_equal(np.asarray(last["mask"], bool), r.mask.reshape(-1))  # the server's mask
         assert last["maskedMse"] == pytest.approx(r.masked_mse, rel=0.02)  # the panels' numbers: the same
         assert np.allclose(last["errorMap"], r.error_map.reshape(-1), atol=2e-3)
+
+
+#: The reconstruction panel and the Original panel as shown, read by the page itself (base64 PNGs).
+SHOWN_TWO = """async () => {
+  const read = async (id) => {
+    const img = document.querySelector('#' + id + ' img');
+    const b = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+    let s = ''; for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode.apply(null, b.subarray(i, i + 8192));
+    return btoa(s);
+  };
+  return [await read('panel-reconstruction'), await read('panel-original')];
+}"""
+
+
+def _png(text: str) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(text))).convert("RGB"))
+
+
+def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
+    """Ticking "Paint the mask", a drag across the Original panel and unticking make no server request; the
+    painted mask is the server's rule applied to the stroke, and the reconstruction and the shaded Original
+    equal the server's for that mask within 2/255; the slider says what is painted; the URL carries the mask."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import load_model, reconstruct
+    from vitviz.assets import example_images
+    from vitviz.ui.urlstate import encode_mask
+    from vitviz.views import mae as mae_view
+
+    photo = example_images()[1]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                               timeout=300_000)
+        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
+        sent: list[str] = []
+        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+        page.check("#mae-paint input")
+        runs = _settle(page, 147, 0)
+        page.wait_for_function("document.querySelector('#mae-ratio input[type=range]').disabled", timeout=30_000)
+        page.locator("#panel-original img").scroll_into_view_if_needed()  # ticking the box scrolled the page
+        b = page.locator("#panel-original img").bounding_box()
+        side = min(b["width"], b["height"])  # the square picture, drawn centred (object-fit: contain)
+        x0, y0 = b["x"] + (b["width"] - side) / 2, b["y"] + (b["height"] - side) / 2
+        page.mouse.move(x0 + 0.05 * side, y0 + 0.52 * side)
+        page.mouse.down()
+        for k in range(1, 21):
+            page.mouse.move(x0 + (0.05 + 0.9 * k / 20) * side, y0 + 0.52 * side, steps=2)
+        page.mouse.up()
+        page.wait_for_function(f"Number(document.body.dataset.vitvizInpageRuns) > {runs}"
+                               " && !document.querySelector('#mae-metrics').innerText.includes('(147 hidden)')",
+                               timeout=120_000)
+        page.wait_for_function("new URL(location.href).searchParams.get('mask')", timeout=30_000)
+        last = page.evaluate("window.vitviz.inpage.last()")
+        recon, original = (_png(x) for x in page.evaluate(SHOWN_TWO))
+        label = page.locator("#mae-ratio").inner_text()
+        code = page.evaluate("new URL(location.href).searchParams.get('mask')")
+        assert "in your browser" in page.inner_text("#mae-metrics")
+        page.uncheck("#mae-paint input")
+        page.wait_for_function("!document.querySelector('#mae-ratio input[type=range]').disabled"
+                               " && !new URL(location.href).searchParams.get('mask')"
+                               " && document.querySelector('#mae-metrics').innerText.includes('(147 hidden)')",
+                               timeout=60_000)
+        assert sent == [], f"{len(sent)} requests reached the server: {sent[:3]}"
+        browser.close()
+    model = load_model("mae-tiny")
+    start = mae_view.stop_mask("mae-tiny", 0.75, 0, "random")
+    expected = mae_view.paint_stroke(start, last["points"])  # the server's rule on the same stroke
+    painted = np.asarray(last["mask"], bool).reshape(14, 14)
+    assert np.array_equal(painted, expected) and (painted != start).any()
+    assert code == encode_mask(painted)
+    assert f"{int(painted.sum())} of 196" in label
+    r = reconstruct(model, photo, mask=painted)
+    assert np.abs(recon.astype(int) - r.reconstruction.astype(int)).max() <= 2
+    server_original = mae_view.panels(r, painting=True).original
+    assert np.abs(original.astype(int) - server_original.astype(int)).max() <= 2
+    assert last["maskedMse"] == pytest.approx(r.masked_mse, rel=0.02)
+
+
+def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same_rule(app_url):
+    """A page that could not load mae-tiny (its files refused) paints through the server: the same patch rule,
+    the slider off and labelled by the page, the URL's mask, and the slider back once unticked."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz.ui.urlstate import decode_mask
+    from vitviz.views import mae as mae_view
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.route("**/in-browser/**", lambda route: route.abort())
+        page.goto(app_url)
+        page.wait_for_function("document.body.dataset.vitvizInpage === 'off'"
+                               " && (document.querySelector('#mae-metrics') || {innerText: ''}).innerText"
+                               ".includes('(147 hidden)')", timeout=300_000)
+        page.evaluate("""() => { const f = window.vitviz.inpage.paint; window.__strokes = [];
+          window.vitviz.inpage.paint = (...a) => { window.__strokes.push(a[2]); return f(...a); }; }""")
+        page.check("#mae-paint input")
+        page.wait_for_function("document.querySelector('#mae-ratio input[type=range]').disabled", timeout=60_000)
+        page.locator("#panel-original img").scroll_into_view_if_needed()
+        b = page.locator("#panel-original img").bounding_box()
+        side = min(b["width"], b["height"])
+        x0, y0 = b["x"] + (b["width"] - side) / 2, b["y"] + (b["height"] - side) / 2
+        page.mouse.move(x0 + 0.05 * side, y0 + 0.3 * side)
+        page.mouse.down()
+        for k in range(1, 11):
+            page.mouse.move(x0 + (0.05 + 0.6 * k / 10) * side, y0 + 0.3 * side, steps=2)
+        page.mouse.up()
+        page.wait_for_function("new URL(location.href).searchParams.get('mask')"
+                               " && !document.querySelector('#mae-metrics').innerText.includes('(147 hidden)')",
+                               timeout=120_000)
+        strokes = page.evaluate("window.__strokes")
+        code = page.evaluate("new URL(location.href).searchParams.get('mask')")
+        metrics, label = page.inner_text("#mae-metrics"), page.locator("#mae-ratio").inner_text()
+        assert "Computed on the server" in page.inner_text("#mae-path")
+        page.uncheck("#mae-paint input")
+        page.wait_for_function("!document.querySelector('#mae-ratio input[type=range]').disabled"
+                               " && !new URL(location.href).searchParams.get('mask')", timeout=60_000)
+        browser.close()
+    import json
+
+    points = json.loads([s for s in strokes if s][-1])["points"]
+    painted = decode_mask(code)
+    assert np.array_equal(painted, mae_view.paint_stroke(mae_view.stop_mask("mae-tiny", 0.75, 0, "random"), points))
+    assert f"({int(painted.sum())} hidden)" in metrics and "in your browser" not in metrics
+    assert f"{int(painted.sum())} of 196" in label

@@ -374,8 +374,8 @@
         if (!made && typeof WebAssembly === 'object') {
           made = import(new URL('in-browser/mae_tab.js', document.baseURI).href)
             .then((m) => { const t = m.create(); t.ready.then(() => I.show()); return t; })
-            .catch(() => null);
-        }
+            .catch(() => { document.body.dataset.vitvizInpage = 'off'; return null; });  // the module did not load
+        } else if (!made) document.body.dataset.vitvizInpage = 'off';
         return made;
       },
       // The panels and metrics computed in the page, or null (the caller uses the server's path).
@@ -399,6 +399,26 @@
         if (own === 'stale' || turn !== I.moves) return [...none, undefined, undefined, undefined];
         if (own) return [...own, undefined, undefined];
         return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
+      },
+      // A stroke on the Original panel (`tick` false: `stroke` holds its points), or "Paint the mask" ticked or
+      // unticked (`tick` true), decided in the page (vitviz/ui/js/mae_inpage_paint.js): mae-tiny in the page
+      // computes the painted mask and the panels, else `request` becomes {"kind": "stroke"|"tick", "n"}, whose
+      // change runs the server's (vitviz.ui.mae_paint). Outputs: (painted, paint, original, masked,
+      // reconstruction, pasted, error, metrics, mask code, request); undefined leaves one as it is.
+      async paint(tick, noCompare, stroke, paint, painted, image, model, ratio, seed, pattern, compare, request) {
+        const none = Array(9).fill(undefined), turn = ++I.moves;
+        let points = null;
+        if (!tick) {
+          try { points = JSON.parse(stroke || '{}').points; } catch (e) { points = null; }
+          if (!Array.isArray(points)) points = [];
+        }
+        const t = made && await made;
+        const own = t && image ? await t.paint(points, paint, painted, model, ratio, seed, pattern, compare, noCompare) : null;
+        if (own === 'stale' || turn !== I.moves) return [...none, undefined];
+        if (own) return [own.painted, own.paint, ...own.files, own.line, own.code, undefined];
+        let n = 0;
+        try { n = Number(JSON.parse(request || '{}').n) || 0; } catch (e) { n = 0; }
+        return [...none, JSON.stringify({kind: tick ? 'tick' : 'stroke', n: n + 1})];
       },
       // The camera computed in the page: its button, rate line, canvases and video, built in `root`.
       mount(root) {
@@ -482,6 +502,21 @@
         });
       }
     },
+    // Slider, seed and pattern while painting (vitviz/ui/js/mae_paint_controls.js): off, the slider's label
+    // saying how much is painted (`label`: vitviz.views.mae.PAINTED_LABEL, its {hidden}, {total}, {share});
+    // back on otherwise. Only a change of what they show is returned (undefined leaves them as they are).
+    controls(label, paint, painted) {
+      const cells = paint && Array.isArray(painted) ? painted.flat() : null;
+      const text = cells && cells.length ? label.replace('{hidden}', cells.filter(Boolean).length)
+        .replace('{total}', cells.length).replace('{share}', `${Math.round(100 * cells.filter(Boolean).length / cells.length)}%`)
+        : null;
+      if (text === mae.painting) return [undefined, undefined, undefined];
+      mae.painting = text;
+      const on = text === null;
+      return [{__type__: 'update', interactive: on, label: on ? 'Masking ratio' : text},
+              {__type__: 'update', interactive: on}, {__type__: 'update', interactive: on}];
+    },
+    painting: null,  // the slider's label while painting, null while it is on
     // The presenter layout's large readout (#mae-ratio-readout) follows the slider: its share hidden, in %.
     readout() {
       const el = document.querySelector('#mae-ratio-readout .vitviz-readout-value');
