@@ -39,6 +39,12 @@ def _app_request(req) -> bool:  # noqa: ANN001
     return req.url.startswith("http") and not own
 
 
+def _want(page) -> None:  # noqa: ANN001
+    """The visitor shows intent (the pointer over the MAE tab's slider): the page starts loading mae-tiny."""
+    page.wait_for_selector("#mae-ratio input[type=range]", timeout=300_000)
+    page.hover("#mae-ratio input[type=range]")
+
+
 def _settle(page, hidden: int, runs: int) -> int:
     """Wait until the page has computed a new view hiding ``hidden`` patches; the page's run count."""
     page.wait_for_function(
@@ -63,6 +69,7 @@ def test_seed_pattern_and_ratio_on_mae_tiny_stay_in_the_page_and_equal_the_serve
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(app_url)
+        _want(page)
         page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
                                timeout=300_000)
         assert "in your browser" in page.inner_text("#mae-path")
@@ -123,6 +130,7 @@ def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(app_url)
+        _want(page)
         page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
                                timeout=300_000)
         page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
@@ -184,6 +192,7 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.route("**/in-browser/**", lambda route: route.abort())
         page.goto(app_url)
+        _want(page)
         page.wait_for_function("document.body.dataset.vitvizInpage === 'off'"
                                " && (document.querySelector('#mae-metrics') || {innerText: ''}).innerText"
                                ".includes('(147 hidden)')", timeout=300_000)

@@ -366,12 +366,27 @@
   })();
 
   // --- inpage: mae-tiny in the visitor's browser (vitviz/web/static/mae_tab.js, served on /in-browser/) -----
+  // The model is 27 MB: it is fetched once the visitor shows intent (a pointer over or on the MAE tab's
+  // controls, panels or camera, a key or focus there), never with the page itself. document.body.dataset.vitvizInpage
+  // says where it stands: 'waiting' (not wanted yet), 'loading', then 'ready' or 'off' (no WebAssembly, or it
+  // failed: the tab stays on the server).
   const inpage = (() => {
     let made = null;
+    const INTENT = ['pointerover', 'pointerdown', 'keydown', 'focusin'];
+    const PLACES = '#mae-controls, #mae-ratio-row, #mae-panels, #mae-panels-more, #mae-inpage-live';
+    const intent = (e) => { if (e.target && e.target.closest && e.target.closest(PLACES)) I.load(); };
     const I = {
+      // Fetch the model at the visitor's first intent (see above), not with the page.
+      whenWanted() {
+        if (made) return;
+        document.body.dataset.vitvizInpage = typeof WebAssembly === 'object' ? 'waiting' : 'off';
+        for (const kind of INTENT) document.addEventListener(kind, intent, {capture: true, passive: true});
+      },
       // Load the module and the model once (no WebAssembly: the tab stays on the server).
       load() {
+        for (const kind of INTENT) document.removeEventListener(kind, intent, {capture: true});
         if (!made && typeof WebAssembly === 'object') {
+          document.body.dataset.vitvizInpage = 'loading';
           made = import(new URL('in-browser/mae_tab.js', document.baseURI).href)
             .then((m) => { const t = m.create(); t.ready.then(() => I.show()); return t; })
             .catch(() => { document.body.dataset.vitvizInpage = 'off'; return null; });  // the module did not load
@@ -875,6 +890,7 @@
     let done = false;
     if (back || forward) {  // the MAE tab's ratio, or the Attention tab's layer: whichever is shown
       done = step('#mae-ratio input[type=range]', forward ? +1 : -1) || press(forward ? 'attn-next' : 'attn-prev');
+      if (done && document.getElementById('mae-ratio')?.offsetParent) inpage.load();  // the MAE slider: intent
     } else if (e.code === 'KeyP' && e.altKey) {  // the key's place: Option+P types 'π' on a Mac, Caps Lock 'P'
       presenter.toggle(); done = true;
     }
@@ -902,7 +918,7 @@
       if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
-      inpage.load();
+      inpage.whenWanted();
       document.addEventListener('keydown', onKey);
       // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
       // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys). The
