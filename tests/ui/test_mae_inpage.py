@@ -227,3 +227,56 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
     assert np.array_equal(painted, mae_view.paint_stroke(mae_view.stop_mask("mae-tiny", 0.75, 0, "random"), points))
     assert f"({int(painted.sum())} hidden)" in metrics and "in your browser" not in metrics
     assert f"{int(painted.sum())} of 196" in label
+
+
+#: The sweep chart as drawn: its error curve (x, y), its title, its slider marker, and the presenter readout.
+CHART = """() => { const p = document.querySelector('#mae-sweep-chart .js-plotly-plot');
+  const s = (p.layout.shapes || []).find((s) => s.name === 'current-ratio');
+  const a = (p.layout.annotations || []).find((a) => a.name === 'current-ratio');
+  return {x: Array.from(p.data[0].x), y: Array.from(p.data[0].y), title: p.layout.title.text, marker: s.x0,
+          note: a.text, readout: document.querySelector('#mae-ratio-readout .vitviz-readout-value').textContent}; }"""
+
+
+def test_a_seed_chosen_in_the_page_redraws_the_sweep_chart_there_and_the_path_line_names_a_comparison(app_url):
+    """After a seed changed in the page, the chart's error curve is the new seed's (computed in the page, equal to
+    the library's within 2%), with no server request; the marker and the readout follow the slider; while a
+    comparison is on, the path line says the server computes."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import load_model, reconstruct
+    from vitviz.assets import example_images
+
+    photo = example_images()[1]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app_url)
+        _want(page)
+        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                               timeout=300_000)
+        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
+        sent: list[str] = []
+        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+        page.evaluate(SET, ["#mae-seed input", 3])
+        page.wait_for_function("document.body.dataset.vitvizInpageChart === '3:random'", timeout=180_000)
+        chart = page.evaluate(CHART)
+        page.evaluate(SET, ["#mae-ratio input[type=range]", 0.4])
+        _settle(page, round(0.4 * 196), 0)
+        page.wait_for_function("(() => { const p = document.querySelector('#mae-sweep-chart .js-plotly-plot');"
+                               " return p.layout.shapes.some((s) => s.name === 'current-ratio' && s.x0 === 40); })()",
+                               timeout=30_000)
+        moved = page.evaluate(CHART)
+        assert sent == [], f"{len(sent)} requests reached the server: {sent[:3]}"
+        page.evaluate("window.vitviz.inpage.show(undefined, 'mae-base', '(none)')")
+        page.wait_for_function("document.querySelector('#mae-path').dataset.path === 'server'", timeout=30_000)
+        compared = page.inner_text("#mae-path")
+        page.evaluate("window.vitviz.inpage.show(undefined, '(none)', '(none)')")
+        page.wait_for_function("document.querySelector('#mae-path').dataset.path === 'browser'", timeout=30_000)
+        browser.close()
+    assert "seed 3" in chart["title"] and "in your browser" in chart["title"]
+    assert (moved["marker"], moved["note"], moved["readout"]) == (40, "slider: 40%", "40%")
+    assert "on the server" in compared and "mae-base" in compared
+    model = load_model("mae-tiny")
+    want = [reconstruct(model, photo, mask_ratio=round(x) / 100, seed=3).masked_mse for x in chart["x"]]
+    assert chart["y"] == pytest.approx(want, rel=0.02)

@@ -32,8 +32,8 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
                  '<span class="vitviz-readout-unit">hidden</span></div>')
 #: Which path computes the panels; ``vitviz.inpage`` (page module) rewrites it once mae-tiny runs in the page.
 PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
-#: The model's change: the path line follows it (in the page, no server call).
-PATH_JS = js.read("mae_inpage_path")
+#: The model's or the comparison's change: the path line follows it (in the page, no server call).
+PATH_JS = js.read("mae_inpage_path", no_compare=scrub.NO_COMPARE)
 NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
 
@@ -360,7 +360,8 @@ def build(demo: gr.Blocks) -> Binder:
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
-    ui.model_name.change(None, [ui.model_name], None, js=PATH_JS, queue=False, api_visibility="private")
+    gr.on([ui.model_name.change, ui.compare_name.change], None, [ui.model_name, ui.compare_name], None, js=PATH_JS,
+          queue=False, api_visibility="private")
     mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
     ui.mask_code.change(None, [ui.mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(**ui.bind(export, quick=False))

@@ -412,6 +412,7 @@
         if (hit) return [...hit, undefined, undefined];
         const own = await I.panels(ratio, model, seed, pattern, paint, compare, noCompare);
         if (own === 'stale' || turn !== I.moves) return [...none, undefined, undefined, undefined];
+        if (own && sweep) made.then((t) => t.chart(model, Number(seed), pattern));  // the chart's curve, in the page
         if (own) return [...own, undefined, undefined];
         return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
       },
@@ -451,16 +452,23 @@
       moves: 0,  // moves decided so far: an answer computed here for an older move never lands after a newer one
       // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
       async last() { const t = made && await made; return t ? t.state.last : null; },
-      // Which path runs, in the line under the metrics (#mae-path).
-      async show(model) {
+      // Which path runs, in the line under the metrics (#mae-path): the model's, or the server's while a
+      // comparison is on (`compared`: the comparison picked; `none`: "no comparison").
+      async show(model, compared, none) {
         const el = document.getElementById('mae-path'), t = made && await made;
         if (model !== undefined) I.model = model;
+        if (compared !== undefined) I.compared = compared !== none && compared !== I.model ? compared : null;
         if (!el) return;
         const m = I.model ?? (document.querySelector('#mae-model input') || {}).value;
-        el.textContent = t ? t.describe(m) : 'Computed on the server.';
-        el.dataset.path = el.textContent.includes('in your browser') ? 'browser' : 'server';
+        const mine = t ? t.describe(m) : 'Computed on the server.';
+        el.textContent = I.compared && mine.includes('in your browser')
+          ? `Computed on the server while ${m} is compared with ${I.compared} (both models run there); `
+            + `${m} alone runs in your browser.`
+          : mine;
+        el.dataset.path = el.textContent.startsWith('Computed in your browser') ? 'browser' : 'server';
       },
       model: null,
+      compared: null,
     };
     return I;
   })();

@@ -37,7 +37,7 @@ async function pixels(url, size) {
  */
 export function create() {
   const state = { model: null, config: null, tables: null, error: null, view: { url: null, rgba: null },
-    runs: 0, lastMs: 0, last: null, gen: 0, chain: Promise.resolve(), revoke: [] };
+    runs: 0, lastMs: 0, last: null, gen: 0, sweeps: 0, chain: Promise.resolve(), revoke: [] };
   const ready = (async () => {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     state.config = await (await fetch(base + "config.json")).json();
@@ -155,6 +155,39 @@ export function create() {
       line: metrics(model, done.hidden, mask.length, done.out) };
   }
 
+  /**
+   * The sweep chart's error curve after a seed or pattern chosen in the page (the server's sweep is of the seed
+   * and pattern it last computed): every stop the chart shows, reconstructed here one at a time after the panels
+   * (a newer change of the controls goes first), then the chart's MSE trace, its hover numbers and its title
+   * restyled. A newer seed or pattern abandons an older curve.
+   */
+  async function chart(model, seed, pattern) {
+    const plot = document.querySelector("#mae-sweep-chart .js-plotly-plot");
+    if (!plot || !window.Plotly || !plot.data || !plot.data[0] || !state.model) return;
+    const gen = ++state.sweeps;
+    const xs = Array.from(plot.data[0].x);
+    const mse = [];
+    const custom = [];
+    for (const x of xs) {
+      const mask = stopMask(Math.round(x) / 100, seed, pattern);
+      if (!mask) return;
+      const step = state.chain.then(async () => {
+        const rgba = gen === state.sweeps ? await view() : null;
+        return rgba ? reconstructOnce(state.model, rgba, mask, state.config) : null;
+      });
+      state.chain = step.catch(() => null);
+      const out = await step.catch(() => null);
+      if (!out || gen !== state.sweeps) return;
+      const hidden = mask.reduce((a, b) => a + b, 0);
+      mse.push(out.maskedMse);
+      custom.push([out.psnr, mask.length - hidden]);
+    }
+    window.Plotly.restyle(plot, { y: [mse], customdata: [custom] }, [0]);
+    window.Plotly.relayout(plot, { "title.text": `${model}: error and encoder cost against masking ratio `
+      + `(seed ${seed}, ${pattern}; computed in your browser)` });
+    document.body.dataset.vitvizInpageChart = `${seed}:${pattern}`;  // for tests
+  }
+
   function metrics(model, hidden, length, out) {
     const place = "computed **in your browser**";
     if (hidden === 0) return `**${model}** · **nothing is hidden**: nothing to rebuild · ${place}`;
@@ -228,5 +261,5 @@ export function create() {
     }).catch((err) => { rate.textContent = String(err.message || err); });
   }
 
-  return { ready, state, panels, paint, describe, camera };
+  return { ready, state, panels, paint, chart, describe, camera };
 }
