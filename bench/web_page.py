@@ -23,6 +23,9 @@ Everything runs in the page: the server only sends files. Prints one JSON object
 visitor action for ``--seconds`` after the MAE tab's first views, then after the first intent (the pointer over
 the slider), which fetches mae-tiny for the page.
 
+``--app URL --breakdown`` times one camera frame's stages in the page (normalise, the graph, the panels, the
+error map, drawing), on the photo the tab shows.
+
 ``--app URL`` measures the app's MAE tab instead (an app already running at URL): once mae-tiny is in the
 page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
 and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
@@ -205,6 +208,45 @@ def measure_page_bytes(url: str, seconds: float) -> dict:
     }
 
 
+#: One camera frame's stages on the photo the tab shows, timed in the page (25 rounds, medians of the last 20):
+#: normalise, the graph (ONNX Runtime Web), the panels' arithmetic, the error map, drawing three canvases.
+BREAKDOWN_JS = """async () => {
+  const t = await window.vitviz.inpage.load(); const st = t.state;
+  const core = await import(new URL('in-browser/mae_core.js', document.baseURI).href);
+  const rgba = await st.view.rgba; const {size, patch, mean, std} = st.config;
+  const mask = core.makeMask(st.tables, 'random', 0.75, 0), vis = core.visibleIds(mask);
+  const T = {normalise_ms: [], graph_ms: [], panels_ms: [], error_map_ms: [], draw_ms: []};
+  const ctx = Object.assign(document.createElement('canvas'), {width: size, height: size}).getContext('2d');
+  const timed = async (k, f) => { const a = performance.now(); const v = await f(); T[k].push(performance.now() - a); return v; };
+  for (let i = 0; i < 25; i++) {
+    const x = await timed('normalise_ms', () => core.normalise(rgba, size, mean, std));
+    const pred = await timed('graph_ms', () => st.model.run(x, vis));
+    const out = await timed('panels_ms', () => core.panels(rgba, pred, mask, size, patch, mean, std));
+    const e = await timed('error_map_ms', () => core.errorPanel(out, mask, size, patch));
+    await timed('draw_ms', () => { for (const a of [out.masked, out.pasted, e]) ctx.putImageData(new ImageData(a, size, size), 0, 0); });
+  }
+  const med = (xs) => xs.slice(5).sort((p, q) => p - q)[Math.floor((xs.length - 5) / 2)];
+  return Object.fromEntries(Object.entries(T).map(([k, v]) => [k, Math.round(med(v) * 10) / 10]));
+}"""
+
+
+def measure_breakdown(url: str) -> dict:
+    """Where a camera frame's time goes in the app's MAE tab (:data:`BREAKDOWN_JS`), once mae-tiny is in the page."""
+    from playwright.sync_api import sync_playwright
+
+    load_before = os.getloadavg()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.hover("#mae-ratio input[type=range]", timeout=300_000)
+        page.wait_for_function("!!document.body.dataset.vitvizInpageView", timeout=300_000)
+        stages = page.evaluate(BREAKDOWN_JS)
+        browser.close()
+    return {**stages, "ratio": 0.75, "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="port of the static server (default: a free one)")
@@ -215,7 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flood", help="with --app: bench/rows.py's attack row run against the app meanwhile")
     ap.add_argument("--page-bytes", action="store_true",
                     help="with --app: bytes a page load downloads, idle for --seconds, then after the first intent")
+    ap.add_argument("--breakdown", action="store_true", help="with --app: where a camera frame's time goes")
     args = ap.parse_args(argv)
+    if args.app and args.breakdown:
+        print(json.dumps(measure_breakdown(args.app), indent=1))
+        return 0
     if args.app and args.page_bytes:
         print(json.dumps(measure_page_bytes(args.app, args.seconds), indent=1))
         return 0

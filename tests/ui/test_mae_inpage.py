@@ -45,6 +45,35 @@ def _want(page) -> None:  # noqa: ANN001
     page.hover("#mae-ratio input[type=range]")
 
 
+def _drag(page, y: float, x_from: float, x_to: float, steps: int) -> None:  # noqa: ANN001
+    """A drag across the Original panel at height ``y`` from ``x_from`` to ``x_to`` (fractions of the picture)."""
+    page.locator("#panel-original img").scroll_into_view_if_needed()  # ticking the box scrolled the page
+    b = page.locator("#panel-original img").bounding_box()
+    side = min(b["width"], b["height"])  # the square picture, drawn centred (object-fit: contain)
+    x0, y0 = b["x"] + (b["width"] - side) / 2, b["y"] + (b["height"] - side) / 2
+    page.mouse.move(x0 + x_from * side, y0 + y * side)
+    page.mouse.down()
+    for k in range(1, steps + 1):
+        page.mouse.move(x0 + (x_from + (x_to - x_from) * k / steps) * side, y0 + y * side, steps=2)
+    page.mouse.up()
+
+
+def _in_page(p, app_url: str) -> tuple:  # noqa: ANN001
+    """A browser on the app once mae-tiny is in the page and has read the photo (the first view and sweep are the
+    server's: a new photo); the browser, the page, and the list of the app's requests from then on."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url)
+    _want(page)
+    page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                           timeout=300_000)
+    page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
+                           " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+    return browser, page, sent
+
+
 def _settle(page, hidden: int, runs: int) -> int:
     """Wait until the page has computed a new view hiding ``hidden`` patches; the page's run count."""
     page.wait_for_function(
@@ -66,18 +95,8 @@ def test_seed_pattern_and_ratio_on_mae_tiny_stay_in_the_page_and_equal_the_serve
              ("#mae-ratio input[type=range]", 0.3, 0.3, 5, "random")]
     shown, numbers = [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(app_url)
-        _want(page)
-        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
-                               timeout=300_000)
+        browser, page, sent = _in_page(p, app_url)
         assert "in your browser" in page.inner_text("#mae-path")
-        # the first view and sweep are the server's (a new photo); wait until they and the photo are in the page
-        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
-                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
-        sent: list[str] = []
-        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
         runs = 0
         for selector, value, ratio, seed, pattern in steps:
             page.evaluate(SET, [selector, value])
@@ -127,28 +146,11 @@ def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
 
     photo = example_images()[1]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(app_url)
-        _want(page)
-        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
-                               timeout=300_000)
-        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
-                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
-        sent: list[str] = []
-        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+        browser, page, sent = _in_page(p, app_url)
         page.check("#mae-paint input")
         runs = _settle(page, 147, 0)
         page.wait_for_function("document.querySelector('#mae-ratio input[type=range]').disabled", timeout=30_000)
-        page.locator("#panel-original img").scroll_into_view_if_needed()  # ticking the box scrolled the page
-        b = page.locator("#panel-original img").bounding_box()
-        side = min(b["width"], b["height"])  # the square picture, drawn centred (object-fit: contain)
-        x0, y0 = b["x"] + (b["width"] - side) / 2, b["y"] + (b["height"] - side) / 2
-        page.mouse.move(x0 + 0.05 * side, y0 + 0.52 * side)
-        page.mouse.down()
-        for k in range(1, 21):
-            page.mouse.move(x0 + (0.05 + 0.9 * k / 20) * side, y0 + 0.52 * side, steps=2)
-        page.mouse.up()
+        _drag(page, 0.52, 0.05, 0.95, 20)
         page.wait_for_function(f"Number(document.body.dataset.vitvizInpageRuns) > {runs}"
                                " && !document.querySelector('#mae-metrics').innerText.includes('(147 hidden)')",
                                timeout=120_000)
@@ -200,15 +202,7 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
           window.vitviz.inpage.paint = (...a) => { window.__strokes.push(a[2]); return f(...a); }; }""")
         page.check("#mae-paint input")
         page.wait_for_function("document.querySelector('#mae-ratio input[type=range]').disabled", timeout=60_000)
-        page.locator("#panel-original img").scroll_into_view_if_needed()
-        b = page.locator("#panel-original img").bounding_box()
-        side = min(b["width"], b["height"])
-        x0, y0 = b["x"] + (b["width"] - side) / 2, b["y"] + (b["height"] - side) / 2
-        page.mouse.move(x0 + 0.05 * side, y0 + 0.3 * side)
-        page.mouse.down()
-        for k in range(1, 11):
-            page.mouse.move(x0 + (0.05 + 0.6 * k / 10) * side, y0 + 0.3 * side, steps=2)
-        page.mouse.up()
+        _drag(page, 0.3, 0.05, 0.65, 10)
         page.wait_for_function("new URL(location.href).searchParams.get('mask')"
                                " && !document.querySelector('#mae-metrics').innerText.includes('(147 hidden)')",
                                timeout=120_000)
@@ -248,16 +242,7 @@ def test_a_seed_chosen_in_the_page_redraws_the_sweep_chart_there_and_the_path_li
 
     photo = example_images()[1]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(app_url)
-        _want(page)
-        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
-                               timeout=300_000)
-        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')"
-                               " && !!document.body.dataset.vitvizInpageView", timeout=300_000)
-        sent: list[str] = []
-        page.on("request", lambda r: sent.append(r.url) if _app_request(r) else None)
+        browser, page, sent = _in_page(p, app_url)
         page.evaluate(SET, ["#mae-seed input", 3])
         page.wait_for_function("document.body.dataset.vitvizInpageChart === '3:random'", timeout=180_000)
         chart = page.evaluate(CHART)
