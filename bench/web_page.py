@@ -19,6 +19,13 @@ across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
 
 Everything runs in the page: the server only sends files. Prints one JSON object.
 
+``--app URL --page-bytes`` measures what one load of the app's page downloads (every response body): with no
+visitor action for ``--seconds`` after the MAE tab's first views, then after the first intent (the pointer over
+the slider), which fetches mae-tiny for the page.
+
+``--app URL --breakdown`` times one camera frame's stages in the page (normalise, the graph, the panels, the
+error map, drawing), on the photo the tab shows.
+
 ``--app URL`` measures the app's MAE tab instead (an app already running at URL): once mae-tiny is in the
 page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
 and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.appserver import free_port  # noqa: E402
-from tools.fake_camera import pan_frames, write_y4m  # noqa: E402
+from tools.appserver import CHROMIUM, LAUNCH_ARGS, free_port  # noqa: E402
+from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
 from tools.static_site import opened_page, serving_folder  # noqa: E402
 
 
@@ -109,6 +117,7 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + camera_args(y4m))
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.goto(url)
+            page.hover("#mae-ratio input[type=range]", timeout=300_000)  # intent: the page loads mae-tiny
             page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
                                    timeout=300_000)
             page.evaluate("""(r) => { const i = document.querySelector('#mae-ratio input[type=range]');
@@ -156,6 +165,88 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
     }
 
 
+def measure_page_bytes(url: str, seconds: float) -> dict:
+    """Bytes the app's page downloads on a load (every response body, from Playwright): until the MAE tab's
+    first views and the slider's stops are in the page and ``seconds`` more have passed with no visitor
+    action; then after the visitor's first intent (the pointer over the slider) until mae-tiny is in the page."""
+    from playwright.sync_api import sync_playwright
+
+    sizes: dict[str, int] = {}
+
+    def on_response(r):  # noqa: ANN001
+        try:
+            sizes[r.url] = sizes.get(r.url, 0) + len(r.body())
+        except Exception:  # noqa: BLE001 - a redirect or an aborted request has no body
+            pass
+
+    load_before = os.getloadavg()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.on("response", on_response)
+        page.goto(url)
+        page.wait_for_function("(document.body.dataset.vitvizScrub || '').startsWith('ready:')", timeout=300_000)
+        time.sleep(seconds)
+        idle = dict(sizes)
+        state = page.evaluate("document.body.dataset.vitvizInpage || null")
+        page.hover("#mae-ratio input[type=range]")
+        page.wait_for_function("['ready', 'off'].includes(document.body.dataset.vitvizInpage)", timeout=300_000)
+        page.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                               timeout=300_000)
+        time.sleep(2)
+        wanted = dict(sizes)
+        final = page.evaluate("document.body.dataset.vitvizInpage")
+        browser.close()
+    inb = lambda d: sum(v for k, v in d.items() if "/in-browser/" in k)  # noqa: E731
+    return {
+        "page_load_bytes": sum(idle.values()), "of_which_in_browser_bytes": inb(idle), "inpage_state": state,
+        "after_intent_bytes": sum(wanted.values()), "after_intent_in_browser_bytes": inb(wanted),
+        "inpage_state_after_intent": final,
+        "in_browser_files": {k.split("/in-browser/")[1]: v for k, v in wanted.items() if "/in-browser/" in k},
+        "seconds_idle": seconds, "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+    }
+
+
+#: One camera frame's stages on the photo the tab shows, timed in the page (25 rounds, medians of the last 20):
+#: normalise, the graph (ONNX Runtime Web), the panels' arithmetic, the error map, drawing three canvases.
+BREAKDOWN_JS = """async () => {
+  const t = await window.vitviz.inpage.load(); const st = t.state;
+  const core = await import(new URL('in-browser/mae_core.js', document.baseURI).href);
+  const rgba = await st.view.rgba; const {size, patch, mean, std} = st.config;
+  const mask = core.makeMask(st.tables, 'random', 0.75, 0), vis = core.visibleIds(mask);
+  const T = {normalise_ms: [], graph_ms: [], panels_ms: [], error_map_ms: [], draw_ms: []};
+  const ctx = Object.assign(document.createElement('canvas'), {width: size, height: size}).getContext('2d');
+  const timed = async (k, f) => { const a = performance.now(); const v = await f(); T[k].push(performance.now() - a); return v; };
+  for (let i = 0; i < 25; i++) {
+    const x = await timed('normalise_ms', () => core.normalise(rgba, size, mean, std));
+    const pred = await timed('graph_ms', () => st.model.run(x, vis));
+    const out = await timed('panels_ms', () => core.panels(rgba, pred, mask, size, patch, mean, std));
+    const e = await timed('error_map_ms', () => core.errorPanel(out, mask, size, patch));
+    await timed('draw_ms', () => { for (const a of [out.masked, out.pasted, e]) ctx.putImageData(new ImageData(a, size, size), 0, 0); });
+  }
+  const med = (xs) => xs.slice(5).sort((p, q) => p - q)[Math.floor((xs.length - 5) / 2)];
+  return Object.fromEntries(Object.entries(T).map(([k, v]) => [k, Math.round(med(v) * 10) / 10]));
+}"""
+
+
+def measure_breakdown(url: str) -> dict:
+    """Where a camera frame's time goes in the app's MAE tab (:data:`BREAKDOWN_JS`), once mae-tiny is in the page."""
+    from playwright.sync_api import sync_playwright
+
+    load_before = os.getloadavg()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.hover("#mae-ratio input[type=range]", timeout=300_000)
+        page.wait_for_function("!!document.body.dataset.vitvizInpageView", timeout=300_000)
+        stages = page.evaluate(BREAKDOWN_JS)
+        browser.close()
+    return {**stages, "ratio": 0.75, "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="port of the static server (default: a free one)")
@@ -164,7 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP: WASM threads")
     ap.add_argument("--app", help="measure the app's MAE tab at this URL (an app already running) instead")
     ap.add_argument("--flood", help="with --app: bench/rows.py's attack row run against the app meanwhile")
+    ap.add_argument("--page-bytes", action="store_true",
+                    help="with --app: bytes a page load downloads, idle for --seconds, then after the first intent")
+    ap.add_argument("--breakdown", action="store_true", help="with --app: where a camera frame's time goes")
     args = ap.parse_args(argv)
+    if args.app and args.breakdown:
+        print(json.dumps(measure_breakdown(args.app), indent=1))
+        return 0
+    if args.app and args.page_bytes:
+        print(json.dumps(measure_page_bytes(args.app, args.seconds), indent=1))
+        return 0
     if args.app:
         print(json.dumps(measure_app(args.app, args.seconds, args.ratio, args.flood), indent=1))
         return 0

@@ -41,10 +41,11 @@ SHOWN = """async (ids) => {
 }"""
 
 READY = "() => (document.body.dataset.vitvizScrub || '').startsWith('ready:')"
-#: mae-tiny in the page has settled: it failed, or it is loaded and has read the photo it opens with (one
-#: download per photo, which the page makes as soon as the server shows the photo, not during a drag).
-INPAGE_SETTLED = ("() => { const d = document.body.dataset; "
-                  "return d.vitvizInpage === 'off' || (d.vitvizInpage === 'ready' && !!d.vitvizInpageView); }")
+#: mae-tiny in the page has settled: it waits for the visitor's intent (a pointer or a key on the MAE tab; these
+#: tests move the slider by script, so it never loads), it failed, or it is loaded and has read the photo it opens
+#: with (one download per photo, which the page makes as soon as the server shows the photo, not during a drag).
+INPAGE_SETTLED = ("() => { const d = document.body.dataset; return d.vitvizInpage === 'waiting' "
+                  "|| d.vitvizInpage === 'off' || (d.vitvizInpage === 'ready' && !!d.vitvizInpageView); }")
 
 
 def _browser_own(req) -> bool:  # noqa: ANN001

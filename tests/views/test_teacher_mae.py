@@ -83,3 +83,16 @@ def test_export_writes_the_psnr_unit_as_the_screen_does(tiny_loaded, photo_path)
     line = mv.metrics_text(mv.metrics(tiny_loaded, r))
     assert "\u00a0dB" in line
     assert np.array_equal(mv.export_png(r, metrics=[line]), mv.export_png(r, metrics=[line.replace("\u00a0", " ")]))
+
+
+def test_a_painted_mask_sent_by_the_page_is_checked():
+    """The painted mask is a component the page writes (any visitor can send anything): rows of true/false values
+    or a clear message; off while not painting."""
+    import pytest
+
+    assert mv.painted_mask(False, "anything") is None and mv.painted_mask(True, None) is None
+    good = mv.painted_mask(True, [[True, False], [False, False]])
+    assert good.dtype == bool and good.shape == (2, 2)
+    for bad in ("abc", [[True], [True, False]], [1, 0], {"a": 1}, [["x", "y"]], []):
+        with pytest.raises(ValueError, match="rows of true/false"):
+            mv.painted_mask(True, bad)

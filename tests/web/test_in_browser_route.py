@@ -52,3 +52,15 @@ def test_unknown_files_methods_and_other_paths(client):
     for path, text in (("/", "gradio page"), ("/in-browserx", "not ours")):
         r = client.get(path)
         assert r.text == text and "cross-origin-opener-policy" not in r.headers
+
+
+def test_a_returning_browser_revalidates_instead_of_downloading_again(client):
+    first = client.get("/in-browser/mae-tiny.onnx")
+    tag = first.headers["etag"]
+    assert first.status_code == 200 and first.headers["cache-control"] == "no-cache" and len(first.content) > 10_000_000
+    again = client.get("/in-browser/mae-tiny.onnx", headers={"if-none-match": tag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag
+    assert again.headers["cross-origin-embedder-policy"] == "require-corp"
+    assert client.get("/in-browser/mae-tiny.onnx", headers={"if-none-match": '"other"'}).status_code == 200
+    # each file has its own tag
+    assert client.get("/in-browser/mae_core.js").headers["etag"] != tag

@@ -1,98 +1,91 @@
 """Painting the MAE tab's mask: a click or drag on the Original panel hides or shows patches.
 
-Handlers, and their wiring on the MAE tab's binder (:mod:`vitviz.ui.mae_tab`); the stroke geometry
-is :func:`vitviz.views.mae.paint_stroke`. While painting, the slider, seed and pattern are off
-and the reconstruction follows the painted mask exactly.
+A stroke, or a tick of "Paint the mask", is decided in the page first (:data:`PAINT_JS`, :data:`TICK_JS`):
+with mae-tiny in the page (``vitviz.inpage``) the page applies the stroke as :func:`vitviz.views.mae.paint_stroke`
+does and reconstructs, with no server call; otherwise it sets :attr:`painted_request`, whose change runs
+:func:`paint_request` here and then the tab's view. The painted mask is a hidden component (the page writes it
+too), so every server view reads the mask on screen. While painting, the slider, seed and pattern are off and
+the slider says what is painted (:data:`CONTROLS_JS`, in the page for both paths).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import gradio as gr
 import numpy as np
 
 from ..views import mae as mae_view
+from . import js
 from .binder import Binder
 from .common import as_seed, require_image, user_errors
+from .scrub import NO_COMPARE
 from .serve.costs import cost, model_cost
+
+#: A stroke's change: the painted mask and panels computed in the page, or the server's request.
+PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)
+#: "Paint the mask" ticked or unticked: the same, starting from the slider stop on screen.
+TICK_JS = js.read("mae_inpage_paint", tick=True, no_compare=NO_COMPARE)
+#: Paint mode or the painted mask changed: slider, seed and pattern off while painting, or back on.
+CONTROLS_JS = js.read("mae_paint_controls", label=mae_view.PAINTED_LABEL)
 
 
 @dataclass(frozen=True)
 class Stroke:
-    """The painted mask after a stroke, and paint mode on."""
+    """The painted mask after a stroke or a tick, and whether painting is on."""
 
-    painted: list
+    painted: list | None
     paint: bool
 
 
-@dataclass(frozen=True)
-class Sliders:
-    """Slider, seed and pattern: off while painting, the slider saying what is painted."""
-
-    mask_ratio: Any
-    seed: Any
-    pattern: Any
+def _request_kind(request: str | None) -> str:
+    """``stroke`` or ``tick`` from the page's request (``{"kind": ..., "n": ...}``); anything else is a stroke."""
+    try:
+        kind = json.loads(request or "{}").get("kind")
+    except (ValueError, AttributeError):
+        kind = None
+    return "tick" if kind == "tick" else "stroke"
 
 
 @cost(model_cost(3))
 @user_errors
-def paint_stroke(stroke: str | None, painted: list | None, image: str | None, model_name: str, mask_ratio: float,
-                 seed: float, pattern: str, paint: bool) -> Stroke:
-    """One click or drag on the Original panel (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) -> the
-    painted mask; paint mode on.
+def paint_request(painted_request: str | None, stroke: str | None, painted: list | None, image: str | None,
+                  model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool) -> Stroke:
+    """The server's side of a stroke or a tick the page left to it (another model, a comparison, no WebAssembly).
 
-    Outside paint mode the mask on screen is the slider stop's (the page may have shown it
-    without a server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask.
+    A stroke (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) changes the painted mask and turns painting
+    on; outside paint mode the mask on screen is the slider stop's (the page may have shown it without a
+    server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask. A tick starts from the
+    slider stop on screen; an untick leaves the mask as it is.
     """
+    if _request_kind(painted_request) == "tick":
+        if not paint or image is None:
+            return Stroke(painted, bool(paint))
+        return Stroke(mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern).tolist(), True)
     require_image(image)
     try:
         points = json.loads(stroke or "{}").get("points", [])
     except (ValueError, AttributeError):
         points = []
-    if not paint or painted is None:
-        painted = mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern)
-    return Stroke(mae_view.paint_stroke(np.asarray(painted, dtype=bool), points).tolist(), True)
+    shown = mae_view.painted_mask(paint, painted)
+    if shown is None:
+        shown = mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern)
+    return Stroke(mae_view.paint_stroke(shown, points).tolist(), True)
 
 
-@cost(model_cost(3))
-@user_errors
-def start_paint(paint: bool, painted: list | None, image: str | None, model_name: str, mask_ratio: float,
-                seed: float, pattern: str) -> list | None:
-    """The user ticked "Paint the mask": painting starts from the slider stop on screen."""
-    if not paint or image is None:
-        return painted
-    return mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern).tolist()
-
-
-def paint_controls(paint: bool, painted: list | None) -> Sliders:
-    """Slider, seed and pattern while painting: off, and the slider says what is painted."""
-    if paint and painted is not None:
-        return Sliders(gr.update(interactive=False, label=mae_view.painted_label(np.asarray(painted, dtype=bool))),
-                       gr.update(interactive=False), gr.update(interactive=False))
-    return Sliders(gr.update(interactive=True, label="Masking ratio"), gr.update(interactive=True),
-                   gr.update(interactive=True))
-
-
-def painted_controls(paint: bool, painted: list | None) -> Sliders:
-    """:func:`paint_controls` after a new mask, only while painting (otherwise nothing changes)."""
-    if not paint:
-        return Sliders(gr.skip(), gr.skip(), gr.skip())
-    return paint_controls(paint, painted)
-
-
-def wire(ui: Binder, view: dict) -> None:
+def wire(ui: Binder, view: dict, page: list, compare: gr.components.Component) -> None:
     """Painting on the MAE tab: a click or drag on the Original panel (``ui.stroke``, urlstate.PAINT_JS) sends
-    its points; ticking the box starts from the slider stop on screen; then the view (``view``: its listener's
-    arguments) redraws. While painting, slider, seed and pattern are off and the slider says how much is painted;
-    the URL carries the mask (``ui.mask_code``, urlstate.MASK_JS). The slider's label follows the painted mask
-    after each stroke or tick, not on every view's new mask (a round trip that changed nothing while not
-    painting: every page load and server view made one)."""
-    relabel = ui.bind(painted_controls, quick=False, queue=False)
-    for painted in (ui.stroke.change(**ui.bind(paint_stroke, quick=False)),
-                    ui.paint.input(**ui.bind(start_paint, outputs="painted", quick=False))):
-        painted.then(**view)
-        painted.then(**relabel)
-    ui.paint.change(**ui.bind(paint_controls, quick=False, queue=False))
+    its points; ticking the box starts from the slider stop on screen. Both are decided in the page
+    (:data:`PAINT_JS`); the server's path (``ui.painted_request``) then runs the view (``view``: its listener's
+    arguments). ``page``: the outputs the page writes, (original, masked, reconstruction, pasted, error,
+    metrics). The URL carries the mask (``ui.mask_code``, urlstate.MASK_JS)."""
+    inputs = [ui.stroke, ui.paint, ui.painted, ui.image, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, compare,
+              ui.painted_request]
+    outputs = [ui.painted, ui.paint, *page, ui.mask_code, ui.painted_request]
+    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
+    ui.stroke.change(None, inputs, outputs, js=PAINT_JS, **quiet)
+    ui.paint.input(None, inputs, outputs, js=TICK_JS, **quiet)
+    ui.painted_request.change(**ui.bind(paint_request, quick=False)).then(**view)
+    gr.on([ui.paint.change, ui.painted.change], None, [ui.paint, ui.painted], [ui.mask_ratio, ui.seed, ui.pattern],
+          js=CONTROLS_JS, **quiet)

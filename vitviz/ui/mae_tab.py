@@ -32,8 +32,8 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
                  '<span class="vitviz-readout-unit">hidden</span></div>')
 #: Which path computes the panels; ``vitviz.inpage`` (page module) rewrites it once mae-tiny runs in the page.
 PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
-#: The model's change: the path line follows it (in the page, no server call).
-PATH_JS = js.read("mae_inpage_path")
+#: The model's or the comparison's change: the path line follows it (in the page, no server call).
+PATH_JS = js.read("mae_inpage_path", no_compare=scrub.NO_COMPARE)
 NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
 
 
@@ -250,7 +250,6 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     choices = mae_view.model_choices()
     default_model = choices[0][1] if choices else None
-    ui.painted = gr.State(None)
     with gr.Row(elem_id="mae-layout"):
         with gr.Column(scale=1, min_width=300, elem_id="mae-controls"):
             image_box(ui, TAB_ID, "mae", height=220, image_mode=None, examples_id="mae-examples",
@@ -325,6 +324,11 @@ def build(demo: gr.Blocks) -> Binder:
     ui.stroke = gr.HTML("", html_template="<span></span>", js_on_load=urlstate.PAINT_JS, elem_id="mae-paint-stroke",
                         padding=False, container=False)
     ui.mask_code = gr.Textbox("", visible="hidden", elem_id="mae-mask-code", show_label=False, container=False)
+    # The mask on screen ((gh, gw) booleans) and the page's request for the server's painting
+    # (vitviz.ui.mae_paint): components, not session state, since the page writes them when it paints itself.
+    ui.painted = gr.JSON(None, visible="hidden", elem_id="mae-painted", show_label=False)
+    ui.painted_request = gr.Textbox("", visible="hidden", elem_id="mae-paint-request", show_label=False,
+                                    container=False)
     scrubber = scrub.build()
     ui.payload = scrubber.payload
 
@@ -356,8 +360,9 @@ def build(demo: gr.Blocks) -> Binder:
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
-    ui.model_name.change(None, [ui.model_name], None, js=PATH_JS, queue=False, api_visibility="private")
-    mae_paint.wire(ui, view)
+    gr.on([ui.model_name.change, ui.compare_name.change], None, [ui.model_name, ui.compare_name], None, js=PATH_JS,
+          queue=False, api_visibility="private")
+    mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
     ui.mask_code.change(None, [ui.mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
     export_btn.click(**ui.bind(export, quick=False))
     ui.endpoint(run_reconstruct, api_name="reconstruct")

@@ -251,11 +251,15 @@ def paint_stroke(mask: np.ndarray, points: list) -> np.ndarray:
     return m
 
 
+#: The slider's label while the mask is painted (the page fills it: ``vitviz.mae.controls`` in the page module).
+PAINTED_LABEL = ("Masking ratio: off while painting ({hidden} of {total} patches hidden, {share}); "
+                 "untick “Paint the mask” to use the slider")
+
+
 def painted_label(mask: np.ndarray) -> str:
     """The slider's label while the mask is painted: how much is hidden, and how to get the slider back."""
     m = np.asarray(mask, dtype=bool)
-    return (f"Masking ratio: off while painting ({int(m.sum())} of {m.size} patches hidden, {m.mean():.0%}); "
-            "untick “Paint the mask” to use the slider")
+    return PAINTED_LABEL.format(hidden=int(m.sum()), total=m.size, share=f"{round(100 * m.mean())}%")
 
 
 def compare_choices() -> tuple[list[tuple[str, str]], str]:
@@ -341,8 +345,23 @@ def encoder_help(config: MAEConfig = MAE_TINY_CONFIG, name: str = "mae-tiny") ->
 
 
 def painted_mask(paint: bool, painted: list | None) -> np.ndarray | None:
-    """The painted mask as a ``(gh, gw)`` bool array while painting, else None (the slider's stop)."""
-    return np.asarray(painted, dtype=bool) if paint and painted is not None else None
+    """The painted mask as a ``(gh, gw)`` bool array while painting, else None (the slider's stop).
+
+    The page sends it (any visitor can send anything): it must be rows of true/false values; the model
+    checks its shape against its own grid (:func:`vitviz.core.masking.check_mask`).
+
+    Raises:
+        ValueError: not a grid of true/false values.
+    """
+    if not paint or painted is None:
+        return None
+    try:
+        m = np.asarray(painted)
+    except (TypeError, ValueError):
+        m = None
+    if m is None or m.ndim != 2 or m.size == 0 or m.dtype.kind not in "bi":
+        raise ValueError("the painted mask must be rows of true/false values, one per patch; paint it again")
+    return m.astype(bool)
 
 
 def stop_mask(model_name: str, ratio: float, seed: int, pattern: str) -> np.ndarray:

@@ -366,16 +366,31 @@
   })();
 
   // --- inpage: mae-tiny in the visitor's browser (vitviz/web/static/mae_tab.js, served on /in-browser/) -----
+  // The model is 27 MB: it is fetched once the visitor shows intent (a pointer over or on the MAE tab's
+  // controls, panels or camera, a key or focus there), never with the page itself. document.body.dataset.vitvizInpage
+  // says where it stands: 'waiting' (not wanted yet), 'loading', then 'ready' or 'off' (no WebAssembly, or it
+  // failed: the tab stays on the server).
   const inpage = (() => {
     let made = null;
+    const INTENT = ['pointerover', 'pointerdown', 'keydown', 'focusin'];
+    const PLACES = '#mae-controls, #mae-ratio-row, #mae-panels, #mae-panels-more, #mae-inpage-live';
+    const intent = (e) => { if (e.target && e.target.closest && e.target.closest(PLACES)) I.load(); };
     const I = {
+      // Fetch the model at the visitor's first intent (see above), not with the page.
+      whenWanted() {
+        if (made) return;
+        document.body.dataset.vitvizInpage = typeof WebAssembly === 'object' ? 'waiting' : 'off';
+        for (const kind of INTENT) document.addEventListener(kind, intent, {capture: true, passive: true});
+      },
       // Load the module and the model once (no WebAssembly: the tab stays on the server).
       load() {
+        for (const kind of INTENT) document.removeEventListener(kind, intent, {capture: true});
         if (!made && typeof WebAssembly === 'object') {
+          document.body.dataset.vitvizInpage = 'loading';
           made = import(new URL('in-browser/mae_tab.js', document.baseURI).href)
             .then((m) => { const t = m.create(); t.ready.then(() => I.show()); return t; })
-            .catch(() => null);
-        }
+            .catch(() => { document.body.dataset.vitvizInpage = 'off'; return null; });  // the module did not load
+        } else if (!made) document.body.dataset.vitvizInpage = 'off';
         return made;
       },
       // The panels and metrics computed in the page, or null (the caller uses the server's path).
@@ -397,8 +412,29 @@
         if (hit) return [...hit, undefined, undefined];
         const own = await I.panels(ratio, model, seed, pattern, paint, compare, noCompare);
         if (own === 'stale' || turn !== I.moves) return [...none, undefined, undefined, undefined];
+        if (own && sweep) made.then((t) => t.chart(model, Number(seed), pattern));  // the chart's curve, in the page
         if (own) return [...own, undefined, undefined];
         return [...none, undefined, (Number(request) || 0) + 1, sweep ? (Number(sweeps) || 0) + 1 : undefined];
+      },
+      // A stroke on the Original panel (`tick` false: `stroke` holds its points), or "Paint the mask" ticked or
+      // unticked (`tick` true), decided in the page (vitviz/ui/js/mae_inpage_paint.js): mae-tiny in the page
+      // computes the painted mask and the panels, else `request` becomes {"kind": "stroke"|"tick", "n"}, whose
+      // change runs the server's (vitviz.ui.mae_paint). Outputs: (painted, paint, original, masked,
+      // reconstruction, pasted, error, metrics, mask code, request); undefined leaves one as it is.
+      async paint(tick, noCompare, stroke, paint, painted, image, model, ratio, seed, pattern, compare, request) {
+        const none = Array(9).fill(undefined), turn = ++I.moves;
+        let points = null;
+        if (!tick) {
+          try { points = JSON.parse(stroke || '{}').points; } catch (e) { points = null; }
+          if (!Array.isArray(points)) points = [];
+        }
+        const t = made && await made;
+        const own = t && image ? await t.paint(points, paint, painted, model, ratio, seed, pattern, compare, noCompare) : null;
+        if (own === 'stale' || turn !== I.moves) return [...none, undefined];
+        if (own) return [own.painted, own.paint, ...own.files, own.line, own.code, undefined];
+        let n = 0;
+        try { n = Number(JSON.parse(request || '{}').n) || 0; } catch (e) { n = 0; }
+        return [...none, JSON.stringify({kind: tick ? 'tick' : 'stroke', n: n + 1})];
       },
       // The camera computed in the page: its button, rate line, canvases and video, built in `root`.
       mount(root) {
@@ -416,16 +452,23 @@
       moves: 0,  // moves decided so far: an answer computed here for an older move never lands after a newer one
       // The last result's numbers (mask, per-patch error, MSE, PSNR), for tests and benchmarks.
       async last() { const t = made && await made; return t ? t.state.last : null; },
-      // Which path runs, in the line under the metrics (#mae-path).
-      async show(model) {
+      // Which path runs, in the line under the metrics (#mae-path): the model's, or the server's while a
+      // comparison is on (`compared`: the comparison picked; `none`: "no comparison").
+      async show(model, compared, none) {
         const el = document.getElementById('mae-path'), t = made && await made;
         if (model !== undefined) I.model = model;
+        if (compared !== undefined) I.compared = compared !== none && compared !== I.model ? compared : null;
         if (!el) return;
         const m = I.model ?? (document.querySelector('#mae-model input') || {}).value;
-        el.textContent = t ? t.describe(m) : 'Computed on the server.';
-        el.dataset.path = el.textContent.includes('in your browser') ? 'browser' : 'server';
+        const mine = t ? t.describe(m) : 'Computed on the server.';
+        el.textContent = I.compared && mine.includes('in your browser')
+          ? `Computed on the server while ${m} is compared with ${I.compared} (both models run there); `
+            + `${m} alone runs in your browser.`
+          : mine;
+        el.dataset.path = el.textContent.startsWith('Computed in your browser') ? 'browser' : 'server';
       },
       model: null,
+      compared: null,
     };
     return I;
   })();
@@ -482,6 +525,21 @@
         });
       }
     },
+    // Slider, seed and pattern while painting (vitviz/ui/js/mae_paint_controls.js): off, the slider's label
+    // saying how much is painted (`label`: vitviz.views.mae.PAINTED_LABEL, its {hidden}, {total}, {share});
+    // back on otherwise. Only a change of what they show is returned (undefined leaves them as they are).
+    controls(label, paint, painted) {
+      const cells = paint && Array.isArray(painted) ? painted.flat() : null;
+      const text = cells && cells.length ? label.replace('{hidden}', cells.filter(Boolean).length)
+        .replace('{total}', cells.length).replace('{share}', `${Math.round(100 * cells.filter(Boolean).length / cells.length)}%`)
+        : null;
+      if (text === mae.painting) return [undefined, undefined, undefined];
+      mae.painting = text;
+      const on = text === null;
+      return [{__type__: 'update', interactive: on, label: on ? 'Masking ratio' : text},
+              {__type__: 'update', interactive: on}, {__type__: 'update', interactive: on}];
+    },
+    painting: null,  // the slider's label while painting, null while it is on
     // The presenter layout's large readout (#mae-ratio-readout) follows the slider: its share hidden, in %.
     readout() {
       const el = document.querySelector('#mae-ratio-readout .vitviz-readout-value');
@@ -840,6 +898,7 @@
     let done = false;
     if (back || forward) {  // the MAE tab's ratio, or the Attention tab's layer: whichever is shown
       done = step('#mae-ratio input[type=range]', forward ? +1 : -1) || press(forward ? 'attn-next' : 'attn-prev');
+      if (done && document.getElementById('mae-ratio')?.offsetParent) inpage.load();  // the MAE slider: intent
     } else if (e.code === 'KeyP' && e.altKey) {  // the key's place: Option+P types 'π' on a Mac, Caps Lock 'P'
       presenter.toggle(); done = true;
     }
@@ -867,7 +926,7 @@
       if (window.vitviz.tour) window.vitviz.tour.start();  // vitviz/ui/js/tour.js
       presenter.apply();
       live.stampFrames();
-      inpage.load();
+      inpage.whenWanted();
       document.addEventListener('keydown', onKey);
       // The chart's marker moves after the panels are painted: Plotly's relayout, run in the slider's input event,
       // came before the stop's panels (the slider's change) and delayed them (bench/browser.py --keys). The

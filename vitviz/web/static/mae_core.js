@@ -58,6 +58,75 @@ export function makeMask(tables, pattern, ratio, seed) {
   return mask;
 }
 
+/**
+ * One stroke of the brush on a painted mask, as the server applies it (vitviz.views.mae.paint_stroke).
+ *
+ * @param {Uint8Array} mask   (L,) 1 = hidden, L = gh * gw in raster order
+ * @param {Array} points      [x, y] fractions of the view (x right, y down) in the order the pointer passed
+ *                            them; a point outside [0, 1] or not two numbers is ignored. The patch under a point
+ *                            is row = floor(y * gh), col = floor(x * gw), clamped into the grid
+ *                            (vitviz.core.patches.pixel_to_patch with size 1).
+ * @returns {Uint8Array} a new mask: every patch the stroke crossed is hidden when the first one was visible,
+ *                       shown when it was hidden; one patch (the last crossed) always stays visible.
+ */
+export function paintStroke(mask, points, gh, gw) {
+  const out = Uint8Array.from(mask);
+  const cells = [];
+  for (const p of Array.isArray(points) ? points : []) {
+    if (!Array.isArray(p) || p.length !== 2 || typeof p[0] !== "number" || typeof p[1] !== "number") continue;
+    const [x, y] = p;
+    if (!(x >= 0 && x <= 1 && y >= 0 && y <= 1)) continue;
+    const row = Math.min(Math.max(Math.floor(y * gh), 0), gh - 1);
+    const col = Math.min(Math.max(Math.floor(x * gw), 0), gw - 1);
+    const cell = row * gw + col;
+    if (!cells.includes(cell)) cells.push(cell);
+  }
+  if (!cells.length) return out;
+  const hide = out[cells[0]] ? 0 : 1;
+  for (const cell of cells) out[cell] = hide;
+  if (out.every((h) => h === 1)) out[cells[cells.length - 1]] = 0;
+  return out;
+}
+
+/** A mask as the URL carries it (vitviz.ui.urlstate.encode_mask): "<gh>x<gw>.<hex>", 4 patches a digit. */
+export function maskCode(mask, gh, gw) {
+  let digits = "";
+  for (let i = 0; i < mask.length; i += 4) {
+    let d = 0;
+    for (let k = 0; k < 4; k++) d = d * 2 + (i + k < mask.length && mask[i + k] ? 1 : 0);
+    digits += d.toString(16);
+  }
+  return `${gh}x${gw}.${digits}`;
+}
+
+/**
+ * The Original panel as the server draws it (vitviz.views.mae.panels): while painting, hidden patches
+ * blended towards dark grey (vitviz.render.mae.shade_hidden, alpha 0.62 towards 40), then the patch grid as
+ * white 1-px lines at alpha 0.45 (grid_overlay: every patch's first row and column, and the last ones).
+ *
+ * @returns {Uint8ClampedArray} S*S*4
+ */
+export function originalPanel(rgba, mask, size, patch, painting) {
+  const out = new Uint8ClampedArray(rgba);
+  const gw = size / patch;
+  for (let y = 0; y < size; y++) {
+    const line = y % patch === 0 || y === size - 1;
+    for (let x = 0; x < size; x++) {
+      const pix = (y * size + x) * 4;
+      const shade = painting && mask[Math.floor(y / patch) * gw + Math.floor(x / patch)] === 1;
+      const grid = line || x % patch === 0 || x === size - 1;
+      for (let c = 0; c < 3; c++) {
+        let v = out[pix + c];
+        if (shade) v = Math.round(0.38 * v + 0.62 * 40);
+        if (grid) v = Math.round(0.55 * v + 0.45 * 255);
+        out[pix + c] = v;
+      }
+      out[pix + 3] = 255;
+    }
+  }
+  return out;
+}
+
 /** Visible patch indices in raster order, as the graph's int64 input. */
 export function visibleIds(mask) {
   const ids = [];

@@ -1,10 +1,12 @@
 // The app's MAE tab, computed in the visitor's browser: once mae-tiny is in the page, a change of ratio,
-// seed or pattern is reconstructed here (mae_core.js, the static page's own arithmetic) and handed to
-// Gradio as the panels' new values, with no server call. The model's input is the server's own square
-// view of the photo (the hidden #mae-model-view panel, lossless PNG), so both paths see the same pixels.
-// Anything else (another model, painting, a comparison, a seed the page carries no mask for, a browser
-// without WebAssembly) returns null: the caller then uses the server.
-import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView } from "./mae_core.js";
+// seed or pattern, and a painted stroke, is reconstructed here (mae_core.js, the static page's own arithmetic)
+// and handed to Gradio as the panels' new values, with no server call. The model's input is the server's own
+// square view of the photo (the hidden #mae-model-view panel, lossless PNG), so both paths see the same pixels.
+// Anything else (another model, a comparison, a seed the page carries no mask for, a browser without
+// WebAssembly) returns null: the caller then uses the server.
+import {
+  cameraLoop, errorPanel, loadModel, makeMask, maskCode, originalPanel, paintStroke, reconstructOnce, squareView,
+} from "./mae_core.js";
 
 const base = new URL("./", import.meta.url).href;
 
@@ -35,7 +37,7 @@ async function pixels(url, size) {
  */
 export function create() {
   const state = { model: null, config: null, tables: null, error: null, view: { url: null, rgba: null },
-    runs: 0, lastMs: 0, last: null, gen: 0, chain: Promise.resolve(), revoke: [] };
+    runs: 0, lastMs: 0, last: null, gen: 0, sweeps: 0, chain: Promise.resolve(), revoke: [] };
   const ready = (async () => {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     state.config = await (await fetch(base + "config.json")).json();
@@ -74,27 +76,33 @@ export function create() {
     return state.view.rgba;
   }
 
-  /**
-   * The four ratio-dependent panels and the metrics line, or null (use the server), or "stale" (a newer
-   * change came first: leave the panels as they are).
-   */
-  async function panels(ratio, model, seed, pattern, paint, compare, noCompare) {
-    if (!mine(model, paint, compare, noCompare)) return null;
+  /** The slider stop's mask for a seed and pattern, or null when the page carries no mask for them. */
+  function stopMask(ratio, seed, pattern) {
     const s = Number(seed);
     if (!(Number.isInteger(s) && s >= 0 && s < state.tables.seeds) || !["random", "block", "grid"].includes(pattern)) {
       return null;
     }
+    return makeMask(state.tables, pattern, Number(ratio), s);
+  }
+
+  /**
+   * Reconstruct `mask` (made once its turn comes: `makeMaskNow()`) and draw the panels `kinds` of
+   * original, masked, reconstruction, pasted, error; one change at a time, the newest wins ("stale" for the
+   * others). Returns {files (Gradio file values, in `kinds` order), line (the metrics), mask} or null.
+   */
+  function compute(mask, kinds, painting) {
     const gen = ++state.gen;
     const work = state.chain.then(async () => {
       if (gen !== state.gen) return "stale";
       const rgba = await view();
       if (!rgba) return null;
       const { size, patch } = state.config;
-      const mask = makeMask(state.tables, pattern, Number(ratio), s);
       const t0 = performance.now();
       const out = await reconstructOnce(state.model, rgba, mask, state.config);
-      const files = await Promise.all([out.masked, out.reconstruction, out.pasted, errorPanel(out, mask, size, patch)]
-        .map((p) => asFile(p, size)));
+      const draw = { original: () => originalPanel(rgba, mask, size, patch, painting), masked: () => out.masked,
+        reconstruction: () => out.reconstruction, pasted: () => out.pasted,
+        error: () => errorPanel(out, mask, size, patch) };
+      const files = await Promise.all(kinds.map((k) => asFile(draw[k](), size)));
       state.lastMs = performance.now() - t0;
       for (const u of state.revoke.splice(0)) URL.revokeObjectURL(u);
       state.revoke.push(...files.map((f) => f.url));
@@ -103,10 +111,81 @@ export function create() {
       state.last = { hidden, maskedMse: out.maskedMse, psnr: out.psnr, errorMap: Array.from(out.errorMap),
         mask: Array.from(mask) };
       document.body.dataset.vitvizInpageRuns = String(state.runs);
-      return [...files, metrics(model, hidden, mask.length, out)];
+      return { files, out, hidden };
     });
     state.chain = work.catch(() => null);
     return work;
+  }
+
+  /**
+   * The four ratio-dependent panels and the metrics line, or null (use the server), or "stale" (a newer
+   * change came first: leave the panels as they are).
+   */
+  async function panels(ratio, model, seed, pattern, paint, compare, noCompare) {
+    if (!mine(model, paint, compare, noCompare)) return null;
+    const mask = stopMask(ratio, seed, pattern);
+    if (!mask) return null;
+    const done = await compute(mask, ["masked", "reconstruction", "pasted", "error"], false);
+    if (!done || done === "stale") return done;
+    return [...done.files, metrics(model, done.hidden, mask.length, done.out)];
+  }
+
+  /**
+   * Painting, computed in the page. A stroke (`points`: [x, y] fractions of the view) changes the painted
+   * mask on screen (the slider stop's when not painting yet) as the server's paint_stroke does, and turns
+   * painting on; `points` null is a tick or untick of "Paint the mask", which starts from the slider stop
+   * (vitviz.ui.mae_paint.start_paint). Returns {painted ((gh, gw) booleans), paint, code (the URL's mask
+   * code, "" when not painting), files (original, masked, reconstruction, pasted, error), line}, or null
+   * (use the server), or "stale".
+   */
+  async function paint(points, paintOn, painted, model, ratio, seed, pattern, compare, noCompare) {
+    if (!mine(model, false, compare, noCompare)) return null;
+    const [gh, gw] = state.tables.grid;
+    const shown = paintOn && Array.isArray(painted) && painted.length === gh
+      && painted.every((row) => Array.isArray(row) && row.length === gw) ? Uint8Array.from(painted.flat(), Number) : null;
+    const start = points && shown ? shown : stopMask(ratio, seed, pattern);
+    if (!start) return null;
+    const mask = points ? paintStroke(start, points, gh, gw) : start;
+    const on = points ? true : Boolean(paintOn);
+    const done = await compute(mask, ["original", "masked", "reconstruction", "pasted", "error"], on);
+    if (!done || done === "stale") return done;
+    state.last.points = points;  // for tests: the stroke as the page applied it
+    const rows = Array.from({ length: gh }, (_, r) => Array.from(mask.subarray(r * gw, (r + 1) * gw), (h) => h === 1));
+    return { painted: rows, paint: on, code: on ? maskCode(mask, gh, gw) : "", files: done.files,
+      line: metrics(model, done.hidden, mask.length, done.out) };
+  }
+
+  /**
+   * The sweep chart's error curve after a seed or pattern chosen in the page (the server's sweep is of the seed
+   * and pattern it last computed): every stop the chart shows, reconstructed here one at a time after the panels
+   * (a newer change of the controls goes first), then the chart's MSE trace, its hover numbers and its title
+   * restyled. A newer seed or pattern abandons an older curve.
+   */
+  async function chart(model, seed, pattern) {
+    const plot = document.querySelector("#mae-sweep-chart .js-plotly-plot");
+    if (!plot || !window.Plotly || !plot.data || !plot.data[0] || !state.model) return;
+    const gen = ++state.sweeps;
+    const xs = Array.from(plot.data[0].x);
+    const mse = [];
+    const custom = [];
+    for (const x of xs) {
+      const mask = stopMask(Math.round(x) / 100, seed, pattern);
+      if (!mask) return;
+      const step = state.chain.then(async () => {
+        const rgba = gen === state.sweeps ? await view() : null;
+        return rgba ? reconstructOnce(state.model, rgba, mask, state.config) : null;
+      });
+      state.chain = step.catch(() => null);
+      const out = await step.catch(() => null);
+      if (!out || gen !== state.sweeps) return;
+      const hidden = mask.reduce((a, b) => a + b, 0);
+      mse.push(out.maskedMse);
+      custom.push([out.psnr, mask.length - hidden]);
+    }
+    window.Plotly.restyle(plot, { y: [mse], customdata: [custom] }, [0]);
+    window.Plotly.relayout(plot, { "title.text": `${model}: error and encoder cost against masking ratio `
+      + `(seed ${seed}, ${pattern}; computed in your browser)` });
+    document.body.dataset.vitvizInpageChart = `${seed}:${pattern}`;  // for tests
   }
 
   function metrics(model, hidden, length, out) {
@@ -121,7 +200,7 @@ export function create() {
     if (state.model && model === state.config.name) {
       const t = state.model.threads;
       return `Computed in your browser (WebAssembly, ${t} thread${t > 1 ? "s" : ""}; `
-        + `${model} ${(state.model.bytes / 1e6).toFixed(1)} MB): ratio, seed and pattern make no server call.`;
+        + `${model} ${(state.model.bytes / 1e6).toFixed(1)} MB): ratio, seed, pattern and painting make no server call.`;
     }
     if (state.error) return `Computed on the server (the model could not start in this browser: ${state.error}).`;
     return "Computed on the server.";
@@ -182,5 +261,5 @@ export function create() {
     }).catch((err) => { rate.textContent = String(err.message || err); });
   }
 
-  return { ready, state, panels, describe, camera };
+  return { ready, state, panels, paint, chart, describe, camera };
 }
