@@ -20,8 +20,12 @@ if __name__ == "__main__":  # --model NAME=PATH (your checkpoints) and --mcp: py
     from vitviz.ui.starter import start_options
 
     options = start_options()
-demo = build_demo()
-serve.install(demo)  # a shared host (vitviz/ui/serve): the named contacts, model calls by cost class
+if __name__ != "__mp_main__":
+    # A model worker process (VITVIZ_WORKERS=processes, started with ``spawn``) imports this file under the name
+    # __mp_main__ before it runs its calls: it needs none of the page, and building it there would cost every
+    # worker Gradio and the tabs (~0.5 GB) and start a second set of workers inside each worker.
+    demo = build_demo()
+    serve.install(demo)  # a shared host (vitviz/ui/serve): the named contacts, model calls by cost class
 
 if __name__ == "__main__":
     import signal

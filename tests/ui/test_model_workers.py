@@ -67,6 +67,8 @@ def test_the_app_with_workers_answers_as_without_and_leaves_no_process(app_url, 
         there = Client(url, verbose=False).predict(*args, api_name="/reconstruct")
         workers = _children(proc.pid)
         assert len(workers) >= 2  # the view pool's process, the heavy and the live ones, multiprocessing's tracker
+        nested = [c for w in workers for c in _children(w)]
+        assert not nested, f"a worker process started processes of its own: {nested}"
     for a, b in zip(alone[:4], there[:4]):
         assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
     assert alone[4] == there[4]
@@ -75,3 +77,15 @@ def test_the_app_with_workers_answers_as_without_and_leaves_no_process(app_url, 
         time.sleep(0.2)
     assert not [p for p in workers if _alive(p)], "worker processes outlived the app"
     assert os.getpid() not in workers
+
+
+def test_a_spawned_worker_importing_the_app_builds_no_page_and_starts_no_workers(monkeypatch):
+    """``spawn`` runs the parent's main file under the name ``__mp_main__`` in each worker: app.py must then
+    build nothing (no Gradio page, no second set of workers inside the worker)."""
+    import runpy
+
+    monkeypatch.setenv("VITVIZ_WORKERS", "processes")
+    started = []
+    monkeypatch.setattr(model_workers, "install", lambda *a, **k: started.append(a))
+    names = runpy.run_path(str(Path(__file__).resolve().parents[2] / "app.py"), run_name="__mp_main__")
+    assert "demo" not in names and not started
