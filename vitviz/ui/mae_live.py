@@ -15,7 +15,7 @@ the newest waits (the route's drop, or Gradio's stream keeping one pending chunk
 are dropped, never queued, and the picture stays live. Stopping the camera closes the stream and the
 route computes nothing more for it.
 
-The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its own slots
+The stream is its own cost class (:attr:`~vitviz.models.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
 (``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for
 :data:`~vitviz.ui.serve.limits.GIVE_WAY_S` after one (:func:`vitviz.ui.serve.limits.others_busy`); its model
@@ -58,11 +58,11 @@ from PIL import Image
 
 from .. import settings
 from ..errors import ImageError
+from ..models.costs import Cost, cost
 from ..views import live
 from ..views.common import as_seed
 from . import js
 from .common import report
-from .serve.costs import Cost, cost
 from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 

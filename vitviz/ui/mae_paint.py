@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
+from ..models.costs import model_cost
 from ..views import mae as mae_view
 from . import js
 from .binder import Binder
-from .common import as_seed, require_image, user_errors
+from .common import as_seed, handler, require_image
 from .scrub import NO_COMPARE
-from .serve.costs import cost, model_cost
 
 #: A stroke's change: the painted mask and panels computed in the page, or the server's request.
 PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)
@@ -48,8 +48,7 @@ def _request_kind(request: str | None) -> str:
     return "tick" if kind == "tick" else "stroke"
 
 
-@cost(model_cost(3))
-@user_errors
+@handler(model_cost(3))
 def paint_request(painted_request: str | None, stroke: str | None, painted: list | None, image: str | None,
                   model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool) -> Stroke:
     """The server's side of a stroke or a tick the page left to it (another model, a comparison, no WebAssembly).

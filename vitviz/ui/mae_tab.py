@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 
 from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
+from ..models.costs import Cost, cost, model_cost
 from ..views import mae as mae_view
 from ..views.mae import model_note
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
+from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
 from .serve import files, image_cache
-from .serve.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "mae", "MAE"
@@ -98,8 +98,7 @@ class Export:
     json_file: str
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> Panels:
     """Endpoint ``reconstruct``: hide patches of an image and let a Masked Autoencoder rebuild them.
 
@@ -155,8 +154,7 @@ def update_view(c: Controls) -> View:
                 mae_view.metrics_markdown(mae_view.metrics(other, q)), r.original)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
               progress: gr.Progress = gr.Progress()) -> Sweep:
     """Endpoint ``sweep``: every slider stop in batched passes -> chart, thumbnails, chart data."""
@@ -221,8 +219,7 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
         return ""
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def export(c: Controls) -> Export:
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(c.image)
