@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 
 import gradio as gr
-import numpy as np
 
 from ..models.costs import model_cost
 from ..views import mae as mae_view
