@@ -18,7 +18,8 @@ from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
 from ..models.costs import Cost, cost, model_cost
 from ..views import mae as mae_view
-from ..views.mae import model_note
+from ..views import mae_paint as mp
+from ..views.mae import model_note, url_controls
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
@@ -138,7 +139,7 @@ def _compared(compare_name: str, model_name: str | None = None) -> str | None:
 def update_view(c: Controls) -> View:
     """Everything on screen for the current controls (private endpoint used by the page)."""
     require_image(c.image)
-    painted = mae_view.painted_mask(c.paint, c.painted)
+    painted = mp.painted_mask(c.paint, c.painted)
     model, r = mae_view.result(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern, painted)
     p = mae_view.panels(r, painting=painted is not None)
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
@@ -224,18 +225,10 @@ def export(c: Controls) -> Export:
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(c.image)
     png, record = mae_view.export_files(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern,
-                                        mae_view.painted_mask(c.paint, c.painted),
+                                        mp.painted_mask(c.paint, c.painted),
                                         _compared(c.compare_name, c.model_name))
     # Both files go to Gradio's cleaned cache (deleted after VITVIZ_CACHE_SECONDS), never the temp folder.
     return Export(files.write_bytes(png, "vitviz-mae-panels.png"), files.write_text(record, "vitviz-mae-metrics.json"))
-
-
-def url_controls(state: Any) -> dict[str, Any]:
-    """The controls the URL sets: model, ratio, seed, pattern, and a painted mask (paint mode on)."""
-    found = {"model_name": state.model, "mask_ratio": state.ratio, "seed": state.seed, "pattern": state.pattern}
-    if state.mask is not None:
-        found.update(paint=True, painted=state.mask.tolist())
-    return {k: v for k, v in found.items() if v is not None}
 
 
 def build(demo: gr.Blocks) -> Binder:
