@@ -14,10 +14,10 @@ import gradio as gr
 
 from ..models.costs import model_cost
 from ..views import mae_paint as mp
+from ..views.mae import NO_COMPARE
 from . import js
 from .binder import Binder
 from .common import handler
-from .scrub import NO_COMPARE
 
 #: A stroke's change: the painted mask and panels computed in the page, or the server's request.
 PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)

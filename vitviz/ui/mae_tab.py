@@ -19,7 +19,8 @@ from ..core.masking import MAX_RATIO, PATTERNS
 from ..models.costs import Cost, cost, model_cost
 from ..views import mae as mae_view
 from ..views import mae_paint as mp
-from ..views.mae import model_note, url_controls
+from ..views.mae import NO_COMPARE, compared, model_note, url_controls
+from ..views.mae_scrub import PANEL_KINDS, StopPanels
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
@@ -34,8 +35,7 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
 #: Which path computes the panels; ``vitviz.inpage`` (page module) rewrites it once mae-tiny runs in the page.
 PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
 #: The model's or the comparison's change: the path line follows it (in the page, no server call).
-PATH_JS = js.read("mae_inpage_path", no_compare=scrub.NO_COMPARE)
-NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
+PATH_JS = js.read("mae_inpage_path", no_compare=NO_COMPARE)
 
 
 HELP_ENCODER = mae_view.encoder_help()
@@ -129,11 +129,6 @@ def _view_cleared(message: str) -> View:
                 None, None, None, "", gr.update())
 
 
-def _compared(compare_name: str, model_name: str | None = None) -> str | None:
-    """The model to compare with, or ``None`` (no comparison picked, or the main model itself: one row)."""
-    return compare_name if compare_name and compare_name not in (NO_COMPARE, model_name) else None
-
-
 @cost(model_cost(1))
 @shown_once(_view_cleared)
 def update_view(c: Controls) -> View:
@@ -144,7 +139,7 @@ def update_view(c: Controls) -> View:
     p = mae_view.panels(r, painting=painted is not None)
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
     code = urlstate.encode_mask(r.mask) if painted is not None else ""
-    other_name = _compared(c.compare_name, c.model_name)
+    other_name = compared(c.compare_name, c.model_name)
     if other_name is None:
         return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
                     gr.update(visible=False), None, None, None, "", r.original)
@@ -209,8 +204,8 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
             return known
         stops, complete = mae_view.cached_stops(image, model_name, s, pattern, original)
         folder = str(files.cache_folder())
-        shipped = [scrub.StopPanels(stop.ratio, {kind: image_cache.save_array(getattr(stop.panels, kind), folder)
-                                                 for kind in scrub.PANEL_KINDS}, stop.metrics) for stop in stops]
+        shipped = [StopPanels(stop.ratio, {kind: image_cache.save_array(getattr(stop.panels, kind), folder)
+                                                 for kind in PANEL_KINDS}, stop.metrics) for stop in stops]
         payload = scrub.build_payload({"image": image, "model": model_name, "seed": s, "pattern": pattern}, shipped,
                                       folder) if shipped else ""
         if complete:
@@ -226,7 +221,7 @@ def export(c: Controls) -> Export:
     require_image(c.image)
     png, record = mae_view.export_files(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern,
                                         mp.painted_mask(c.paint, c.painted),
-                                        _compared(c.compare_name, c.model_name))
+                                        compared(c.compare_name, c.model_name))
     # Both files go to Gradio's cleaned cache (deleted after VITVIZ_CACHE_SECONDS), never the temp folder.
     return Export(files.write_bytes(png, "vitviz-mae-panels.png"), files.write_text(record, "vitviz-mae-metrics.json"))
 
@@ -360,6 +355,7 @@ def build(demo: gr.Blocks) -> Binder:
     mae_provenance.wire(ui)
     mae_doctor.wire(ui)
     mae_live.wire(live, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, ui.paint, ui.painted)
-    demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(**ui.bind(page_sweep, quick=False)).then(**prewarm)
+    demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(
+        **ui.bind(page_sweep, quick=False)).then(**prewarm)
     ui.follow_url(("model_name", "mask_ratio", "seed", "pattern", "paint", "painted"), url_controls)
     return ui

@@ -206,6 +206,15 @@ def thumbnails(s: Sweep, ratios: tuple[float, ...] = THUMB_RATIOS) -> list[tuple
     return out
 
 
+#: The comparison dropdown's value that means "no comparison" (one home: the page checks it too).
+NO_COMPARE = "(none)"
+
+
+def compared(compare_name: str, model_name: str | None = None) -> str | None:
+    """The model to compare with, or ``None`` (no comparison picked, or the main model itself: one row)."""
+    return compare_name if compare_name and compare_name not in (NO_COMPARE, model_name) else None
+
+
 def compare_choices() -> tuple[list[tuple[str, str]], str]:
     """What the comparison picker offers: the MAE models whose weights can be had here ((label, name) pairs;
     the main model is left out of the comparison when picked in both), and a sentence saying so when there is
