@@ -141,7 +141,7 @@ def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
 
     from vitviz import load_model, reconstruct
     from vitviz.assets import example_images
-    from vitviz.ui.urlstate import encode_mask
+    from vitviz.views.urlstate import encode_mask
     from vitviz.views import mae as mae_view
     from vitviz.views import mae_paint
 
@@ -187,7 +187,7 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
     the slider off and labelled by the page, the URL's mask, and the slider back once unticked."""
     from playwright.sync_api import sync_playwright
 
-    from vitviz.ui.urlstate import decode_mask
+    from vitviz.views.urlstate import decode_mask
     from vitviz.views import mae_paint
 
     with sync_playwright() as p:

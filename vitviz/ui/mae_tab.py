@@ -21,6 +21,7 @@ from ..views import mae as mae_view
 from ..views import mae_paint as mp
 from ..views.mae import NO_COMPARE, compared, model_note, url_controls
 from ..views.mae_scrub import PANEL_KINDS, StopPanels
+from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
 from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
@@ -138,7 +139,7 @@ def update_view(c: Controls) -> View:
     model, r = mae_view.result(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern, painted)
     p = mae_view.panels(r, painting=painted is not None)
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
-    code = urlstate.encode_mask(r.mask) if painted is not None else ""
+    code = encode_mask(r.mask) if painted is not None else ""
     other_name = compared(c.compare_name, c.model_name)
     if other_name is None:
         return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
