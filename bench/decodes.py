@@ -22,6 +22,7 @@ def main() -> None:
     from vitviz.assets import example_images
     from vitviz.core import decode
     from vitviz.ui import mae_tab
+    from vitviz.views.mae import NO_COMPARE
 
     source = Path(sys.argv[1] if len(sys.argv) > 1 else example_images()[1])
     folder = Path(tempfile.mkdtemp(prefix="vitviz-decodes-"))
@@ -39,7 +40,7 @@ def main() -> None:
         quiet = lambda *a, **k: None  # noqa: E731 - a gr.Progress stand-in
         steps = [
             ("update_view", lambda: mae_tab.update_view(mae_tab.Controls(str(upload), "mae-tiny", 0.75, 0, "random",
-                                                                         False, None, mae_tab.NO_COMPARE))),
+                                                                         False, None, NO_COMPARE))),
             ("page_sweep", lambda: mae_tab.page_sweep(str(upload), "mae-tiny", 0, "random", progress=quiet)),
             ("scrub_payload", lambda: mae_tab.scrub_payload(str(upload), "mae-tiny", 0, "random")),
         ]

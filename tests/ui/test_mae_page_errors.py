@@ -14,6 +14,7 @@ import gradio as gr
 import pytest
 
 from vitviz.ui import mae_tab
+from vitviz.views.mae import NO_COMPARE
 
 ROOT = Path(__file__).resolve().parents[2]
 PHOTO = str(ROOT / "assets" / "examples" / "chelsea.jpg")
@@ -28,7 +29,7 @@ def toasts(monkeypatch) -> list[str]:
 
 def _view(image, seed=0):  # noqa: ANN001
     return mae_tab.update_view(mae_tab.Controls(image, "mae-tiny", 0.75, seed, "random", False, None,
-                                                mae_tab.NO_COMPARE))
+                                                NO_COMPARE))
 
 
 @pytest.mark.parametrize("case", ["not an image", "no image", "negative seed", "fractional seed"])

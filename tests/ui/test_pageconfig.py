@@ -110,6 +110,7 @@ def test_the_page_configuration_is_under_the_budget_in_public_mode_with_every_mo
     """Issue 32: the largest configuration a host builds: public mode, the package's dinov2-small on (all 14 tour
     steps, every picker's models). The tour's steps travel in the cached page module, not in the configuration."""
     from vitviz.ui import build_demo, js, serve, tour
+    from vitviz.views.tour import steps_json
 
     monkeypatch.setenv("VITVIZ_PUBLIC", "1")
     monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
@@ -118,7 +119,7 @@ def test_the_page_configuration_is_under_the_budget_in_public_mode_with_every_mo
     assert _compact(config) < PAGE_BUDGET, _compact(config)
     steps = tour.steps_here()
     assert len(steps) == len(tour.default_steps()) and steps[0].title not in json.dumps(config, default=str)
-    assert json.dumps(steps[0].title)[1:-1] in js.read("tour", steps=json.loads(tour.steps_json(steps)))
+    assert json.dumps(steps[0].title)[1:-1] in js.read("tour", steps=json.loads(steps_json(steps)))
 
 
 def test_the_served_page_configuration_is_under_the_budget_and_the_page_module_is_a_cached_file(app_url) -> None:  # noqa: ANN001

@@ -13,6 +13,7 @@ from PIL import Image
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
 from vitviz.ui import scrub
+from vitviz.views import mae_scrub
 
 STOPS = [round(0.05 * i, 2) for i in range(20)]
 PANEL_IDS = ("panel-masked", "panel-reconstruction", "panel-pasted", "panel-error")
@@ -95,20 +96,20 @@ def test_payload_packs_each_panel_file_byte_for_byte(tmp_path):
     stops = []
     for ratio in (0.25, 0.75):
         paths = {}
-        for k, kind in enumerate(scrub.PANEL_KINDS):
+        for k, kind in enumerate(mae_scrub.PANEL_KINDS):
             p = tmp_path / f"{kind}-{ratio}.png"
             p.write_bytes(bytes([k]) * (10 + int(ratio * 100)) + kind.encode())
             paths[kind] = str(p)
         files[ratio] = paths
-        stops.append(scrub.StopPanels(ratio, paths, f"({_hidden(ratio)} hidden)"))
+        stops.append(mae_scrub.StopPanels(ratio, paths, f"({_hidden(ratio)} hidden)"))
     text = scrub.build_payload({"image": "/x.png", "model": "mae-tiny", "seed": 3, "pattern": "block"}, stops,
                                str(tmp_path))
     data = json.loads(text)
     assert (data["model"], data["seed"], data["pattern"], data["image"]) == ("mae-tiny", 3, "block", "/x.png")
-    assert set(data["stops"]) == {"0.25", "0.75"} and scrub.stop_key(0.7500000001) == "0.75"
+    assert set(data["stops"]) == {"0.25", "0.75"} and mae_scrub.stop_key(0.7500000001) == "0.75"
     blob = open(data["pack"], "rb").read()
     for ratio, paths in files.items():
-        entry = data["stops"][scrub.stop_key(ratio)]
+        entry = data["stops"][mae_scrub.stop_key(ratio)]
         assert entry["metrics"] == f"({_hidden(ratio)} hidden)"
         for kind, path in paths.items():
             offset, length = entry["files"][kind]

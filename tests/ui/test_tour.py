@@ -7,6 +7,7 @@ import pytest
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
 from vitviz.ui import tour
+from vitviz.views import tour as steps_data
 
 
 def _blocks():
@@ -19,14 +20,14 @@ def _blocks():
 def test_steps_name_real_tabs_and_components():
     from vitviz.ui.app import TAB_IDS
 
-    tour.check(tour.default_steps(), TAB_IDS)
+    steps_data.check(tour.default_steps(), TAB_IDS)
     with pytest.raises(ValueError, match="not one of"):
-        tour.check((tour.Step("nowhere", "t", "n", output="x", ready=("x", "y")),), TAB_IDS)
+        steps_data.check((steps_data.Step("nowhere", "t", "n", output="x", ready=("x", "y")),), TAB_IDS)
     blocks = _blocks()
     from vitviz.ui.common import example_images
 
     names = {os.path.splitext(os.path.basename(p))[0] for p in example_images()}
-    assert tour.PHOTO in names  # the default photo is a bundled example
+    assert steps_data.PHOTO in names  # the default photo is a bundled example
     for step in tour.default_steps():
         assert step.output in blocks and step.ready[0] in blocks, step.title
         assert step.photo is None or step.photo in names, step.title
@@ -36,10 +37,11 @@ def test_steps_name_real_tabs_and_components():
                 assert block.minimum <= value <= (block.maximum if block.maximum is not None else value), elem_id
             if getattr(block, "choices", None):
                 assert str(value) in {str(c[1] if isinstance(c, tuple) else c) for c in block.choices}, elem_id
-    assert '"tab": "patches"' in tour.steps_json() and "<" not in tour.steps_json(tour.default_steps()[:1])
+    assert '"tab": "patches"' in steps_data.steps_json(tour.default_steps())
+    assert "<" not in steps_data.steps_json(tour.default_steps()[:1])
 
 
-def _walked(page, i: int, step: tour.Step, height: int) -> None:
+def _walked(page, i: int, step: steps_data.Step, height: int) -> None:
     """Step ``i`` (1-based) is in: its own output, its key visual on screen, the bar on screen."""
     page.wait_for_function(
         "([i, id, text]) => { const b = document.querySelector('#tour .vitviz-tour');"
@@ -93,7 +95,7 @@ def test_a_step_whose_model_is_missing_is_left_out(monkeypatch):
     assert all(k.needs == ("dinov2-small",) for k in kinds)
     here = tour.steps_here()
     assert len(here) == len(steps) - 2 and not set(kinds) & set(here)
-    assert tour.steps_here(tuple(s for s in steps if not s.needs)) == here
+    assert steps_data.available(tuple(s for s in steps if not s.needs)) == here
 
 
 #: Scroll each of the shown tab's image-panel labels and icon buttons under the middle of the stuck bar; say
@@ -170,7 +172,7 @@ def test_the_tour_keeps_the_visitors_photo_and_gives_it_back(app_url, tmp_path):
         for i in (0, example_only, after):
             page.evaluate(f"window.vitviz.tour.go({i})")
             _walked(page, i + 1, steps[i], 720)
-            _box_shows(page, prefix.get(steps[i].tab, steps[i].tab), "lesson" if i != example_only else tour.PHOTO)
+            _box_shows(page, prefix.get(steps[i].tab, steps[i].tab), "lesson" if i != example_only else steps_data.PHOTO)
         page.evaluate(f"window.vitviz.tour.go({example_only})")  # the example again, then Finish elsewhere
         _walked(page, example_only + 1, steps[example_only], 720)
         last = len(steps) - 1

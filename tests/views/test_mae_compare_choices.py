@@ -3,7 +3,6 @@ with itself, and says so when no second MAE is here."""
 
 from __future__ import annotations
 
-from vitviz.ui import mae_tab
 from vitviz.views import mae as mv
 
 
@@ -19,6 +18,6 @@ def test_offline_only_the_embedded_model_and_a_sentence(monkeypatch):
 
 
 def test_the_main_model_is_not_compared_with_itself():
-    assert mae_tab._compared("mae-tiny", "mae-tiny") is None
-    assert mae_tab._compared(mae_tab.NO_COMPARE, "mae-tiny") is None
-    assert mae_tab._compared("mae-base", "mae-tiny") == "mae-base"
+    assert mv.compared("mae-tiny", "mae-tiny") is None
+    assert mv.compared(mv.NO_COMPARE, "mae-tiny") is None
+    assert mv.compared("mae-base", "mae-tiny") == "mae-base"

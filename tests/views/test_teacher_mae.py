@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from vitviz.views import mae as mv
+from vitviz.views import mae_paint
 
 
 def _centre(i: int, j: int, n: int = 14) -> tuple[float, float]:
@@ -16,16 +17,16 @@ def _centre(i: int, j: int, n: int = 14) -> tuple[float, float]:
 def test_paint_stroke_hides_every_patch_crossed_and_the_first_patch_decides():
     mask = np.zeros((14, 14), dtype=bool)
     row = [_centre(3, j) for j in range(2, 9)]
-    out = mv.paint_stroke(mask, row)
+    out = mae_paint.paint_stroke(mask, row)
     assert out[3, 2:9].all() and out.sum() == 7
     assert not mask.any()  # a new array
-    back = mv.paint_stroke(out, row[::2])  # starts on a hidden patch: shows what it crosses
+    back = mae_paint.paint_stroke(out, row[::2])  # starts on a hidden patch: shows what it crosses
     assert back.sum() == 3 and not back[3, 2] and back[3, 3]
-    assert mv.paint_stroke(out, []).sum() == 7
-    assert mv.paint_stroke(out, [(float("nan"), 0.5), ("x", 1), (2.0, 0.5), (0.5,)]).sum() == 7
-    full = mv.paint_stroke(mask, [_centre(i, j) for i in range(14) for j in range(14)])
+    assert mae_paint.paint_stroke(out, []).sum() == 7
+    assert mae_paint.paint_stroke(out, [(float("nan"), 0.5), ("x", 1), (2.0, 0.5), (0.5,)]).sum() == 7
+    full = mae_paint.paint_stroke(mask, [_centre(i, j) for i in range(14) for j in range(14)])
     assert full.sum() == 195  # one patch always stays visible
-    assert "146 of 196" in mv.painted_label(np.arange(196).reshape(14, 14) < 146)
+    assert "146 of 196" in mae_paint.painted_label(np.arange(196).reshape(14, 14) < 146)
 
 
 def test_painting_shows_the_mask_on_the_original(tiny_loaded, photo_path):
@@ -90,9 +91,9 @@ def test_a_painted_mask_sent_by_the_page_is_checked():
     or a clear message; off while not painting."""
     import pytest
 
-    assert mv.painted_mask(False, "anything") is None and mv.painted_mask(True, None) is None
-    good = mv.painted_mask(True, [[True, False], [False, False]])
+    assert mae_paint.painted_mask(False, "anything") is None and mae_paint.painted_mask(True, None) is None
+    good = mae_paint.painted_mask(True, [[True, False], [False, False]])
     assert good.dtype == bool and good.shape == (2, 2)
     for bad in ("abc", [[True], [True, False]], [1, 0], {"a": 1}, [["x", "y"]], []):
         with pytest.raises(ValueError, match="rows of true/false"):
-            mv.painted_mask(True, bad)
+            mae_paint.painted_mask(True, bad)

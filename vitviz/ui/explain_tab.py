@@ -15,12 +15,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..explain.faithfulness import DEFAULT_STEPS
+from ..models.costs import Cost, model_cost
 from ..views import explain as v
 from . import helptext
 from .binder import Binder
-from .common import memo_view, user_errors
+from .common import handler, memo_view
 from .js import read as read_js
-from .serve.costs import Cost, cost, model_cost
 from .serve.pageconfig import choices_later
 from .shared_image import image_box
 
@@ -68,8 +68,7 @@ class ModelPicked:
     target: Any
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def explain(image: str | None, model: str, target: str | None, method: str, removal: str, steps: float
             ) -> Explanation:
     """Endpoint ``explain``: (image, model, class, method, removal, steps) -> (maps, curves, AUC table, caption).
@@ -82,8 +81,7 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
     return Explanation(maps, curves, auc, text)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_maps(image: str | None, model: str, target: str | None, method: str) -> Maps:
     """The maps row, its caption and the class picker (this image's top-5 first, then every class of the model).
@@ -97,8 +95,7 @@ def update_maps(image: str | None, model: str, target: str | None, method: str) 
     return Maps(panels, text, gr.update(choices=v.class_choices(e), value=target, label=v.class_label(e)))
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 @memo_view()
 def update_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
                   steps: float) -> Curves:
@@ -106,8 +103,7 @@ def update_curves(image: str | None, model: str, target: str | None, method: str
     return _curves(image, model, target, method, removal, steps)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def first_curves(image: str | None, model: str, target: str | None, method: str, removal: str,
                  steps: float) -> Curves:
     """The page's quick first drawing of the curves: every other point (half the forward passes), or the full

@@ -2,7 +2,8 @@
 
 Wiring only: each frame is :func:`vitviz.views.live.live_frame` at the tab's own model, ratio,
 seed and pattern (and its painted mask while painting), read from the controls with every frame,
-so the slider acts on the next frame. Gradio's streaming webcam input (6.31:
+so the slider acts on the next frame; the panels, their HTML and the section's sentences are
+:mod:`vitviz.views.live_panels` (``lp``). Gradio's streaming webcam input (6.31:
 ``gr.Image(sources=["webcam"], streaming=True)`` and ``.stream(stream_every=..., time_limit=...)``)
 offers a frame every :data:`STREAM_EVERY` seconds. Its first frame opens the stream's event in
 Gradio's queue (:func:`live_step`); the page sends each next one with the same values to the app's
@@ -15,7 +16,7 @@ the newest waits (the route's drop, or Gradio's stream keeping one pending chunk
 are dropped, never queued, and the picture stays live. Stopping the camera closes the stream and the
 route computes nothing more for it.
 
-The stream is its own cost class (:attr:`~vitviz.ui.serve.costs.Cost.LIVE`): its own slots
+The stream is its own cost class (:attr:`~vitviz.models.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
 (``VITVIZ_LIVE_SECONDS``), and a frame gives way to any other session's request, and for
 :data:`~vitviz.ui.serve.limits.GIVE_WAY_S` after one (:func:`vitviz.ui.serve.limits.others_busy`); its model
@@ -27,7 +28,7 @@ the page stamps each frame it sends with its own clock, the answer carries the s
 computed back (with the server's clock on entering and leaving the handler, which ``bench/live.py``
 uses to split a frame's time where page and server share a clock), and the page measures until the
 reconstruction panel has loaded. Through Gradio the answer is one piece of HTML with both panels
-inside it as JPEG data URLs (:func:`panels_html`): no files written, nothing fetched, one output.
+inside it as JPEG data URLs (:func:`lp.panels_html`): no files written, nothing fetched, one output.
 
 Where no camera is present, an uploaded video plays through the same per-frame reconstruction
 (:func:`play_video`, one generator event of the same cost class and rules: its own slot, one per
@@ -41,11 +42,7 @@ playing, dropped when it stops).
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import itertools
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -54,15 +51,13 @@ from typing import Any
 
 import gradio as gr
 import numpy as np
-from PIL import Image
 
 from .. import settings
-from ..errors import ImageError
+from ..models.costs import Cost, cost
 from ..views import live
-from ..views.common import as_seed
+from ..views import live_panels as lp
 from . import js
 from .common import report
-from .serve.costs import Cost, cost
 from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 
@@ -73,35 +68,8 @@ STREAM_EVERY = 0.05
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
 #: Placeholder value of the stamp box, replaced by the page with its clock in every frame it sends.
 STAMP = js.LIVE_STAMP
-#: Panel height of the live section, in px: the two live panels share two thirds of the panel column (about
-#: 300 px each at 1280 px, 450 at 1920), large enough for a projector; 240 left them about 200 px on the screen.
-HEIGHT = 320
-
-HELP_LIVE = (
-    "**Live camera**: *in your browser* (mae-tiny, above) or on the server (any model): click the camera's "
-    "button to start; every frame is masked and rebuilt by the model above at "
-    "the current **ratio**, **seed** and **pattern** (move them while it runs). The mask stays put while the "
-    "picture moves, so you can point at one hidden patch; tick *New mask every frame* to redraw it. While "
-    "*Paint the mask* is ticked, the painted mask is used. The server computes only the newest frame and drops "
-    "the ones that arrive meanwhile, so the picture never falls behind; the line under the panels says how many "
-    "frames a second reach the page and how long from a frame leaving the page to its reconstruction showing. "
-    "*The live panels show* can switch to where dinov2-small's class token looks in each frame (its last layer, "
-    "the mean of the heads and each head): slower, and no mask."
-)
 #: Seconds a frame that gives way waits before its answer (the stream's own slot; nothing else waits).
 PAUSE_S = 0.25
-#: The line of a frame that gave way; the page sends fewer frames while it starts with "Paused" (page.js, live).
-PAUSED = ("Paused: other requests (yours or other visitors') are computed first: frames are dropped until they "
-          "finish.")
-
-HELP_VIDEO = (
-    "**No camera?** Upload a short video (at most 60 s, Full HD, the upload size limit) and play it through the "
-    "same reconstruction: the controls above act while it plays. *At the video's own speed* drops the frames "
-    "whose time passed while one was computing; unticked, every frame is rebuilt in turn, as fast as they compute."
-)
-#: Sentence while no video is chosen.
-NO_VIDEO = "Upload a video file first (MP4, WebM, MOV, MKV or AVI), then press Play."
-
 #: Numbers the frames (a new mask every frame draws its seed from it).
 FRAMES = itertools.count()
 #: Frames this process has reconstructed (the tests read it to see that a stopped stream stops the work).
@@ -133,26 +101,28 @@ class LiveBox:
 def build() -> LiveBox:
     """Create the live section (a closed accordion) in the caller's layout context."""
     with gr.Accordion("Live camera: the model rebuilds what your webcam sees", open=False, elem_id="mae-live-box"):
-        gr.Markdown(HELP_LIVE, elem_classes=["vitviz-help"])
+        gr.Markdown(lp.HELP_LIVE, elem_classes=["vitviz-help"])
         # the camera computed in the page (mae-tiny): built there (vitviz.inpage.mount)
         gr.HTML("", html_template="<div id='mae-inpage-live'></div>", js_on_load=js.read("mae_live_inpage"),
                 elem_id="mae-inpage-camera", padding=False, container=False)
         with gr.Row(equal_height=True):
             camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
                               webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),
-                              height=HEIGHT, elem_id="mae-live-camera")
-            panels = gr.HTML(panels_html(None, None), elem_id="mae-live-panels", scale=2, padding=False)
+                              height=lp.HEIGHT, elem_id="mae-live-camera")
+            panels = gr.HTML(lp.panels_html(None, None), elem_id="mae-live-panels", scale=2, padding=False)
         line = gr.Markdown(elem_id="mae-live-line")
         gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
                 elem_id="mae-live-rate", padding=False, container=False)
         with gr.Row():
-            show = gr.Radio([("the MAE reconstruction (the tab's model, ratio, seed and pattern)", RECONSTRUCTION),
-                             (f"where {live.ATTENTION_MODEL}'s class token looks (no mask; slower)", ATTENTION)],
-                            value=RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show", scale=3)
+            show = gr.Radio([("the MAE reconstruction (the tab's model, ratio, seed and pattern)",
+                              lp.RECONSTRUCTION),
+                             (f"where {live.ATTENTION_MODEL}'s class token looks (no mask; slower)", lp.ATTENTION)],
+                            value=lp.RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show", scale=3)
             fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh", scale=1)
-        gr.Markdown(HELP_VIDEO, elem_classes=["vitviz-help"])
+        gr.Markdown(lp.HELP_VIDEO, elem_classes=["vitviz-help"])
         with gr.Row():
-            video = gr.Video(sources=["upload"], label="Video file", height=HEIGHT, elem_id="mae-live-video", scale=2)
+            video = gr.Video(sources=["upload"], label="Video file", height=lp.HEIGHT, elem_id="mae-live-video",
+                             scale=2)
             with gr.Column(scale=1):
                 pace = gr.Checkbox(True, label="At the video's own speed", elem_id="mae-live-pace")
                 play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
@@ -164,152 +134,45 @@ def build() -> LiveBox:
     return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop, notify)
 
 
-#: JPEG quality of the live panels (they travel inside the answer, as data URLs).
-JPEG_QUALITY = 85
-#: What the live panels can show (the radio's values).
-RECONSTRUCTION, ATTENTION = "reconstruction", "attention"
-#: The live panels' element ids (the page's rate watches the second one's picture).
-PANELS = ("mae-live-masked", "mae-live-pasted")
-#: Their captions for the MAE reconstruction, and for the class-token attention.
-CAPTIONS = ("Live: masked input", "Live: reconstruction + visible")
-ATTENTION_CAPTIONS = (f"Live: where {live.ATTENTION_MODEL}'s class token looks (mean of heads)", "Live: each head")
-_FIGURE = ("<figure id='{id}' style='margin:0;flex:1;min-width:0;text-align:center'>"
-           "<figcaption style='font-size:var(--text-sm);text-align:left;margin-bottom:4px'>{caption}</figcaption>"
-           "{body}</figure>")
-_IMG = "<img alt='{caption}' src='{src}' style='height:{h}px;max-width:100%;object-fit:contain'>"
-_EMPTY = ("<div style='height:{h}px;display:flex;align-items:center;justify-content:center;"
-          "border:1px dashed var(--border-color-primary);color:var(--body-text-color-subdued)'>"
-          "start the camera or play a video</div>")
-
-
-def jpeg(rgb: np.ndarray) -> bytes:
-    """``(H, W, 3)`` uint8 RGB as JPEG bytes (:data:`JPEG_QUALITY`)."""
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="JPEG", quality=JPEG_QUALITY)
-    return buf.getvalue()
-
-
-def data_url(rgb: np.ndarray) -> str:
-    """``(H, W, 3)`` uint8 RGB as a JPEG ``data:`` URL."""
-    return "data:image/jpeg;base64," + base64.b64encode(jpeg(rgb)).decode("ascii")
-
-
-def panels_html(masked: np.ndarray | None, pasted: np.ndarray | None, stamp: str = "",
-                captions: tuple[str, str] = CAPTIONS) -> str:
-    """The two live panels, side by side, as one piece of HTML with the pictures inside it; ``stamp`` is
-    what the page's rate reads (``data-live``: ``sent:entered:left`` in milliseconds, or ``video``).
-
-    One output whose pictures travel in the answer itself: Gradio writes no file for them and the page
-    fetches nothing (two ``gr.Image`` outputs cost two JPEG files written in Gradio's cache and two
-    requests per frame; ``bench/live.py`` measures the difference).
-    """
-    return figures_html(tuple(None if rgb is None else data_url(rgb) for rgb in (masked, pasted)), stamp, captions)
-
-
-def figures_html(sources: tuple[str | None, ...], stamp: str = "", captions: tuple[str, str] = CAPTIONS) -> str:
-    """:func:`panels_html` with each picture given by its ``src`` (None: the empty panel); the camera's frames
-    that come outside the queue (:func:`fast_step`) get ``""``, filled in by the page with the picture's bytes."""
-    figures = []
-    for elem, caption, src in zip(PANELS, captions, sources):
-        caption = html.escape(caption)
-        body = _EMPTY.format(h=HEIGHT) if src is None else _IMG.format(caption=caption, src=src, h=HEIGHT)
-        figures.append(_FIGURE.format(id=elem, caption=caption, body=body))
-    tag = stamp if re.fullmatch(r"video|[0-9:]{1,60}", stamp) else ""
-    return f"<div data-live='{tag}' style='display:flex;gap:8px;width:100%'>" + "".join(figures) + "</div>"
-
-
-def _stamp(value: Any) -> str:
-    """The page's send time of a frame (milliseconds, digits only), or "" for anything else."""
-    text = str(value) if isinstance(value, (str, int)) else ""
-    return text if re.fullmatch(r"\d{1,16}", text) else ""
-
-
-@dataclass(frozen=True)
-class Controls:
-    """The controls a live frame is computed with (read again for every frame of a playing video)."""
-
-    model: str
-    ratio: float
-    seed: Any
-    pattern: str
-    fresh: bool
-    paint: bool
-    painted: Any
-    show: str = RECONSTRUCTION
-
-
-def frame_panels(c: Controls, rgb: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray, tuple[str, str], str]:
-    """One frame at the controls: the two panels, their captions, and the line under them.
-
-    The tab's MAE reconstruction (:func:`vitviz.views.live.live_frame`), or with ``show`` = ``attention``
-    where dinov2-small's class token looks (:func:`vitviz.views.live.attention_frame`; the mask controls
-    do not apply).
-    """
-    if c.show == ATTENTION:
-        a = live.attention_frame(rgb)
-        return a.mean, a.heads, ATTENTION_CAPTIONS, live.attention_line(a)
-    mask = np.asarray(c.painted, dtype=bool) if c.paint and c.painted is not None else None
-    f = live.live_frame(c.model, rgb, c.ratio, as_seed(c.seed), c.pattern, number, c.fresh, mask)
-    return f.masked, f.pasted, CAPTIONS, live.frame_line(f)
-
-
-def computed(c: Controls, rgb: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, tuple[str, str], str]:
+def computed(c: lp.Controls, rgb: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, tuple[str, str],
+                                                       str]:
     """:func:`frame_panels` for the next frame of a stream, counted; a failure is a sentence (no panels)."""
     try:
-        first, second, captions, line = frame_panels(c, rgb, next(FRAMES))
+        first, second, captions, line = lp.frame_panels(c, rgb, next(FRAMES))
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence; the stream and the app stay up
-        return None, None, CAPTIONS, f"⚠️ {report('live_step', exc)}"
+        return None, None, lp.CAPTIONS, f"⚠️ {report('live_step', exc)}"
     _computed[0] += 1
     return first, second, captions, line
-
-
-def picture(value: Any) -> np.ndarray:
-    """A camera frame as the page sends it (a ``data:image/...;base64`` URL, or Gradio's file data holding
-    one) -> ``(H, W, 3)`` uint8 RGB.
-
-    Raises:
-        ImageError: anything else.
-    """
-    url = value.get("url") if isinstance(value, dict) else value
-    head, _, payload = str(url or "").partition(",")
-    if not (head.startswith("data:image/") and head.endswith(";base64")):
-        raise ImageError("A live frame must be a picture (a data:image URL).")
-    try:
-        with Image.open(io.BytesIO(base64.b64decode(payload, validate=True))) as im:
-            return np.asarray(im.convert("RGB"))
-    except (ValueError, OSError) as exc:
-        raise ImageError("This live frame is not a picture vitviz can read.") from exc
 
 
 def fast_step(values: list, request: Any) -> tuple[dict, list[bytes]]:
     """One camera frame that came outside Gradio's queue (:mod:`vitviz.ui.serve.frames`; the inputs of
     :func:`live_step`, as the page sent them) -> what the page draws: ``line``, ``live`` (the stamp, as
-    ``data-live``) and ``html`` (:func:`figures_html`, empty sources) beside the two panels' JPEG bytes; or
+    ``data-live``) and ``html`` (:func:`lp.figures_html`, empty sources) beside the two panels' JPEG bytes; or
     only ``line`` (and ``paused``) while the stream gives way, or for a frame that failed."""
     entered = time.time() * 1000.0
     frame, model_name, ratio, seed, pattern, fresh, paint, painted, show, stamp = values
     if others_busy(request):
         time.sleep(PAUSE_S)  # as live_step: the page sends about one frame a second while paused
-        return {"line": PAUSED, "paused": True}, []
+        return {"line": lp.PAUSED, "paused": True}, []
     try:
-        rgb = picture(frame)
+        rgb = lp.picture(frame)
     except Exception as exc:  # noqa: BLE001 - a sentence, the stream goes on
         return {"line": f"⚠️ {report('live_step', exc)}"}, []
-    c = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
+    c = lp.Controls.of(model_name, ratio, seed, pattern, fresh, paint, painted, show)
     first, second, captions, line = computed(c, rgb)
     if first is None or second is None:
         return {"line": line}, []
-    parts = [jpeg(first), jpeg(second)]
-    sent = _stamp(stamp)
-    live_tag = sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}"
-    return {"line": line, "live": live_tag, "html": figures_html(("", ""), "", captions)}, parts
+    parts = [lp.jpeg(first), lp.jpeg(second)]
+    html = lp.figures_html(("", ""), "", captions)
+    return {"line": line, "live": lp.timing_tag(stamp, entered), "html": html}, parts
 
 
 @fast(fast_step)
 @cost(Cost.LIVE)
 def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
               paint: bool, painted: list | None, show: str, stamp: str, request: gr.Request) -> tuple:
-    """One streamed frame -> the two panels (:func:`panels_html`, carrying the frame's stamp back), its line
+    """One streamed frame -> the two panels (:func:`lp.panels_html`, carrying the frame's stamp back), its line
     (private). The page sends the stream's first frame here, and its next ones to :func:`fast_step` by
     :mod:`vitviz.ui.serve.frames` (here again if that path is not installed); a frame without a picture
     keeps the stream open (the page's keep-alive)."""
@@ -318,18 +181,17 @@ def live_step(frame: np.ndarray | None, model_name: str, ratio: float, seed: flo
         return gr.skip(), gr.skip()
     if others_busy(request):
         time.sleep(PAUSE_S)  # a paused stream costs little: the frames meanwhile are dropped
-        return gr.skip(), PAUSED
+        return gr.skip(), lp.PAUSED
     first, second, captions, line = computed(
-        Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show), frame)
+        lp.Controls.of(model_name, ratio, seed, pattern, fresh, paint, painted, show), frame)
     if first is None:
-        return panels_html(None, None), line
-    sent = _stamp(stamp)
-    return panels_html(first, second, sent and f"{sent}:{entered:.0f}:{time.time() * 1000.0:.0f}", captions), line
+        return lp.panels_html(None, None), line
+    return lp.panels_html(first, second, lp.timing_tag(stamp, entered), captions), line
 
 
 #: The latest controls of each session whose video is playing (set by :func:`play_video` while it runs,
 #: updated by :func:`note_controls`): at most one entry per live slot, each gone when its video stops.
-_PLAYING: dict[str, Controls] = {}
+_PLAYING: dict[str, lp.Controls] = {}
 _PLAYING_LOCK = threading.Lock()
 
 
@@ -339,25 +201,20 @@ def note_controls(model_name: str, ratio: float, seed: float, pattern: str, fres
     session = getattr(request, "session_hash", None)
     with _PLAYING_LOCK:
         if session in _PLAYING:
-            _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
-
-
-def _video_line(line: str, due: live.Due) -> str:
-    return (f"{line} · video frame {due.frame.index} at {due.frame.time:.1f} s"
-            + (f" · {due.dropped} dropped so far" if due.dropped else ""))
+            _PLAYING[session] = lp.Controls.of(model_name, ratio, seed, pattern, fresh, paint, painted, show)
 
 
 @cost(Cost.LIVE)
 def play_video(path: str | None, model_name: str, ratio: float, seed: float, pattern: str, fresh: bool,
                paint: bool, painted: list | None, show: str, pace: bool, request: gr.Request) -> Iterator[tuple]:
-    """Play an uploaded video through the live reconstruction: the two panels (:func:`panels_html`), their
+    """Play an uploaded video through the live reconstruction: the two panels (:func:`lp.panels_html`), their
     line, and a frame tag for the page's rate, for every frame computed (private; a generator)."""
     if not path:
-        yield gr.skip(), NO_VIDEO
+        yield gr.skip(), lp.NO_VIDEO
         return
     session = getattr(request, "session_hash", None) or f"anonymous-{id(request)}"
     with _PLAYING_LOCK:
-        _PLAYING[session] = Controls(model_name, ratio, seed, pattern, bool(fresh), bool(paint), painted, show)
+        _PLAYING[session] = lp.Controls.of(model_name, ratio, seed, pattern, fresh, paint, painted, show)
     limit = settings.live_limits()[1]
     start = time.monotonic()
     done, due = 0, None
@@ -368,14 +225,14 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
                 return
             if others_busy(request):
                 time.sleep(PAUSE_S)
-                yield gr.skip(), PAUSED
+                yield gr.skip(), lp.PAUSED
                 continue
             with _PLAYING_LOCK:
                 c = _PLAYING.get(session)
-            first, second, captions, line = frame_panels(c, due.frame.rgb, due.frame.index)
+            first, second, captions, line = lp.frame_panels(c, due.frame.rgb, due.frame.index)
             _computed[0] += 1
             done += 1
-            yield panels_html(first, second, "video", captions), _video_line(line, due)
+            yield lp.panels_html(first, second, "video", captions), lp.video_line(line, due)
         dropped = due.dropped if due is not None else 0
         yield gr.skip(), (f"■ End of the video: {done} frames rebuilt, {dropped} dropped (their time "
                                      "passed while others were computing). Press Play to run it again.")

@@ -1,8 +1,8 @@
 """Painting the MAE tab's mask: a click or drag on the Original panel hides or shows patches.
 
 A stroke, or a tick of "Paint the mask", is decided in the page first (:data:`PAINT_JS`, :data:`TICK_JS`):
-with mae-tiny in the page (``vitviz.inpage``) the page applies the stroke as :func:`vitviz.views.mae.paint_stroke`
-does and reconstructs, with no server call; otherwise it sets :attr:`painted_request`, whose change runs
+with mae-tiny in the page (``vitviz.inpage``) the page applies the stroke as
+:func:`vitviz.views.mae_paint.paint_stroke` does and reconstructs, with no server call; otherwise it sets :attr:`painted_request`, whose change runs
 :func:`paint_request` here and then the tab's view. The painted mask is a hidden component (the page writes it
 too), so every server view reads the mask on screen. While painting, the slider, seed and pattern are off and
 the slider says what is painted (:data:`CONTROLS_JS`, in the page for both paths).
@@ -10,68 +10,29 @@ the slider says what is painted (:data:`CONTROLS_JS`, in the page for both paths
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
 import gradio as gr
-import numpy as np
 
-from ..views import mae as mae_view
+from ..models.costs import model_cost
+from ..views import mae_paint as mp
+from ..views.mae import NO_COMPARE
 from . import js
 from .binder import Binder
-from .common import as_seed, require_image, user_errors
-from .scrub import NO_COMPARE
-from .serve.costs import cost, model_cost
+from .common import handler
 
 #: A stroke's change: the painted mask and panels computed in the page, or the server's request.
 PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)
 #: "Paint the mask" ticked or unticked: the same, starting from the slider stop on screen.
 TICK_JS = js.read("mae_inpage_paint", tick=True, no_compare=NO_COMPARE)
 #: Paint mode or the painted mask changed: slider, seed and pattern off while painting, or back on.
-CONTROLS_JS = js.read("mae_paint_controls", label=mae_view.PAINTED_LABEL)
+CONTROLS_JS = js.read("mae_paint_controls", label=mp.PAINTED_LABEL)
 
 
-@dataclass(frozen=True)
-class Stroke:
-    """The painted mask after a stroke or a tick, and whether painting is on."""
-
-    painted: list | None
-    paint: bool
-
-
-def _request_kind(request: str | None) -> str:
-    """``stroke`` or ``tick`` from the page's request (``{"kind": ..., "n": ...}``); anything else is a stroke."""
-    try:
-        kind = json.loads(request or "{}").get("kind")
-    except (ValueError, AttributeError):
-        kind = None
-    return "tick" if kind == "tick" else "stroke"
-
-
-@cost(model_cost(3))
-@user_errors
+@handler(model_cost(3))
 def paint_request(painted_request: str | None, stroke: str | None, painted: list | None, image: str | None,
-                  model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool) -> Stroke:
-    """The server's side of a stroke or a tick the page left to it (another model, a comparison, no WebAssembly).
-
-    A stroke (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) changes the painted mask and turns painting
-    on; outside paint mode the mask on screen is the slider stop's (the page may have shown it without a
-    server call, see :mod:`vitviz.ui.scrub`), so painting starts from that mask. A tick starts from the
-    slider stop on screen; an untick leaves the mask as it is.
-    """
-    if _request_kind(painted_request) == "tick":
-        if not paint or image is None:
-            return Stroke(painted, bool(paint))
-        return Stroke(mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern).tolist(), True)
-    require_image(image)
-    try:
-        points = json.loads(stroke or "{}").get("points", [])
-    except (ValueError, AttributeError):
-        points = []
-    shown = mae_view.painted_mask(paint, painted)
-    if shown is None:
-        shown = mae_view.stop_mask(model_name, mask_ratio, as_seed(seed), pattern)
-    return Stroke(mae_view.paint_stroke(shown, points).tolist(), True)
+                  model_name: str, mask_ratio: float, seed: float, pattern: str, paint: bool) -> mp.Stroke:
+    """The server's side of a stroke (points sent by :data:`vitviz.ui.urlstate.PAINT_JS`) or a tick the page left
+    to it (another model, a comparison, no WebAssembly): :func:`vitviz.views.mae_paint.after_request`."""
+    return mp.after_request(painted_request, stroke, painted, image, model_name, mask_ratio, seed, pattern, paint)
 
 
 def wire(ui: Binder, view: dict, page: list, compare: gr.components.Component) -> None:

@@ -14,13 +14,13 @@ from typing import Any
 
 import gradio as gr
 
-from ..views import mae as mae_view
+from ..models.costs import model_cost
+from ..views import mae_paint as mp
 from ..views import provenance as pv
 from ..views.common import as_int
 from . import helptext, js
 from .binder import Binder
 from .common import as_seed, handler, require_image
-from ..models.costs import model_cost
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
@@ -64,7 +64,7 @@ def pick_provenance(pick: str | None, image: str | None, model_name: str, mask_r
     except (ValueError, KeyError, TypeError):
         return Picked(*(gr.skip(),) * 5)
     require_image(image)
-    view = pv.click_view(image, model_name, mask_ratio, as_seed(seed), pattern, mae_view.painted_mask(paint, painted),
+    view = pv.click_view(image, model_name, mask_ratio, as_seed(seed), pattern, mp.painted_mask(paint, painted),
                          fx, fy, size=1.0, mask_tokens=bool(mask_tokens))
     return Picked(**vars(Provenance.of(view)), row=view.patch[0], col=view.patch[1])
 
@@ -76,7 +76,7 @@ def redraw(image: str | None, model_name: str, mask_ratio: float, seed: float, p
     if row is None or col is None or image is None:
         return Provenance(gr.skip(), gr.skip(), gr.skip())
     return Provenance.of(pv.patch_view(image, model_name, mask_ratio, as_seed(seed), pattern,
-                                       mae_view.painted_mask(paint, painted), (int(row), int(col)), bool(mask_tokens)))
+                                       mp.painted_mask(paint, painted), (int(row), int(col)), bool(mask_tokens)))
 
 
 #: The largest row / col an API call may name (a model's grid is checked by the view).

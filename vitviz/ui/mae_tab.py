@@ -16,13 +16,16 @@ import plotly.graph_objects as go
 
 from ..cache import LRU
 from ..core.masking import MAX_RATIO, PATTERNS
+from ..models.costs import Cost, cost, model_cost
 from ..views import mae as mae_view
-from ..views.mae import model_note
+from ..views import mae_paint as mp
+from ..views.mae import NO_COMPARE, compared, model_note, url_controls
+from ..views.mae_scrub import PANEL_KINDS, StopPanels
+from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import as_seed, memo_view, quiet_errors, require_image, shown_once, user_errors
+from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
 from .serve import files, image_cache
-from .serve.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
 TAB_ID, LABEL = "mae", "MAE"
@@ -33,8 +36,7 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
 #: Which path computes the panels; ``vitviz.inpage`` (page module) rewrites it once mae-tiny runs in the page.
 PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
 #: The model's or the comparison's change: the path line follows it (in the page, no server call).
-PATH_JS = js.read("mae_inpage_path", no_compare=scrub.NO_COMPARE)
-NO_COMPARE = scrub.NO_COMPARE  # the comparison dropdown's "no comparison" (one home: the page checks it too)
+PATH_JS = js.read("mae_inpage_path", no_compare=NO_COMPARE)
 
 
 HELP_ENCODER = mae_view.encoder_help()
@@ -98,8 +100,7 @@ class Export:
     json_file: str
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed: float, pattern: str) -> Panels:
     """Endpoint ``reconstruct``: hide patches of an image and let a Masked Autoencoder rebuild them.
 
@@ -129,22 +130,17 @@ def _view_cleared(message: str) -> View:
                 None, None, None, "", gr.update())
 
 
-def _compared(compare_name: str, model_name: str | None = None) -> str | None:
-    """The model to compare with, or ``None`` (no comparison picked, or the main model itself: one row)."""
-    return compare_name if compare_name and compare_name not in (NO_COMPARE, model_name) else None
-
-
 @cost(model_cost(1))
 @shown_once(_view_cleared)
 def update_view(c: Controls) -> View:
     """Everything on screen for the current controls (private endpoint used by the page)."""
     require_image(c.image)
-    painted = mae_view.painted_mask(c.paint, c.painted)
+    painted = mp.painted_mask(c.paint, c.painted)
     model, r = mae_view.result(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern, painted)
     p = mae_view.panels(r, painting=painted is not None)
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
-    code = urlstate.encode_mask(r.mask) if painted is not None else ""
-    other_name = _compared(c.compare_name, c.model_name)
+    code = encode_mask(r.mask) if painted is not None else ""
+    other_name = compared(c.compare_name, c.model_name)
     if other_name is None:
         return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
                     gr.update(visible=False), None, None, None, "", r.original)
@@ -155,8 +151,7 @@ def update_view(c: Controls) -> View:
                 mae_view.metrics_markdown(mae_view.metrics(other, q)), r.original)
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def run_sweep(image: str | None, model_name: str, seed: float, pattern: str,
               progress: gr.Progress = gr.Progress()) -> Sweep:
     """Endpoint ``sweep``: every slider stop in batched passes -> chart, thumbnails, chart data."""
@@ -210,8 +205,8 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
             return known
         stops, complete = mae_view.cached_stops(image, model_name, s, pattern, original)
         folder = str(files.cache_folder())
-        shipped = [scrub.StopPanels(stop.ratio, {kind: image_cache.save_array(getattr(stop.panels, kind), folder)
-                                                 for kind in scrub.PANEL_KINDS}, stop.metrics) for stop in stops]
+        shipped = [StopPanels(stop.ratio, {kind: image_cache.save_array(getattr(stop.panels, kind), folder)
+                                                 for kind in PANEL_KINDS}, stop.metrics) for stop in stops]
         payload = scrub.build_payload({"image": image, "model": model_name, "seed": s, "pattern": pattern}, shipped,
                                       folder) if shipped else ""
         if complete:
@@ -221,24 +216,15 @@ def scrub_payload(image: str | None, model_name: str, seed: float, pattern: str)
         return ""
 
 
-@cost(Cost.HEAVY)
-@user_errors
+@handler(Cost.HEAVY)
 def export(c: Controls) -> Export:
     """Write the panels (one PNG) and the metrics (JSON) to files for download."""
     require_image(c.image)
     png, record = mae_view.export_files(c.image, c.model_name, c.mask_ratio, as_seed(c.seed), c.pattern,
-                                        mae_view.painted_mask(c.paint, c.painted),
-                                        _compared(c.compare_name, c.model_name))
+                                        mp.painted_mask(c.paint, c.painted),
+                                        compared(c.compare_name, c.model_name))
     # Both files go to Gradio's cleaned cache (deleted after VITVIZ_CACHE_SECONDS), never the temp folder.
     return Export(files.write_bytes(png, "vitviz-mae-panels.png"), files.write_text(record, "vitviz-mae-metrics.json"))
-
-
-def url_controls(state: Any) -> dict[str, Any]:
-    """The controls the URL sets: model, ratio, seed, pattern, and a painted mask (paint mode on)."""
-    found = {"model_name": state.model, "mask_ratio": state.ratio, "seed": state.seed, "pattern": state.pattern}
-    if state.mask is not None:
-        found.update(paint=True, painted=state.mask.tolist())
-    return {k: v for k, v in found.items() if v is not None}
 
 
 def build(demo: gr.Blocks) -> Binder:
@@ -370,6 +356,7 @@ def build(demo: gr.Blocks) -> Binder:
     mae_provenance.wire(ui)
     mae_doctor.wire(ui)
     mae_live.wire(live, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, ui.paint, ui.painted)
-    demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(**ui.bind(page_sweep, quick=False)).then(**prewarm)
+    demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(
+        **ui.bind(page_sweep, quick=False)).then(**prewarm)
     ui.follow_url(("model_name", "mask_ratio", "seed", "pattern", "paint", "painted"), url_controls)
     return ui

@@ -16,6 +16,7 @@ import gradio as gr
 import numpy as np
 
 from ..core.patches import grid_view
+from ..models.costs import Cost, model_cost
 from ..render.patches import MosaicLayout, OverlayLayout, StripLayout, patch_grid_overlay
 from ..views import patches as pv
 from ..views.common import trained_default
@@ -23,8 +24,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, memo_view, require_image, user_errors
-from .serve.costs import Cost, cost, model_cost
+from .common import as_seed, handler, memo_view, require_image, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -69,8 +69,7 @@ class Resolution:
 # ----------------------------------------------------------------------------- handlers
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def patch_grid(image: str | None, patch_size: float, resolution: float) -> Grid:
     """Endpoint ``patch_grid``: (image, patch size, resolution) -> overlay, readout (Markdown), numbers (JSON)."""
     require_image(image)
@@ -79,16 +78,14 @@ def patch_grid(image: str | None, patch_size: float, resolution: float) -> Grid:
     return Grid(overlay, readout_markdown(g), readouts(g))
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 @memo_view()
 def update_grid(image: str | None, patch_size: float, resolution: float, point: Any, on_cls: bool) -> GridViews:
     """Grid, readouts, token strip and the selected patch's pixels (private)."""
     return pv.grid_views(image, patch_size, resolution, point, on_cls)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_model(image: str | None, model_key: str, resolution: float, point: Any, on_cls: bool
                  ) -> EmbeddingViews:
@@ -96,23 +93,20 @@ def update_model(image: str | None, model_key: str, resolution: float, point: An
     return pv.embedding_views(image, model_key, resolution, point, on_cls)
 
 
-@cost(model_cost(0))
-@user_errors
+@handler(model_cost(0))
 def pos_similarity(model_key: str, row: float, col: float) -> Similarity:
     """Endpoint ``pos_similarity``: (model, row, column) -> that patch's map, the full grid of maps."""
     v = pv.pos_views(model_key, row, col)
     return Similarity(v.sim_map, v.mosaic)
 
 
-@cost(model_cost(0))
-@user_errors
+@handler(model_cost(0))
 def pos_views(model_key: str, row: float, col: float) -> PosViews:
     """Like :func:`pos_similarity`, plus the mosaic's layout for clicks (private)."""
     return pv.pos_views(model_key, row, col)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_resolution(image: str | None, model_key: str, res2: float) -> Resolution:
     """The model at another resolution: interpolated maps and, for an MAE, reconstructions (private)."""
@@ -121,8 +115,7 @@ def update_resolution(image: str | None, model_key: str, res2: float) -> Resolut
     return Resolution(text, interp, gr.update(value=recomputed, visible=mae), gr.update(visible=mae), recon)
 
 
-@cost(model_cost(1))
-@user_errors
+@handler(model_cost(1))
 @memo_view()
 def update_shuffle(image: str | None, model_key: str, seed: float, row: float, col: float) -> ShuffleViews:
     """The shuffle demonstration for the selected patch (private)."""
@@ -138,15 +131,13 @@ def next_seed(seed: float | None) -> int:
 # ----------------------------------------------------------------------------- clicks
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def click_overlay(evt: gr.SelectData, overlay_layout: OverlayLayout | None, point: Any) -> Selection:
     """A click on the grid selects the patch under it (clicks on the cropped bands are ignored)."""
     return pv.click_overlay(overlay_layout, float(evt.index[0]), float(evt.index[1]), point)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def click_strip(evt: gr.SelectData, strip_layout: StripLayout | None, patch_size: float, resolution: float,
                 point: Any, on_cls: bool) -> Selection:
     """A click on the token strip selects that token ([CLS] or a patch)."""
@@ -154,15 +145,13 @@ def click_strip(evt: gr.SelectData, strip_layout: StripLayout | None, patch_size
                           on_cls)
 
 
-@cost(Cost.VIEW)
-@user_errors
+@handler(Cost.VIEW)
 def click_mosaic(evt: gr.SelectData, mosaic_layout: MosaicLayout | None, point: Any) -> Selection:
     """A click on a tile of the map of maps selects that tile's patch."""
     return pv.click_mosaic(mosaic_layout, float(evt.index[0]), float(evt.index[1]), point)
 
 
-@cost(model_cost(0))
-@user_errors
+@handler(model_cost(0))
 def rowcol_to_point(model_key: str, row: float, col: float) -> Selection:
     """Typed row/column (in the model's grid) -> the selected point."""
     return pv.rowcol_to_point(model_key, row, col)

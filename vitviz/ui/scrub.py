@@ -33,8 +33,6 @@ stop is exactly what the server path would show for it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,72 +40,19 @@ from typing import Any
 
 import gradio as gr
 
+from ..views.mae import NO_COMPARE
+from ..views.mae_scrub import PANEL_KINDS, StopPanels, pack, payload_json
 from . import js
 from .serve import files
 
-#: Panel kinds that change with the masking ratio, in output order.
-PANEL_KINDS: tuple[str, ...] = ("masked", "reconstruction", "pasted", "error")
-
-#: Value of the comparison dropdown that means "no comparison".
-NO_COMPARE = "(none)"
-
-
-@dataclass(frozen=True)
-class StopPanels:
-    """One slider stop as the page shows it.
-
-    Attributes:
-        ratio: the stop (0.0 ... 0.95).
-        files: panel kind -> path of its PNG file (as Gradio's image cache wrote it).
-        metrics: the metrics line (Markdown) shown under the panels.
-    """
-
-    ratio: float
-    files: Mapping[str, str]
-    metrics: str
-
-
-def stop_key(ratio: float) -> str:
-    """The payload's key of a stop: the ratio with two decimals (``0.75`` -> ``"0.75"``)."""
-    return f"{round(float(ratio) * 20) / 20:.2f}"
-
-
 def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir: str) -> str:
-    """Pack every stop's panel files into one file and describe it for the page.
-
-    Args:
-        key: what the stops belong to, checked by the page before using them:
-            ``image`` (the image input's file path), ``model``, ``seed``, ``pattern``.
-        stops: the stops to ship (any subset of the slider's stops).
-        cache_dir: Gradio's upload/cache folder (files there are served to the page).
-
-    Returns:
-        The payload as JSON text: ``{"id", "image", "model", "seed", "pattern", "pack",
-        "stops": {"0.75": {"files": {kind: [offset, length]}, "paths": {kind: path},
-        "metrics": str}}}``. ``pack`` is the path of the concatenated PNG bytes.
-    """
-    chunks: list[bytes] = []
-    entries: dict[str, dict] = {}
-    offset = 0
-    for stop in stops:
-        ranges: dict[str, list[int]] = {}
-        for kind in PANEL_KINDS:
-            data = Path(stop.files[kind]).read_bytes()
-            ranges[kind] = [offset, len(data)]
-            chunks.append(data)
-            offset += len(data)
-        entries[stop_key(stop.ratio)] = {"files": ranges, "paths": {k: str(stop.files[k]) for k in PANEL_KINDS},
-                                         "metrics": stop.metrics}
-    blob = b"".join(chunks)
-    digest = hashlib.blake2b(blob, digest_size=16)
-    digest.update(json.dumps(entries, sort_keys=True).encode())
-    ident = digest.hexdigest()
-    pack = files.write_once(Path(cache_dir) / f"scrub-{ident}", "panels.bin", blob)
-    files.record(pack.resolve())  # deleted by Gradio's cleaner after VITVIZ_CACHE_SECONDS, like every served file
-    return json.dumps({
-        "id": ident, "image": str(key["image"]), "model": key["model"], "seed": int(key["seed"]),
-        "pattern": key["pattern"], "pack": str(pack.resolve()), "stops": entries,
-    })
+    """Pack every stop's panel files into one file in Gradio's cache folder ``cache_dir`` (served to the page,
+    deleted by Gradio's cleaner after ``VITVIZ_CACHE_SECONDS``) and describe it for the page
+    (:func:`vitviz.views.mae_scrub.payload_json`; ``key``: the image's file path, model, seed, pattern)."""
+    packed = pack(stops)
+    path = files.write_once(Path(cache_dir) / f"scrub-{packed.ident}", "panels.bin", packed.blob).resolve()
+    files.record(path)
+    return payload_json(key, path, packed)
 
 
 # --- Browser side: vitviz.scrub of the page module (vitviz/ui/js/page.js), called by these handlers ----------

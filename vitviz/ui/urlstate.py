@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 
-from ..views.urlstate import encode_mask
 from . import js
 
 #: Browser code run on every control change of the MAE and BEiT tabs: (model, ratio, seed, pattern) go into
 #: the URL once the controls rest (``vitviz/ui/js/url_controls.js``).
 WRITE_JS = js.read("url_controls")
 #: Browser code run when the painted mask changes: ``mask=`` in the URL while painting, gone otherwise.
-#: Its argument is :func:`encode_mask`'s text ("" when the mask is the slider's).
+#: Its argument is :func:`vitviz.views.urlstate.encode_mask`'s text ("" when the mask is the slider's).
 MASK_JS = js.read("url_mask")
 #: Paint brush of the MAE tab (``js_on_load`` of a hidden ``gr.HTML``): a click or a drag on the
 #: Original panel sends the points it crossed, as fractions of the image, in the component's value
@@ -35,4 +34,4 @@ def tab_js(tab: str) -> str:
     return js.read("url_tab", tab=tab)
 
 
-__all__ = ["ABLATION_JS", "LAYER_JS", "MASK_JS", "PAINT_JS", "WRITE_JS", "encode_mask", "tab_js"]
+__all__ = ["ABLATION_JS", "LAYER_JS", "MASK_JS", "PAINT_JS", "WRITE_JS", "tab_js"]

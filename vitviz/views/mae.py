@@ -21,10 +21,9 @@ from PIL import Image
 
 from ..compute.formulas import encoder_flops_ratio, mae_flops
 from ..core.images import image_size
-from ..core.masking import NESTED_PATTERNS, PATTERNS, make_mask
-from ..core.patches import pixel_to_patch
+from ..core.masking import NESTED_PATTERNS, PATTERNS
 from ..mae.reconstruct import Reconstruction, prepare, reconstruct
-from ..mae.sweep import STOPS, Sweep, image_key, reconstruct_cached, stop_of, sweep
+from ..mae.sweep import STOPS, Sweep, image_key, reconstruct_cached, sweep
 from ..models.loading import LoadedModel, available_models, load_model
 from ..models.mae import MAEConfig
 from ..models.registry import MAE_TINY_CONFIG
@@ -207,59 +206,13 @@ def thumbnails(s: Sweep, ratios: tuple[float, ...] = THUMB_RATIOS) -> list[tuple
     return out
 
 
-def toggle_patch(mask: np.ndarray, x: float, y: float, patch_size: int) -> np.ndarray:
-    """Flip the patch under pixel ``(x, y)`` of a painted mask. Returns a new ``(gh, gw)`` bool."""
-    m = np.array(mask, dtype=bool, copy=True)
-    i, j = pixel_to_patch(x, y, m.shape, m.shape[0] * patch_size)
-    m[i, j] = not m[i, j]
-    if m.all():
-        m[i, j] = False  # keep at least one patch visible
-    return m
+#: The comparison dropdown's value that means "no comparison" (one home: the page checks it too).
+NO_COMPARE = "(none)"
 
 
-def paint_stroke(mask: np.ndarray, points: list) -> np.ndarray:
-    """Apply one stroke of the brush (a click or a drag) to a painted mask.
-
-    Args:
-        mask: ``(gh, gw)`` bool, True = hidden.
-        points: ``(x, y)`` fractions of the panel (0..1, x right, y down), in the order the
-            pointer passed them; malformed points are ignored.
-
-    Returns:
-        A new ``(gh, gw)`` bool: every patch the stroke crossed is hidden when the first one
-        was visible, shown when it was hidden. One patch always stays visible.
-    """
-    m = np.array(mask, dtype=bool, copy=True)
-    cells: list[tuple[int, int]] = []
-    for p in points or ():
-        try:
-            x, y = p
-            if not (0.0 <= float(x) <= 1.0 and 0.0 <= float(y) <= 1.0):
-                continue
-            cell = pixel_to_patch(x, y, m.shape, 1.0)
-        except (TypeError, ValueError):
-            continue
-        if cell not in cells:
-            cells.append(cell)
-    if not cells:
-        return m
-    hide = not m[cells[0]]
-    for cell in cells:
-        m[cell] = hide
-    if m.all():
-        m[cells[-1]] = False  # keep at least one patch visible
-    return m
-
-
-#: The slider's label while the mask is painted (the page fills it: ``vitviz.mae.controls`` in the page module).
-PAINTED_LABEL = ("Masking ratio: off while painting ({hidden} of {total} patches hidden, {share}); "
-                 "untick “Paint the mask” to use the slider")
-
-
-def painted_label(mask: np.ndarray) -> str:
-    """The slider's label while the mask is painted: how much is hidden, and how to get the slider back."""
-    m = np.asarray(mask, dtype=bool)
-    return PAINTED_LABEL.format(hidden=int(m.sum()), total=m.size, share=f"{round(100 * m.mean())}%")
+def compared(compare_name: str, model_name: str | None = None) -> str | None:
+    """The model to compare with, or ``None`` (no comparison picked, or the main model itself: one row)."""
+    return compare_name if compare_name and compare_name not in (NO_COMPARE, model_name) else None
 
 
 def compare_choices() -> tuple[list[tuple[str, str]], str]:
@@ -344,32 +297,6 @@ def encoder_help(config: MAEConfig = MAE_TINY_CONFIG, name: str = "mae-tiny") ->
     )
 
 
-def painted_mask(paint: bool, painted: list | None) -> np.ndarray | None:
-    """The painted mask as a ``(gh, gw)`` bool array while painting, else None (the slider's stop).
-
-    The page sends it (any visitor can send anything): it must be rows of true/false values; the model
-    checks its shape against its own grid (:func:`vitviz.core.masking.check_mask`).
-
-    Raises:
-        ValueError: not a grid of true/false values.
-    """
-    if not paint or painted is None:
-        return None
-    try:
-        m = np.asarray(painted)
-    except (TypeError, ValueError):
-        m = None
-    if m is None or m.ndim != 2 or m.size == 0 or m.dtype.kind not in "bi":
-        raise ValueError("the painted mask must be rows of true/false values, one per patch; paint it again")
-    return m.astype(bool)
-
-
-def stop_mask(model_name: str, ratio: float, seed: int, pattern: str) -> np.ndarray:
-    """The ``(gh, gw)`` bool mask of the slider stop on screen (the page may have shown it without a server call)."""
-    model = load_model(model_name)
-    return make_mask(model.module.config.grid, stop_of(ratio), seed, pattern).numpy()
-
-
 def sweep_stops(image: Any, model_name: str, seed: int, pattern: str,
                 progress: Callable[[float], Any] | None = None) -> tuple[go.Figure, list, dict]:
     """Every slider stop in batched passes (cached) -> the chart, the thumbnails and the chart's data."""
@@ -436,3 +363,12 @@ def export_files(image: Any, model_name: str, mask_ratio: float, seed: int, patt
                 "mask_ratio": None if painted is not None else float(mask_ratio), "seed": seed, "pattern": pattern,
                 "painted": painted is not None}
     return buffer.getvalue(), export_json(export_record(Path(str(image)).name, controls, r.mask, items))
+
+
+def url_controls(state: Any) -> dict[str, Any]:
+    """The MAE tab's controls the page's URL sets (:class:`vitviz.views.urlstate.UrlState`): model, ratio, seed,
+    pattern, and a painted mask (paint mode on); an absent one is left out."""
+    found = {"model_name": state.model, "mask_ratio": state.ratio, "seed": state.seed, "pattern": state.pattern}
+    if state.mask is not None:
+        found.update(paint=True, painted=state.mask.tolist())
+    return {k: v for k, v in found.items() if v is not None}

@@ -21,6 +21,8 @@ import re
 from importlib import resources
 from typing import Any
 
+from ...views.tour import steps_json
+
 _PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__")
 
 
@@ -73,7 +75,7 @@ def module() -> str:
     with the tour's steps (:func:`vitviz.ui.tour.steps_here`, read once per process)."""
     from .. import tour
 
-    return read("page", live_stamp=LIVE_STAMP) + read("tour", steps=json.loads(tour.steps_json(tour.steps_here())))
+    return read("page", live_stamp=LIVE_STAMP) + read("tour", steps=json.loads(steps_json(tour.steps_here())))
 
 
 @functools.lru_cache(maxsize=None)

@@ -526,7 +526,7 @@
       }
     },
     // Slider, seed and pattern while painting (vitviz/ui/js/mae_paint_controls.js): off, the slider's label
-    // saying how much is painted (`label`: vitviz.views.mae.PAINTED_LABEL, its {hidden}, {total}, {share});
+    // saying how much is painted (`label`: vitviz.views.mae_paint.PAINTED_LABEL, its {hidden}, {total}, {share});
     // back on otherwise. Only a change of what they show is returned (undefined leaves them as they are).
     controls(label, paint, painted) {
       const cells = paint && Array.isArray(painted) ? painted.flat() : null;

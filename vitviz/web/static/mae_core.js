@@ -59,7 +59,7 @@ export function makeMask(tables, pattern, ratio, seed) {
 }
 
 /**
- * One stroke of the brush on a painted mask, as the server applies it (vitviz.views.mae.paint_stroke).
+ * One stroke of the brush on a painted mask, as the server applies it (vitviz.views.mae_paint.paint_stroke).
  *
  * @param {Uint8Array} mask   (L,) 1 = hidden, L = gh * gw in raster order
  * @param {Array} points      [x, y] fractions of the view (x right, y down) in the order the pointer passed
