@@ -13,7 +13,8 @@ gradio (tests/test_layout.py). What it uses of Gradio:
 * ``demo.queue(max_size=VITVIZ_MAX_QUEUE)``, ``launch(max_file_size=..., state_session_capacity=
   VITVIZ_MAX_SESSIONS, app_kwargs={"middleware": middleware()})``;
 * ASGI middleware on the app Gradio serves (:func:`middleware`): the door (:mod:`.http`: body caps, rates,
-  uploads, per-client queue caps from the queue's HTTP protocol, :mod:`.limits`), a live stream's frames
+  uploads, per-client queue caps from the queue's HTTP protocol, :mod:`.limits`; joins let into the queue
+  as fast as each class runs them, least-recently-served address first, :mod:`.admission`), a live stream's frames
   (:mod:`.frames`), the page's smaller configuration (:mod:`.pageconfig`), static files from memory;
 * :mod:`.contacts`: the five changes Gradio has no public way for, each named with why and what Gradio would
   need, and tested (``tests/ui/test_serve_contacts.py``; ``tools/gradio_contacts.py`` counts them);

@@ -1,13 +1,13 @@
 """One sentence, no traceback, for a request Gradio itself fails on before (or around) a vitviz handler.
 
-Gradio 6.31 runs every event through ``Blocks.process_api``: inputs are checked
+Gradio 6.31 runs every event through one method of ``gr.Blocks``: inputs are checked
 (``validate_inputs``: too few values), file payloads moved into the cache (a path it may not
 serve, ``{"path": "/etc/passwd"}``, or a plain string where a file belongs), then the
 handler. Failures there, and in Gradio's own handlers (an example table's loader given
 index 999), are not ``gr.Error``: the client got ``{"error": null}`` (a bare "Error") and the
 log ~24 traceback lines per call, and the ``/run/`` route answered HTTP 500. vitviz's handlers
 turn their own errors into sentences (``ui.common.user_errors``); :func:`in_sentences` does the
-same for everything else in ``process_api`` (a contact, :mod:`.contacts`): a ``gr.Error`` naming the problem (with no
+same for everything else in that method (the contact :data:`.contacts.REQUEST_ERRORS`): a ``gr.Error`` naming the problem (with no
 server path: :func:`.pageconfig.redact`), logged as one line.
 """
 
@@ -41,13 +41,22 @@ def sentence(exc: BaseException) -> str:
 
 
 def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``Blocks.process_api`` (async) answering every failure that is not a ``gr.Error`` with :func:`sentence`."""
+    """``original``, Gradio's method that runs an event (async), answering every failure that is not a
+    ``gr.Error`` with :func:`sentence`; each run is counted by the door's admission while it lasts
+    (:meth:`.admission.Admission.running`: from the inputs' checks to the outputs)."""
     import gradio as gr
 
+    from . import admission
+
+    admission.RUNS_COUNTED = True
+
     @functools.wraps(original)
-    async def process_api(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def answering(self: Any, *args: Any, **kwargs: Any) -> Any:
+        block_fn = kwargs.get("block_fn", args[0] if args else None)
+        group = None if block_fn is None or isinstance(block_fn, int) else block_fn.concurrency_id  # its keyword
         try:
-            return await original(self, *args, **kwargs)
+            with admission.ADMISSION.running(group, kwargs.get("event_id")):
+                return await original(self, *args, **kwargs)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure outside a handler becomes a sentence
@@ -55,4 +64,4 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
             log.info("user error in a request: %s", message)
             raise gr.Error(message, print_exception=False) from None
 
-    return process_api
+    return answering

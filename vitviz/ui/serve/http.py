@@ -7,7 +7,9 @@
 * every other request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a
   live-camera frame (``VITVIZ_MAX_FRAME``: a stream's first frame rides in its queue join, each next one to
   ``/stream/EVENT_ID``) and an MCP message (an image inline);
-* queue joins are capped per session and per client address, expensive ones on their own (:mod:`.limits`);
+* queue joins are capped per session and per client address, expensive ones on their own (:mod:`.limits`),
+  and enter Gradio's queue only as fast as their class runs them, least-recently-served address first
+  (:mod:`.admission`: the others wait here);
 * the requests that cost the server work outside the queue -- uploads and the page configuration
   (``/config``, the API description) -- are rate-limited per client address (``VITVIZ_CLIENT_REQUESTS``
   per minute, bursts of an eighth of that), and so are the front end's files (:data:`ASSETS_PER_MINUTE`);
@@ -33,6 +35,7 @@ from ...cache import LRU
 from ...ledger import RateLimiter
 from ...models.costs import Cost
 from . import uploads
+from .admission import ADMISSION, Refused
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
 
@@ -225,8 +228,20 @@ class Hardening:
             await _respond(send, 400, BAD_SESSION)
             return
         path = scope.get("path", "").rstrip("/")
-        heavy = of_join(index, path.rpartition("/")[2] if "/call/" in path else None) is Cost.HEAVY
-        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body, heavy=heavy)
+        cls = of_join(index, path.rpartition("/")[2] if "/call/" in path else None)
+        ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body,
+                                      heavy=cls is Cost.HEAVY)
+        token = None
+        if ticket is not None:
+            try:
+                token, left = await _admitted(cls, address, receive)
+            except Refused as full:
+                JOINS.answered(ticket, None)
+                ticket, refusal = None, str(full)
+            else:
+                if left:  # the client closed the request while its join waited at the door
+                    JOINS.answered(ticket, None)
+                    return
         if ticket is None:
             await asyncio.sleep(REFUSAL_PAUSE_S)  # outside every lock: nobody waits behind a refusal
             await _respond(send, 503, json.dumps({"detail": refusal}), b"application/json")
@@ -253,6 +268,8 @@ class Hardening:
             if answer["status"] == 200:
                 found = json.loads(answer["body"] or b"{}").get("event_id")
                 event_id = found if isinstance(found, str) else None
+                if event_id is not None:
+                    ADMISSION.named(cls, token, event_id)
         except ValueError:
             pass
         except Exception:  # noqa: BLE001 - Gradio failed on the join itself (an unknown fn_index: KeyError)
@@ -261,7 +278,28 @@ class Hardening:
             await asyncio.sleep(REFUSAL_PAUSE_S)
             await _respond(send, 400, json.dumps({"detail": BAD_JOIN}), b"application/json")
         finally:
+            if event_id is None:  # the join did not enter Gradio's queue: its place goes to the next
+                ADMISSION.give_back(cls, token)
             JOINS.answered(ticket, event_id)
+
+
+async def _admitted(c: Cost | None, address: str, receive: Receive) -> tuple[int | None, bool]:
+    """Wait at the door for the join's turn (:mod:`.admission`): ``(token, False)``, or ``(None, True)`` when
+    the client closed the request first (its place is given back). Raises :class:`.admission.Refused`."""
+    entering = asyncio.ensure_future(ADMISSION.enter(c, address))
+    await asyncio.sleep(0)  # no one waiting and room: let in at once
+    leaving: asyncio.Future | None = None
+    while not entering.done():
+        leaving = leaving or asyncio.ensure_future(receive())
+        await asyncio.wait((entering, leaving), return_when=asyncio.FIRST_COMPLETED)
+        if not entering.done() and leaving.done():
+            if leaving.result().get("type") == "http.disconnect":
+                entering.cancel()
+                return None, True
+            leaving = None
+    if leaving is not None:
+        leaving.cancel()
+    return entering.result(), False
 
 
 def _watching(send: Send) -> Send:

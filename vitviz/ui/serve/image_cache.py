@@ -1,6 +1,6 @@
 """Gradio's image-cache writer made race-free and fast (a contact, :mod:`.contacts`); PIL's pixel limit set to vitviz's.
 
-``gradio.processing_utils.save_pil_to_cache`` (6.31) names each output image by the
+Gradio's writer of output images (6.31; the contact :data:`.contacts.IMAGE_WRITER`) names each output image by the
 hash of its bytes and rewrites the file in place on every call. When two requests
 produce the same image at once (two visitors on the same example and ratio, which
 is common), one client can download the file while the other request is
@@ -98,7 +98,7 @@ def save_pil(img: Image.Image, cache_dir: str, name: str = "image", format: str 
 
 
 def writer(original: Callable[..., str]) -> Callable[..., str]:
-    """Gradio's ``save_pil_to_cache(img, cache_dir, name, format)`` replaced by :func:`save_pil` (a contact,
+    """Gradio's image writer ``original(img, cache_dir, name, format)`` replaced by :func:`save_pil` (a contact,
     :mod:`.contacts`); PIL's own decompression-bomb check set to vitviz's pixel limit (Gradio opens every
     uploaded image with PIL before vitviz sees it; PIL raises above twice the value)."""
     Image.MAX_IMAGE_PIXELS = settings.max_pixels()

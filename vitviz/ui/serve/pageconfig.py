@@ -50,7 +50,7 @@ PROP_DEFAULTS: dict[str, Any] = {"_selectable": False}
 TYPE_PROP_DEFAULTS: dict[str, dict[str, Any]] = {
     "markdown": {"rtl": False, "sanitize_html": True, "line_breaks": False, "header_links": False},
 }
-#: The smallest schema ``gradio_client.utils.value_is_file`` takes for a file.
+#: The smallest schema ``gradio_client`` takes for a file.
 FILE_SCHEMA: dict[str, Any] = {"properties": {"path": {}, "meta": {"default": {"_type": "gradio.FileData"}}}}
 #: What marks a file in a component's API schema (Gradio's ``FileData``).
 FILE_TYPE = "gradio.FileData"

@@ -1,7 +1,7 @@
 """Small per-session state: Gradio's session objects without a copy of every block's configuration.
 
-Gradio 6.31 builds, for every new session id, the configuration of every block (``config_values``: the
-props, values and API schemas of all ~270 blocks) and keeps up to ``state_session_capacity`` sessions. A
+Gradio 6.31 builds, for every new session id, the configuration of every block (the
+props, values and API schemas of all ~270 blocks) and keeps up to the capacity ``launch`` is given. A
 session id is chosen by the client, so a script opening fresh sessions grew the server by hundreds of kB per
 request. Those copies serve only Gradio's deep links (``/gradio_api/deep_link``), which vitviz does not use:
 shareable views are vitviz's own URL query (:mod:`vitviz.views.urlstate`). :func:`slim` makes a session that

@@ -1,6 +1,6 @@
 """Uploads checked at the door, parsed the way Gradio parses them, and budgets of disk per client address.
 
-Gradio 6.31's ``/gradio_api/upload`` (``route_utils.upload_fn``) streams a multipart body
+Gradio 6.31's ``/gradio_api/upload`` route streams a multipart body
 through ``python_multipart.MultipartParser``; a part is a *file* when its
 ``Content-Disposition`` (read by ``parse_options_header``: any case, quoted or not) has a
 ``filename``, and every file part is written to disk -- those named ``files`` kept in the

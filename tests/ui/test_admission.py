@@ -1,0 +1,233 @@
+"""Fair admission at the door (vitviz.ui.serve.admission): a class's joins enter Gradio's queue only as fast as it
+runs them, and the waiting ones go in least-recently-served address first."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+gr = pytest.importorskip("gradio")
+
+from vitviz.models.costs import GROUPS, Cost, cost  # noqa: E402
+from vitviz.ui.serve import admission  # noqa: E402
+from vitviz.ui.serve.admission import Admission, Refused  # noqa: E402
+
+VIEW = GROUPS[Cost.VIEW]
+
+
+@pytest.fixture(autouse=True)
+def _one_at_a_time(monkeypatch):
+    monkeypatch.setenv("VITVIZ_CONCURRENCY", "1")  # room: 1 running + SLACK
+    monkeypatch.setenv("VITVIZ_HEAVY_CONCURRENCY", "1")
+    monkeypatch.setattr(admission, "POLL_S", 0.05)
+    monkeypatch.setattr(admission, "RUNS_COUNTED", True)  # as once the app's serve.install wrapped the runs
+
+
+async def _waiting(gate: Admission, c: Cost, n: int) -> None:
+    while gate.waiting(c) < n:
+        await asyncio.sleep(0.01)
+
+
+def test_until_runs_are_counted_the_door_lets_every_join_in(monkeypatch):
+    """An app whose runs are not counted (no ``serve.install``) is not gated: a count with no end would stop it."""
+    monkeypatch.setattr(admission, "RUNS_COUNTED", False)
+
+    async def scenario() -> list[int | None]:
+        gate = Admission()
+        return [await asyncio.wait_for(gate.enter(Cost.HEAVY, "10.0.0.1"), 1.0) for _ in range(5)]
+
+    assert asyncio.run(scenario()) == [None] * 5
+
+
+def test_joins_past_the_room_wait_and_the_least_recently_served_address_goes_first():
+    async def scenario() -> list[str]:
+        gate, order = Admission(), []
+        room = 1 + admission.SLACK
+        first = [await gate.enter(Cost.VIEW, "10.0.0.1") for _ in range(room)]  # let in at once
+        assert all(isinstance(t, int) for t in first)
+
+        async def join(address: str) -> None:
+            await gate.enter(Cost.VIEW, address)
+            order.append(address)
+
+        flood = [asyncio.ensure_future(join("10.0.0.1")) for _ in range(5)]
+        await _waiting(gate, Cost.VIEW, 5)
+        visitor = asyncio.ensure_future(join("10.0.0.2"))
+        await _waiting(gate, Cost.VIEW, 6)
+        for _ in range(6):  # each run of a let-in event frees one place
+            with gate.running(VIEW):
+                pass
+            await asyncio.sleep(0.02)
+        await asyncio.wait_for(asyncio.gather(*flood, visitor), 5)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order[0] == "10.0.0.2", order  # not behind the flooding address's five
+    assert order.count("10.0.0.1") == 5
+
+
+def test_addresses_take_turns_whatever_their_backlog():
+    async def scenario() -> list[str]:
+        gate, order = Admission(), []
+        for _ in range(1 + admission.SLACK):
+            await gate.enter(Cost.VIEW, "filler")
+
+        async def join(address: str) -> None:
+            await gate.enter(Cost.VIEW, address)
+            order.append(address)
+
+        tasks = [asyncio.ensure_future(join(a)) for a in ["a"] * 4 + ["b"] * 4]
+        await _waiting(gate, Cost.VIEW, 8)
+        for _ in range(8):
+            with gate.running(VIEW):
+                pass
+            await asyncio.sleep(0.02)
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order == ["a", "b"] * 4
+
+
+def test_a_join_gradio_did_not_take_gives_its_place_back_and_a_dropped_event_stops_counting(monkeypatch):
+    async def scenario() -> None:
+        gate = Admission()
+        tokens = [await gate.enter(Cost.HEAVY, "x") for _ in range(1 + admission.SLACK)]
+        waiter = asyncio.ensure_future(gate.enter(Cost.HEAVY, "y"))
+        await _waiting(gate, Cost.HEAVY, 1)
+        gate.give_back(Cost.HEAVY, tokens[0])  # refused by Gradio: never runs
+        assert isinstance(await asyncio.wait_for(waiter, 2), int)
+        # an event let in that never runs (dropped by Gradio) stops counting after UNSTARTED_S
+        monkeypatch.setitem(admission.UNSTARTED_S, Cost.HEAVY, 0.1)
+        late = asyncio.ensure_future(gate.enter(Cost.HEAVY, "z"))
+        assert isinstance(await asyncio.wait_for(late, 2), int)
+
+    asyncio.run(scenario())
+
+
+def test_a_client_that_leaves_while_waiting_or_just_let_in_holds_no_place():
+    async def scenario() -> None:
+        gate = Admission()
+        for _ in range(1 + admission.SLACK):
+            await gate.enter(Cost.VIEW, "x")
+        leaving = asyncio.ensure_future(gate.enter(Cost.VIEW, "y"))
+        await _waiting(gate, Cost.VIEW, 1)
+        leaving.cancel()
+        await asyncio.sleep(0.01)
+        assert gate.waiting(Cost.VIEW) == 0
+        with gate.running(VIEW):  # one place frees: nobody waits for it
+            pass
+        assert len(gate.classes[Cost.VIEW].unstarted) == admission.SLACK
+
+    asyncio.run(scenario())
+
+
+def test_past_the_queue_size_a_join_of_an_address_already_waiting_is_refused_and_unknown_classes_pass(monkeypatch):
+    monkeypatch.setenv("VITVIZ_MAX_QUEUE", "2")
+
+    async def scenario() -> None:
+        gate = Admission()
+        for _ in range(1 + admission.SLACK):
+            await gate.enter(Cost.VIEW, "x")
+        waiter = asyncio.ensure_future(gate.enter(Cost.VIEW, "x"))
+        await _waiting(gate, Cost.VIEW, 1)
+        with pytest.raises(Refused):  # full, and "x" has a join waiting
+            await gate.enter(Cost.VIEW, "x")
+        other = asyncio.ensure_future(gate.enter(Cost.VIEW, "y"))  # an address with none waiting still waits
+        await _waiting(gate, Cost.VIEW, 2)
+        with pytest.raises(Refused):
+            await gate.enter(Cost.HEAVY, "y")
+        other.cancel()
+        assert await gate.enter(None, "y") is None and await gate.enter(Cost.LIVE, "y") is None
+        waiter.cancel()
+
+    asyncio.run(scenario())
+
+
+def test_a_run_is_found_by_its_event_id_and_one_with_no_join_behind_it_counts_while_it_runs(monkeypatch):
+    monkeypatch.setenv("VITVIZ_HEAVY_CONCURRENCY", "2")  # room for both joins: neither waits
+
+    async def scenario() -> None:
+        gate = Admission()
+        first, second = await gate.enter(Cost.HEAVY, "a"), await gate.enter(Cost.HEAVY, "b")
+        gate.named(Cost.HEAVY, second, "event-2")
+        with gate.running("a group of no class", "event-2"):  # found by its id, whatever the group
+            assert set(gate.classes[Cost.HEAVY].unstarted) == {first}
+        with gate.running(VIEW):
+            assert gate._in_flight(Cost.VIEW) == 1
+        assert gate._in_flight(Cost.VIEW) == 0
+        with gate.running("vitviz-measure"):  # a group not gated: nothing counted
+            assert gate._in_flight(Cost.VIEW) == gate._in_flight(Cost.HEAVY) - 1 == 0
+
+    asyncio.run(scenario())
+
+
+@cost(Cost.VIEW)
+def _record(x: float) -> float:
+    STARTS.append(x)
+    time.sleep(0.15)
+    return x
+
+
+STARTS: list[float] = []
+
+
+def test_through_the_served_app_a_visitor_waits_for_no_flooders_backlog(monkeypatch):
+    """A served app behind the door: one address keeps eight joins waiting; a second address's join runs after
+    at most the events already let in (room), not after the backlog."""
+    from gradio_client import Client
+    from starlette.middleware import Middleware
+
+    from tools.appserver import free_port
+    from vitviz.ui.binder import Binder
+    from vitviz.ui.serve import contacts, http, limits
+
+    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
+    monkeypatch.setattr(limits, "JOINS", limits.Joins())
+    monkeypatch.setattr(http, "JOINS", limits.JOINS)
+    gate = Admission()
+    monkeypatch.setattr(admission, "ADMISSION", gate)
+    monkeypatch.setattr(http, "ADMISSION", gate)
+    contacts.install()  # Gradio's method that runs an event, counted by the admission (the app's serve.install)
+    STARTS.clear()
+    with gr.Blocks() as demo:
+        ui = Binder()
+        ui.x, ui.out = gr.Number(), gr.Number()
+        gr.Button().click(**ui.bind(_record, "out", inputs=["x"], quick=False, api_name="record",
+                                    api_visibility="public"))
+    demo.queue(max_size=64, api_open=False)
+    monkeypatch.setattr(limits, "_SERVED", {})
+    limits.serve_events(demo.config)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": [Middleware(http.Hardening)]})
+    url, stop = f"http://127.0.0.1:{port}/", threading.Event()
+    try:
+        def flood() -> None:
+            client = Client(url, verbose=False, headers={"X-Forwarded-For": "10.9.9.9"})
+            while not stop.is_set():
+                try:
+                    client.predict(1, api_name="/record")
+                except Exception:  # noqa: BLE001 - the app closing at the end
+                    return
+
+        threads = [threading.Thread(target=flood, daemon=True) for _ in range(10)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while gate.waiting(Cost.VIEW) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gate.waiting(Cost.VIEW) >= 6, "the flood never filled the door"
+        visitor = Client(url, verbose=False, headers={"X-Forwarded-For": "10.1.1.1"})
+        before = len(STARTS)
+        assert visitor.predict(2, api_name="/record") == 2
+        ahead = STARTS.index(2) - before  # flood calls that started after the visitor's join
+        assert ahead <= 1 + admission.SLACK, STARTS[before:]
+    finally:
+        stop.set()
+        demo.close()
+        for t in threads:
+            t.join(timeout=30)
