@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from vitviz import ledger
-from vitviz.ui.serve import http, limits, page_module, uploads
+from vitviz.ui.serve import http, pageconfig, uploads
 
 ROOT = Path(__file__).resolve().parents[2]
 PHOTO = (ROOT / "assets" / "examples" / "chelsea.jpg").read_bytes()
@@ -229,7 +229,7 @@ def test_the_page_module_is_a_file_and_the_page_names_it_before_gradios_code():
         async def send(message):  # noqa: ANN001, ANN202
             sent.append(message)
 
-        asyncio.run(page_module.PageModule(app)({"type": "http", "method": "GET", "path": path, "headers": []}, None, send))
+        asyncio.run(pageconfig.PageConfig(app)({"type": "http", "method": "GET", "path": path, "headers": []}, None, send))
         return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
 
     headers, body = get("/")

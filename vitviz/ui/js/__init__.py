@@ -87,7 +87,7 @@ def module_file() -> str:
     return f"page.{hashlib.sha256(module().encode()).hexdigest()[:16]}.js"
 
 
-#: Where the served app answers the page module (``vitviz.ui.serve.page_module.PageModule``): MODULE_PATH + module_file().
+#: Where the served app answers the page module (``vitviz.ui.serve.pageconfig.PageConfig``): MODULE_PATH + module_file().
 MODULE_PATH = "/vitviz/"
 
 

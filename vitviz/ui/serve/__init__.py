@@ -91,17 +91,17 @@ def install(demo: Any) -> Any:
 def middleware() -> list:
     """Starlette middleware for ``demo.launch(app_kwargs={"middleware": ...})``, outermost first: refusals
     before any work; a live stream's frames outside the queue (:mod:`.frames`, before gzip: its pictures are
-    JPEGs); the in-browser page; the front end's files from memory; text gzip-compressed; the page module
-    (``vitviz/ui/js``) as a cached file, its tag in the page; the page's smaller configuration."""
+    JPEGs); the in-browser page; the front end's files from memory; text gzip-compressed; the page's smaller
+    configuration, and the page module (``vitviz/ui/js``) as a cached file, its tag in the page."""
     from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
-    from . import frames, http, in_browser, page_module, pageconfig
+    from . import frames, http, in_browser, pageconfig
 
     return [Middleware(http.Hardening), Middleware(frames.LiveFrames), Middleware(in_browser.InBrowserPage),
             Middleware(http.StaticCache),
             Middleware(GZipMiddleware, minimum_size=2048, compresslevel=1, exclude_content_types=http.NOT_GZIPPED),
-            Middleware(page_module.PageModule), Middleware(pageconfig.PageConfig)]
+            Middleware(pageconfig.PageConfig)]
 
 
 def public() -> bool:

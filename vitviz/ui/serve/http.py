@@ -317,7 +317,7 @@ def _watching(send: Send) -> Send:
 #: Content types the app's gzip leaves alone: Starlette's list (images, archives, event streams) and
 #: binary files such as the slider's packed PNG panels (compressed already: 4.8 MB per page load).
 NOT_GZIPPED: tuple[str, ...] = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/octet-stream")
-#: Path prefixes of the files of Gradio's front end and of vitviz's page module (:class:`~vitviz.ui.serve.page_module.PageModule`), which do
+#: Path prefixes of the files of Gradio's front end and of vitviz's page module (:class:`~vitviz.ui.serve.pageconfig.PageConfig`), which do
 #: not change while the server runs.
 STATIC_PREFIXES = ("/assets/", "/static/", "/vitviz/")
 #: Query parameters of Gradio's page route that change the page (vitviz's own, ``tab=`` etc., do not).

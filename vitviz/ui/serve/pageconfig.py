@@ -28,7 +28,8 @@ configuration (``/config``, and the one in the page's HTML, ``window.gradio_conf
 
 Gradio keeps its full configuration, so the API description (``/gradio_api/info``, also in the
 page's HTML as ``window.gradio_api_info``) and ``gradio_client`` are unchanged, except that no server
-path appears in them (:func:`redact`).
+path appears in them (:func:`redact`). The same middleware serves the page module (``vitviz/ui/js``) as a cached
+file and writes its tag into the page's head.
 """
 
 from __future__ import annotations
@@ -205,37 +206,68 @@ def rewrite(path: str, body: bytes) -> bytes:
 
 
 class PageConfig:
-    """ASGI middleware: ``GET`` of the page (``/``), ``/config`` and ``/info`` answered through :func:`rewrite`."""
+    """ASGI middleware: the page module (``vitviz/ui/js``: ``page.js`` and ``tour.js``, 35 KB) as a file, and
+    ``GET`` of the page (``/``), ``/config`` and ``/info`` answered through :func:`rewrite`.
+
+    Inline, as ``launch(head=...)``, the page module travelled inside the page configuration: every ``/config``
+    and every page's HTML (which embeds the configuration) carried it again, 11% of ``/config``. Here:
+
+    * ``GET /vitviz/page.<hash>.js`` answers it, ``Cache-Control: immutable`` (its name changes with its
+      code); :class:`.http.StaticCache`, outside, compresses it once;
+    * the page's HTML (``GET /``) gets :func:`vitviz.ui.js.module_tag` at the end of its head: a
+      parser-inserted classic script, so it runs before Gradio's code (a ``type="module"`` script,
+      deferred), as ``head`` did. (Gradio inserts ``head`` scripts after the page has loaded, without
+      waiting for a ``src`` one, so a tag in ``head`` could run after the app's ``js_on_load`` code.)
+
+    The app is launched with ``vitviz.ui.js.page(inline=False)`` beside this middleware.
+    """
 
     def __init__(self, app: Any) -> None:
+        from .. import js
+
         self.app = app
+        self.module_path = js.MODULE_PATH + js.module_file()
+        self.module = js.module().encode()
+        self.tag = js.module_tag().encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path", "").rstrip("/") if scope.get("type") == "http" else None
-        if scope.get("method") != "GET" or path is None or not (path == "" or path.endswith(("/config", "/info"))):
+        method = scope.get("method") if scope.get("type") == "http" else None
+        if method in ("GET", "HEAD") and scope.get("path") == self.module_path:
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"application/javascript; charset=utf-8"),
+                (b"cache-control", b"public, max-age=31536000, immutable"),
+                (b"content-length", str(len(self.module)).encode())]})
+            await send({"type": "http.response.body", "body": self.module if method == "GET" else b""})
+            return
+        path = scope.get("path", "").rstrip("/")
+        if method != "GET" or not (path == "" or path.endswith(("/config", "/info"))):
             await self.app(scope, receive, send)
             return
-        start: list = []
+        held: list = []  # the answer's start message and whether it is HTML; None: passed on as it comes
         parts: list[bytes] = []
 
         async def rewritten(message: Any) -> None:
             if message.get("type") == "http.response.start":
                 headers = dict((k.lower(), v) for k, v in message.get("headers", []))
                 if message.get("status") != 200 or b"content-encoding" in headers:
-                    start.append(None)  # passed on as it comes
+                    held.append(None)
                     await send(message)
                 else:
-                    start.append(message)
+                    held.append((message, headers.get(b"content-type", b"").startswith(b"text/html")))
                 return
-            if start and start[0] is None:
+            if held and held[0] is None:
                 await send(message)
                 return
             parts.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
+            first, html = held[0]
             body = rewrite(path, b"".join(parts))
-            headers = [(k, v) for k, v in start[0].get("headers", []) if k.lower() != b"content-length"]
-            await send({**start[0], "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            at = body.find(b"</head>") if path == "" and html else -1
+            if at >= 0:
+                body = body[:at] + self.tag + b"\n" + body[at:]
+            headers = [(k, v) for k, v in first.get("headers", []) if k.lower() != b"content-length"]
+            await send({**first, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
 
         await self.app(scope, receive, rewritten)
