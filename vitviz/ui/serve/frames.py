@@ -47,6 +47,7 @@ from typing import Any
 
 from ... import settings
 from .http import Receive, Scope, Send
+from .uploads import read_body
 
 #: The path of a frame sent outside the queue (ends as Gradio's next-frame route, so the door's frame cap applies).
 PATH = re.compile(r"/vitviz-live/stream/([0-9a-f]{8,64})$")
@@ -192,15 +193,10 @@ class LiveFrames:
         if found is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        parts = []
-        while True:
-            message = await receive()
-            if message.get("type") != "http.request":
-                return  # the page went away
-            parts.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        status, headers, body = await frame(b"".join(parts))
+        sent = await read_body(receive)
+        if sent is None:
+            return  # the page went away
+        status, headers, body = await frame(sent)
         await send({"type": "http.response.start", "status": status,
                     "headers": [*headers, (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

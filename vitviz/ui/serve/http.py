@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -38,10 +38,8 @@ from . import uploads
 from .admission import ADMISSION, Refused
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
+from .uploads import Message, Receive, Scope, capped, read_body
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 UPLOAD_PATHS = ("/gradio_api/upload", "/upload")
@@ -89,13 +87,6 @@ def _address(scope: Scope) -> str:
     return client_address(request, settings.trusted_proxies())
 
 
-def _declared_length(scope: Scope) -> int | None:
-    for k, v in scope.get("headers", []):
-        if k.lower() == b"content-length" and v.isdigit():
-            return int(v)
-    return None
-
-
 def _body_limit(path: str) -> int:
     """The largest body of a request to ``path`` that is not an upload nor a join."""
     limit = settings.get("VITVIZ_MAX_REQUEST")
@@ -106,45 +97,12 @@ def _body_limit(path: str) -> int:
     return limit
 
 
-def _capped(scope: Scope, receive: Receive, limit: int) -> Receive:
-    """``receive`` refusing (HTTP 413) a body past ``limit`` bytes, before the application has buffered it."""
-    declared = _declared_length(scope)
-    if declared is not None and declared > limit:
-        raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-    seen = [0]
-
-    async def wrapped() -> Message:
-        message = await receive()
-        if message.get("type") == "http.request":
-            seen[0] += len(message.get("body", b""))
-            if seen[0] > limit:
-                raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-        return message
-
-    return wrapped
-
-
-async def _read_join(scope: Scope, receive: Receive) -> bytes:
-    """A join's body, read whole: at most ``VITVIZ_MAX_FRAME`` bytes when it carries a camera frame (a stream's
-    first), ``VITVIZ_MAX_REQUEST`` otherwise (HTTP 413)."""
+async def _read_join(scope: Scope, receive: Receive) -> bytes | None:
+    """A join's body, read whole (None: the client left): at most ``VITVIZ_MAX_FRAME`` bytes when it carries a
+    camera frame (a stream's first), ``VITVIZ_MAX_REQUEST`` otherwise (HTTP 413)."""
     limit = settings.get("VITVIZ_MAX_REQUEST")
-    frames = max(limit, settings.get("VITVIZ_MAX_FRAME"))
-    declared = _declared_length(scope)
-    if declared is not None and declared > frames:
-        raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-    parts, seen = [], 0
-    while True:
-        message = await receive()
-        if message.get("type") != "http.request":
-            break
-        parts.append(message.get("body", b""))
-        seen += len(parts[-1])
-        if seen > frames:
-            raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
-        if not message.get("more_body", False):
-            break
-    body = b"".join(parts)
-    if len(body) > limit and FRAME_MARK not in body:
+    body = await read_body(capped(scope, receive, max(limit, settings.get("VITVIZ_MAX_FRAME")), TOO_LARGE_REQUEST))
+    if body is not None and len(body) > limit and FRAME_MARK not in body:
         raise uploads.RefusedUpload(413, TOO_LARGE_REQUEST)
     return body
 
@@ -162,6 +120,13 @@ def _session(body: bytes) -> tuple[str, Any]:
 async def _respond(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
     await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def _refuse(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
+    """A refusal, answered after :data:`.limits.REFUSAL_PAUSE_S` (a flooding script waits instead of spinning);
+    called outside every lock, so nobody waits behind a refusal."""
+    await asyncio.sleep(REFUSAL_PAUSE_S)
+    await _respond(send, status, text, kind)
 
 
 class Hardening:
@@ -191,8 +156,7 @@ class Hardening:
             return
         address = _address(scope)
         if not _allowed(scope, address):
-            await asyncio.sleep(REFUSAL_PAUSE_S)  # a flooding script waits instead of spinning
-            await _respond(nosniff, 429, "Too many requests from you: wait a moment (this server is shared).")
+            await _refuse(nosniff, 429, "Too many requests from you: wait a moment (this server is shared).")
             return
         method, path = scope.get("method"), scope.get("path", "").rstrip("/")
         try:
@@ -214,7 +178,7 @@ class Hardening:
                     receive = uploads.checked_upload(scope, receive, address, exempt(address), lambda: LIMITER.allow(
                         address, settings.get("VITVIZ_CLIENT_REQUESTS"), take_tokens=-1.0))
                 else:
-                    receive = _capped(scope, receive, _body_limit(path))
+                    receive = capped(scope, receive, _body_limit(path), TOO_LARGE_REQUEST)
             await self.app(scope, receive, nosniff)
         except uploads.RefusedUpload as refused:
             await _respond(nosniff, refused.status, refused.message)
@@ -222,10 +186,11 @@ class Hardening:
     async def _join(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
         """A queue join, admitted by the caps of :mod:`.limits` (refused: HTTP 503, as Gradio's full queue)."""
         body = await _read_join(scope, receive)
+        if body is None:  # the client left
+            return
         session, index = _session(body)
         if len(session) > MAX_SESSION_ID:
-            await asyncio.sleep(REFUSAL_PAUSE_S)
-            await _respond(send, 400, BAD_SESSION)
+            await _refuse(send, 400, BAD_SESSION)
             return
         path = scope.get("path", "").rstrip("/")
         cls = of_join(index, path.rpartition("/")[2] if "/call/" in path else None)
@@ -243,8 +208,7 @@ class Hardening:
                     JOINS.answered(ticket, None)
                     return
         if ticket is None:
-            await asyncio.sleep(REFUSAL_PAUSE_S)  # outside every lock: nobody waits behind a refusal
-            await _respond(send, 503, json.dumps({"detail": refusal}), b"application/json")
+            await _refuse(send, 503, json.dumps({"detail": refusal}), b"application/json")
             return
         replay = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -275,8 +239,7 @@ class Hardening:
         except Exception:  # noqa: BLE001 - Gradio failed on the join itself (an unknown fn_index: KeyError)
             if answer["status"]:
                 raise
-            await asyncio.sleep(REFUSAL_PAUSE_S)
-            await _respond(send, 400, json.dumps({"detail": BAD_JOIN}), b"application/json")
+            await _refuse(send, 400, json.dumps({"detail": BAD_JOIN}), b"application/json")
         finally:
             if event_id is None:  # the join did not enter Gradio's queue: its place goes to the next
                 ADMISSION.give_back(cls, token)

@@ -30,6 +30,7 @@ from ... import settings
 from ...core.video import looks_like_video
 from ...ledger import DiskBudget
 
+Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 
@@ -69,17 +70,46 @@ def is_accepted_start(head: bytes) -> bool:
 BUDGET = DiskBudget()
 
 
-def _content_length(scope: MutableMapping[str, Any]) -> int | None:
+def content_length(scope: Scope) -> int | None:
+    """The request's declared ``Content-Length`` (None when absent or not a number)."""
     for k, v in scope.get("headers", []):
         if k.lower() == b"content-length":
-            try:
-                return int(v)
-            except ValueError:
-                return None
+            return int(v) if v.isdigit() else None
     return None
 
 
-def _boundary(scope: MutableMapping[str, Any]) -> bytes | None:
+def capped(scope: Scope, receive: Receive, limit: int, sentence: str) -> Receive:
+    """``receive`` refusing (HTTP 413, ``sentence``) a body past ``limit`` bytes, declared or sent, before the
+    application has buffered it."""
+    declared = content_length(scope)
+    if declared is not None and declared > limit:
+        raise RefusedUpload(413, sentence)
+    seen = [0]
+
+    async def wrapped() -> Message:
+        message = await receive()
+        if message.get("type") == "http.request":
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > limit:
+                raise RefusedUpload(413, sentence)
+        return message
+
+    return wrapped
+
+
+async def read_body(receive: Receive) -> bytes | None:
+    """A request's whole body, or None when the client went away first."""
+    parts = []
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return None
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _boundary(scope: Scope) -> bytes | None:
     from python_multipart.multipart import parse_options_header
 
     for k, v in scope.get("headers", []):
@@ -89,7 +119,7 @@ def _boundary(scope: MutableMapping[str, Any]) -> bytes | None:
     return None
 
 
-def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: str, exempt: bool,
+def checked_upload(scope: Scope, receive: Receive, address: str, exempt: bool,
                    repeated: Callable[[], Any] | None = None) -> Receive:
     """``receive`` wrapped so that an upload breaking the rules of the module's text raises
     :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses);
@@ -98,11 +128,10 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
     from python_multipart.multipart import parse_options_header
 
     limit = settings.max_upload_bytes() + SLACK_BYTES
-    declared = _content_length(scope)
-    if declared is not None and declared > limit:
-        raise RefusedUpload(413, TOO_LARGE)
+    receive = capped(scope, receive, limit, TOO_LARGE)
+    declared = content_length(scope)
     boundary = _boundary(scope)
-    state = {"files": 0, "fields": 0, "seen": 0, "head": None, "header": b"", "value": b"", "disposition": b"",
+    state = {"files": 0, "fields": 0, "head": None, "header": b"", "value": b"", "disposition": b"",
              "error": None, "charged": False, "entry": None, "sha": None, "digest": None}
 
     def fail(status: int, message: str) -> None:
@@ -163,13 +192,9 @@ def checked_upload(scope: MutableMapping[str, Any], receive: Receive, address: s
         message = await receive()
         if message.get("type") != "http.request":
             return message
-        body = message.get("body", b"")
-        state["seen"] += len(body)
-        if state["seen"] > limit:
-            raise RefusedUpload(413, TOO_LARGE)
         if parser is not None:
             try:
-                parser.write(body)
+                parser.write(message.get("body", b""))
             except Exception:  # noqa: BLE001 - Gradio's parser refuses the same body with its own message
                 return message
         if state["error"] is not None:
