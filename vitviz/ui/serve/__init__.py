@@ -27,10 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...models.costs import Cost, cost, loaded_cost, model_cost
-
-#: The Gradio versions vitviz's server takes: the range of the ``app`` extra (pyproject.toml).
-GRADIO_RANGE = ((6, 31), (7, 0))
+#: The Gradio versions vitviz's server takes: the requirement of the ``app`` extra (pyproject.toml).
+GRADIO_RANGE = ">=6.31,<7"
 
 
 class UntestedGradio(RuntimeError):
@@ -38,24 +36,25 @@ class UntestedGradio(RuntimeError):
 
 
 def check_gradio(version: str | None = None) -> None:
-    """Refuse a Gradio outside :data:`GRADIO_RANGE` (``>=6.31,<7``, the ``app`` extra's range).
+    """Refuse a Gradio outside :data:`GRADIO_RANGE` (the installed one when ``version`` is None).
 
     Raises:
         UntestedGradio: with a sentence naming the installed version and the range.
     """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     if version is None:
         import gradio
 
         version = gradio.__version__
     try:
-        major_minor = tuple(int(p) for p in version.split(".")[:2])
-    except ValueError:
-        major_minor = ()
-    low, high = GRADIO_RANGE
-    if not (len(major_minor) == 2 and low <= major_minor < high):
-        raise UntestedGradio(
-            f"vitviz's server takes Gradio >={low[0]}.{low[1]},<{high[0]}, and Gradio {version} is installed: "
-            'install one in that range (pip install "vitviz[app]").')
+        taken = SpecifierSet(GRADIO_RANGE).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        taken = False
+    if not taken:
+        raise UntestedGradio(f"vitviz's server takes Gradio {GRADIO_RANGE}, and Gradio {version} is installed: "
+                             'install one in that range (pip install "vitviz[app]").')
 
 
 def install_process() -> None:
@@ -104,13 +103,4 @@ def middleware() -> list:
             Middleware(pageconfig.PageConfig)]
 
 
-def public() -> bool:
-    """True in public mode (``VITVIZ_PUBLIC=1``, or auto on a Hugging Face Space): the app refuses what a
-    stranger must not do (local model files, large downloads, long measurements)."""
-    from ... import settings
-
-    return settings.public()
-
-
-__all__ = ["Cost", "UntestedGradio", "check_gradio", "cost", "install", "install_process", "middleware",
-           "loaded_cost", "model_cost", "public"]
+__all__ = ["UntestedGradio", "check_gradio", "install", "install_process", "middleware"]

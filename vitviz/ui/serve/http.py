@@ -25,10 +25,10 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
-from types import SimpleNamespace
 from typing import Any
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
+from starlette.requests import Request
 
 from ... import settings
 from ...cache import LRU
@@ -78,13 +78,6 @@ def _allowed(scope: Scope, address: str) -> bool:
     if scope.get("method") == "GET" and scope.get("path", "").startswith(STATIC_PREFIXES):
         return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
     return True
-
-
-def _address(scope: Scope) -> str:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    client = scope.get("client") or ("unknown", 0)
-    request = SimpleNamespace(client=SimpleNamespace(host=client[0]), headers=headers)
-    return client_address(request, settings.trusted_proxies())
 
 
 def _body_limit(path: str) -> int:
@@ -154,7 +147,7 @@ class Hardening:
             # there when the app answers, so nothing is rendered for nobody
             await _respond(nosniff, 200, "", b"text/html; charset=utf-8")
             return
-        address = _address(scope)
+        address = client_address(Request(scope), settings.trusted_proxies())
         if not _allowed(scope, address):
             await _refuse(nosniff, 429, "Too many requests from you: wait a moment (this server is shared).")
             return
@@ -196,19 +189,17 @@ class Hardening:
         cls = of_join(index, path.rpartition("/")[2] if "/call/" in path else None)
         ticket, refusal = JOINS.admit(session or f"address:{address}", address, live=FRAME_MARK in body,
                                       heavy=cls is Cost.HEAVY)
-        token = None
+        token, left = None, ticket is None
         if ticket is not None:
             try:
-                token, left = await _admitted(cls, address, receive)
+                token, left = await _admitted(cls, address, receive)  # left: the client closed the request
             except Refused as full:
+                refusal, left = str(full), True
+            if left:
                 JOINS.answered(ticket, None)
-                ticket, refusal = None, str(full)
-            else:
-                if left:  # the client closed the request while its join waited at the door
-                    JOINS.answered(ticket, None)
-                    return
-        if ticket is None:
+        if refusal:
             await _refuse(send, 503, json.dumps({"detail": refusal}), b"application/json")
+        if left:
             return
         replay = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -354,8 +345,7 @@ class StaticCache:
     def _key(scope: Scope) -> tuple[str, bytes, str] | None:
         if scope.get("type") != "http" or scope.get("method") != "GET":
             return None
-        path = scope.get("path", "")
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        path, headers = scope.get("path", ""), Request(scope).headers
         if any(h in headers for h in ("range", "if-none-match", "if-modified-since", "if-range", "cookie",
                                       "authorization")):
             return None

@@ -35,8 +35,6 @@ from . import files
 if TYPE_CHECKING:
     import numpy as np
 
-_INSTALLED = False
-
 #: zlib level of PNG outputs (1: fastest that still compresses; level 6 is 4x slower for 3% less).
 PNG_LEVEL = 1
 
@@ -74,21 +72,17 @@ def encode(img: Image.Image, format: str) -> bytes:
         return out.getvalue()
 
 
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)  # keep it young for delete_cache
-    except OSError:
-        pass
-
-
 def save_pil(img: Image.Image, cache_dir: str, name: str = "image", format: str = "webp") -> str:
     """Write ``img`` to ``cache_dir`` as Gradio names an output image (``<hash of its bytes>/<name>.<format>``),
     once, atomically, memoised by its pixels; returns the path."""
     key = pixel_key(img, cache_dir, name, format)
     known = _MEMO.get(key) if key is not None else None
-    if known is not None and os.path.exists(known):
-        _touch(Path(known))
-        return files.record(known)
+    if known is not None:
+        try:
+            os.utime(known)  # still there: made young again for the cleaners
+            return files.record(known)
+        except OSError:
+            pass  # deleted meanwhile: written again
     data = encode(img, format)
     final = files.write_once(Path(cache_dir) / hashlib.sha256(_SALT + data).hexdigest(), f"{name}.{format}",
                              data).resolve()

@@ -158,13 +158,8 @@ def redact(value: Any, folders: tuple[str, ...]) -> Any:
     the server's cache folder (``/tmp/gradio/<hash>/chelsea.jpg``) or of the checkout.
     """
     if isinstance(value, str):
-        for folder in folders:
-            while folder and folder in value:
-                i = value.index(folder)
-                j = i + len(folder)
-                while j < len(value) and not value[j].isspace() and value[j] not in "'\",)]":
-                    j += 1
-                value = value[:i] + value[i:j].rsplit("/", 1)[-1] + value[j:]
+        for folder in filter(None, folders):  # the path runs to a space, quote, comma or closing bracket
+            value = re.sub(re.escape(folder) + r"""[^\s'",)\]]*""", lambda m: m[0].rsplit("/", 1)[-1], value)
         return value
     if isinstance(value, dict):
         return {k: redact(v, folders) for k, v in value.items()}

@@ -26,6 +26,8 @@ import hashlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.requests import Request
+
 from ... import settings
 from ...core.video import looks_like_video
 from ...ledger import DiskBudget
@@ -56,15 +58,11 @@ class RefusedUpload(Exception):
         self.message = message
 
 
-def is_image_start(head: bytes) -> bool:
-    """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF."""
-    return head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
-
-
 def is_accepted_start(head: bytes) -> bool:
-    """True when ``head`` starts like an image (:func:`is_image_start`) or a video the live section plays
-    (same size cap, ``VITVIZ_MAX_UPLOAD``, and the same disk budgets)."""
-    return is_image_start(head) or looks_like_video(head)
+    """True when ``head`` (a file's first 12 bytes or more) starts like a JPEG, PNG, WebP, GIF, BMP or TIFF, or
+    like a video the live section plays (same size cap, ``VITVIZ_MAX_UPLOAD``, and the same disk budgets)."""
+    return (head.startswith(IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+            or looks_like_video(head))
 
 
 BUDGET = DiskBudget()
@@ -72,10 +70,8 @@ BUDGET = DiskBudget()
 
 def content_length(scope: Scope) -> int | None:
     """The request's declared ``Content-Length`` (None when absent or not a number)."""
-    for k, v in scope.get("headers", []):
-        if k.lower() == b"content-length":
-            return int(v) if v.isdigit() else None
-    return None
+    declared = Request(scope).headers.get("content-length", "")
+    return int(declared) if declared.isdecimal() else None
 
 
 def capped(scope: Scope, receive: Receive, limit: int, sentence: str) -> Receive:
@@ -112,11 +108,8 @@ async def read_body(receive: Receive) -> bytes | None:
 def _boundary(scope: Scope) -> bytes | None:
     from python_multipart.multipart import parse_options_header
 
-    for k, v in scope.get("headers", []):
-        if k.lower() == b"content-type":
-            media, params = parse_options_header(v)
-            return params.get(b"boundary") if media == b"multipart/form-data" else None
-    return None
+    media, params = parse_options_header(Request(scope).headers.get("content-type", ""))
+    return params.get(b"boundary") if media == b"multipart/form-data" else None
 
 
 def checked_upload(scope: Scope, receive: Receive, address: str, exempt: bool,
