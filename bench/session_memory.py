@@ -1,5 +1,5 @@
 """Memory of browser sessions: one new session in the Python heap (Gradio 6.31's own SessionState against
-vitviz.ui.serve.sessions), the page configuration every page load is sent, and the served app's memory as
+vitviz.ui.serve.contacts.slim_sessions), the page configuration every page load is sent, and the served app's memory as
 fresh sessions arrive (300 at a time, up to 1,500).
 
 Usage::
@@ -47,7 +47,7 @@ def per_session_report() -> None:
     from vitviz.ui import build_demo, serve
     from vitviz.ui.serve.pageconfig import slim
 
-    demo = serve.install(build_demo())  # installs vitviz.ui.serve.sessions
+    demo = serve.install(build_demo())  # installs vitviz.ui.serve.contacts.slim_sessions
 
     def per_session(n: int = 50) -> float:
         tracemalloc.start()
@@ -59,7 +59,7 @@ def per_session_report() -> None:
     lean = per_session()
     sh.SessionState.__init__ = original
     gradio_own = per_session()
-    print(f"per new session: Gradio 6.31's SessionState {gradio_own:.0f} KiB, with vitviz.ui.serve.sessions "
+    print(f"per new session: Gradio 6.31's SessionState {gradio_own:.0f} KiB, with vitviz.ui.serve.contacts.slim_sessions "
           f"{lean:.0f} KiB")
 
     def _json(value: object) -> bytes:

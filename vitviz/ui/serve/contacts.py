@@ -50,7 +50,7 @@ INPUT_CHECKS = Contact(tuple(f"gradio.{name}" for name in ("Number", "Slider", "
                        "null); a slider whose range a handler changes (a layer of the chosen model) is checked "
                        "against the range it was built with",
                        "validator= run on the raw payload, and sliders checked against their updated range")
-SESSIONS = Contact(("gradio.state_holder",), "SessionState", "sessions:slim",
+SESSIONS = Contact(("gradio.state_holder",), "SessionState", "contacts:slim_sessions",
                    "every new session copies the configuration of all ~270 blocks (config_values, for deep links "
                    "vitviz does not use): 1,000 kB per client-chosen session id against 28 kB without",
                    "a launch option that turns deep-link snapshots off, or snapshots built on demand")
@@ -63,6 +63,32 @@ CONTACTS = (IMAGE_WRITER, REQUEST_ERRORS, INPUT_CHECKS, SESSIONS, EXAMPLE_CLICK)
 
 _LOCK = threading.Lock()
 _INSTALLED: list[bool] = []
+
+
+class _NoBlocks:
+    """An app seen with no blocks: the new session's per-block configuration copy is empty; all else is the app's."""
+
+    blocks: dict = {}
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._app, name)
+
+
+def slim_sessions(base: type) -> type:
+    """A subclass of Gradio's session class ``base`` (:data:`SESSIONS`) whose new sessions copy no block's
+    configuration. Those copies serve only Gradio's deep links (``/gradio_api/deep_link``), which vitviz does not
+    use (shareable views are vitviz's own URL query, :mod:`vitviz.views.urlstate`); the blocks a handler replaces
+    are still kept, as Gradio does, and the app keeps at most ``VITVIZ_MAX_SESSIONS`` sessions
+    (``launch(state_session_capacity=...)``)."""
+
+    class SlimSession(base):  # type: ignore[misc, valid-type]
+        def __init__(self, blocks: Any) -> None:
+            super().__init__(_NoBlocks(blocks))
+
+    return SlimSession
 
 
 def resolve(path: str) -> Any:

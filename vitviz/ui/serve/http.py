@@ -157,7 +157,7 @@ class Hardening:
                 await self._join(scope, receive, nosniff, address)
                 return
             if method == "GET" and path.endswith("/queue/data"):
-                await self.app(scope, receive, _watching(nosniff))
+                await self.app(scope, receive, CompletedEvents(send=nosniff))
                 return
             if method == "GET" and CALL_STREAM.search(path):
                 try:
@@ -254,18 +254,6 @@ async def _admitted(c: Cost | None, address: str, receive: Receive) -> tuple[int
     if leaving is not None:
         leaving.cancel()
     return entering.result(), False
-
-
-def _watching(send: Send) -> Send:
-    """``send`` of a session's event stream, ending the hold of each event it completes (:mod:`.limits`)."""
-    reader = CompletedEvents()
-
-    async def watched(message: Message) -> None:
-        if message.get("type") == "http.response.body":
-            reader.feed(message.get("body", b""))
-        await send(message)
-
-    return watched
 
 
 #: Content types the app's gzip leaves alone: Starlette's list (images, archives, event streams) and

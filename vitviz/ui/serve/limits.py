@@ -213,11 +213,18 @@ def others_busy(request: Any) -> bool:
 
 
 class CompletedEvents:
-    """Reads a session's event stream (``GET .../queue/data``) as it is sent, and ends each completed event's hold."""
+    """Reads a session's event stream (``GET .../queue/data``) as it is sent, and ends each completed event's hold;
+    called with each message, as the ASGI ``send`` it wraps."""
 
-    def __init__(self, joins: Joins | None = None) -> None:
+    def __init__(self, joins: Joins | None = None, send: Any = None) -> None:
         self.joins = JOINS if joins is None else joins
+        self.send = send
         self.head = b""  # the first bytes of the message being sent
+
+    async def __call__(self, message: dict) -> None:
+        if message.get("type") == "http.response.body":
+            self.feed(message.get("body", b""))
+        await self.send(message)
 
     def feed(self, chunk: bytes) -> None:
         """One piece of the stream's body (a message may be split between pieces; messages end in a blank line)."""
