@@ -14,11 +14,8 @@ server path: :func:`.pageconfig.redact`), logged as one line.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
 from typing import Any
-
-log = logging.getLogger("vitviz.ui")
 
 #: Longest part of an exception's own text repeated to the client.
 DETAIL_CHARS = 160
@@ -47,6 +44,7 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
     import gradio as gr
 
     from . import admission
+    from .inputs import user_error
 
     admission.RUNS_COUNTED = True
 
@@ -60,8 +58,6 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure outside a handler becomes a sentence
-            message = sentence(exc)
-            log.info("user error in a request: %s", message)
-            raise gr.Error(message, print_exception=False) from None
+            raise user_error(sentence(exc), "a request") from None
 
     return answering

@@ -114,15 +114,10 @@ def _turn(old: _Stream | None) -> dict:
     return {} if old is None else {"lock": old.lock, "newest": old.newest}
 
 
-_WORKERS: list[ThreadPoolExecutor] = []
-
-
+@functools.cache
 def workers() -> ThreadPoolExecutor:
     """The live frames' worker threads (one per live slot, ``VITVIZ_LIVE_STREAMS``), made on first use."""
-    if not _WORKERS:
-        _WORKERS.append(ThreadPoolExecutor(max_workers=max(1, settings.live_limits()[0]),
-                                           thread_name_prefix="vitviz-live"))
-    return _WORKERS[0]
+    return ThreadPoolExecutor(max_workers=max(1, settings.live_limits()[0]), thread_name_prefix="vitviz-live")
 
 
 def over_time(session: str, limit: float | None, now: float) -> bool:

@@ -47,12 +47,13 @@ def _label(block: Any) -> str:
     return str(getattr(block, "label", None) or getattr(block, "elem_id", None) or type(block).__name__.lower())
 
 
-def _error(message: str) -> Exception:
-    """The ``gr.Error`` for a bad input, logged as one line (the message holds at most a short echo)."""
+def user_error(message: str, where: str = "an input") -> Exception:
+    """The ``gr.Error`` for a bad input (or request: ``where``), logged as one line (the message holds at most a
+    short echo)."""
     import gradio as gr
 
     message = message[:MESSAGE_CHARS]
-    log.info("user error in an input: %s", message.replace("\n", " "))
+    log.info("user error in %s: %s", where, message.replace("\n", " "))
     return gr.Error(message, print_exception=False)
 
 
@@ -60,9 +61,9 @@ def _number(block: Any, payload: Any, original: Any) -> Any:
     if payload is None:
         return original(block, payload)
     if isinstance(payload, bool) or not isinstance(payload, (int, float)):
-        raise _error(f"{_label(block)}: expected a number, got {short(payload)}")
+        raise user_error(f"{_label(block)}: expected a number, got {short(payload)}")
     if not math.isfinite(payload):
-        raise _error(f"{_label(block)}: expected a finite number, got {payload}")
+        raise user_error(f"{_label(block)}: expected a finite number, got {payload}")
     if getattr(block, "precision", None) == 0 and payload != int(payload):
         return float(payload)  # the handler's check says "whole numbers only"
     if getattr(block, DYNAMIC, False):
@@ -75,7 +76,7 @@ def _number(block: Any, payload: Any, original: Any) -> Any:
 
 def _choice(block: Any, payload: Any, original: Any) -> Any:
     if isinstance(payload, str) and len(payload) > 200:
-        raise _error(f"{_label(block)}: {short(payload)} is not one of the choices")
+        raise user_error(f"{_label(block)}: {short(payload)} is not one of the choices")
     return original(block, payload)
 
 
@@ -91,7 +92,7 @@ def _image(block: Any, payload: Any, original: Any) -> Any:
     try:
         check_image_file(path)
     except ImageError as exc:
-        raise _error(f"Image problem: {exc}") from None
+        raise user_error(f"Image problem: {exc}") from None
     return original(block, payload)
 
 
@@ -127,8 +128,8 @@ def checked(original: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error as exc:
             if getattr(exc, "print_exception", True) is False:
                 raise
-            raise _error(str(exc.message)) from None
+            raise user_error(str(exc.message)) from None
         except Exception as exc:  # noqa: BLE001 - any conversion failure becomes a sentence
-            raise _error(f"{_label(self)}: this value cannot be used ({type(exc).__name__})") from None
+            raise user_error(f"{_label(self)}: this value cannot be used ({type(exc).__name__})") from None
 
     return preprocess
