@@ -12,7 +12,8 @@ across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
   of which the model and the WASM runtime;
 * time from navigation to the model ready, and to the first reconstruction drawn;
 * the camera: frames reconstructed and drawn a second, measured over ``--seconds`` after a 3 s warm-up,
-  and the page's own time per frame (normalise, run the graph, build the panels);
+  and the page's time per frame (``stats.lastMs``: since the camera is pipelined, from a frame's capture to its
+  panels drawn, which includes waiting for the previous frame; before that change, normalise + graph + panels);
 * with ``--isolated`` the server adds COOP/COEP (as the app's ``/in-browser/`` route does), so the page
   is cross-origin isolated and ONNX Runtime Web runs ``min(4, cores)`` threads; without, one thread;
 * the load average before and after (the machine may be shared: read the rates with it).
