@@ -360,8 +360,9 @@ export function errorImage(errorMap, size, patch, peak) {
 export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   const ort = await import(vendorUrl + "ort.wasm.min.mjs");
   // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
-  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11
-  // (bench/README.md).
+  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11 on a busy
+  // machine; with the proxy worker, 1.3-1.4x faster than 1 thread at load 3.3 but half as fast from load 3.6 on
+  // (bench/README.md, 2026-12-06: the in-page camera).
   const cores = navigator.hardwareConcurrency || 1;
   const threads = options.threads
     ?? (self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1);
