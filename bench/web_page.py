@@ -12,12 +12,17 @@ across a photo at 30 frames a second (``tools/fake_camera.py``). It reports:
   of which the model and the WASM runtime;
 * time from navigation to the model ready, and to the first reconstruction drawn;
 * the camera: frames reconstructed and drawn a second, measured over ``--seconds`` after a 3 s warm-up,
-  and the page's own time per frame (normalise, run the graph, build the panels);
+  and the page's time per frame (``stats.lastMs``: since the camera is pipelined, from a frame's capture to its
+  panels drawn, which includes waiting for the previous frame; before that change, normalise + graph + panels);
 * with ``--isolated`` the server adds COOP/COEP (as the app's ``/in-browser/`` route does), so the page
   is cross-origin isolated and ONNX Runtime Web runs ``min(4, cores)`` threads; without, one thread;
 * the load average before and after (the machine may be shared: read the rates with it).
 
 Everything runs in the page: the server only sends files. Prints one JSON object.
+
+``--compare LABEL=FOLDER[?QUERY] ... [--rounds N]`` measures the camera of several already exported folders (e.g.
+one exported from an older commit) or page options (``?threads=2&proxy=0``: the static page's overrides of ONNX
+Runtime Web's threads and proxy worker) side by side, the order reversed every other round.
 
 ``--app URL --page-bytes`` measures what one load of the app's page downloads (every response body): with no
 visitor action for ``--seconds`` after the MAE tab's first views, then after the first intent (the pointer over
@@ -52,13 +57,16 @@ from tools.fake_camera import camera_args, pan_frames, write_y4m  # noqa: E402
 from tools.static_site import opened_page, serving_folder  # noqa: E402
 
 
-def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> dict:
-    """Export the page, serve it on ``port`` and measure it in Chromium (the figures listed above)."""
+def measure(port: int, seconds: float, ratio: float, isolated: bool = False, site: Path | None = None,
+            query: str = "") -> dict:
+    """Export the page (or take the exported folder ``site``), serve it on ``port`` and measure it in Chromium
+    (the figures listed above); ``query`` is appended to the page's URL (``threads=2&proxy=0``)."""
     from vitviz.web.export import export_web
 
     with tempfile.TemporaryDirectory() as tmp:
-        site = Path(tmp) / "site"
-        export_web(site)
+        if site is None:
+            site = Path(tmp) / "site"
+            export_web(site)
         y4m = write_y4m(Path(tmp) / "pan.y4m", pan_frames(count=60))
         sizes: dict[str, int] = {}
 
@@ -70,7 +78,8 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> 
 
         with serving_folder(site, port, isolated) as url:
             load_before = os.getloadavg()
-            with opened_page(url, y4m, {"response": on_response}, ready_ms=300_000) as (_, page):
+            with opened_page(url + (f"?{query}" if query else ""), y4m, {"response": on_response},
+                             ready_ms=300_000) as (_, page):
                 first = page.evaluate("window.maePage.stats")
                 downloaded = dict(sizes)
                 page.evaluate(f"(r) => {{ const s = document.querySelector('#ratio'); s.value = r; "
@@ -92,6 +101,8 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> 
         "wasm_bytes": sum(v for k, v in downloaded.items() if k.endswith(".wasm")),
         "isolated": isolated,
         "threads": first["threads"],
+        "proxy": first.get("proxy"),
+        "query": query,
         "model_ready_ms": round(first["loadMs"]),
         "first_reconstruction_ms": round(first["firstFrameMs"]),
         "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
@@ -104,6 +115,32 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False) -> 
         "loadavg_after": [round(x, 2) for x in load_after],
         "cpus": os.cpu_count(),
     }
+
+
+def compare(variants: list[str], rounds: int, seconds: float, ratio: float, isolated: bool) -> dict:
+    """The static page's camera for several variants side by side: ``LABEL=FOLDER[?QUERY]`` (an exported folder,
+    e.g. one exported from an older commit, and the page's query: ``threads=2&proxy=0``); each round measures every
+    variant once, the order reversed every other round. Returns the rates and page times per variant, in order."""
+    parsed = []
+    for v in variants:
+        label, _, rest = v.partition("=")
+        folder, _, query = rest.partition("?")
+        parsed.append((label, Path(folder), query))
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in parsed}
+    for r in range(rounds):
+        for label, folder, query in (parsed if r % 2 == 0 else parsed[::-1]):
+            m = measure(free_port(), seconds, ratio, isolated, site=folder, query=query)
+            runs[label].append(m)
+            print(json.dumps({"round": r, "variant": label, "camera_fps": m["camera_fps"],
+                              "page_ms_per_frame_median": m["page_ms_per_frame_median"], "threads": m["threads"],
+                              "proxy": m["proxy"], "loadavg": [m["loadavg_before"][0], m["loadavg_after"][0]]}),
+                  file=sys.stderr, flush=True)
+    return {label: {"camera_fps": [m["camera_fps"] for m in ms],
+                    "page_ms_per_frame_median": [m["page_ms_per_frame_median"] for m in ms],
+                    "threads": ms[0]["threads"], "proxy": ms[0]["proxy"],
+                    "loadavg_1min_before_after": [[m["loadavg_before"][0], m["loadavg_after"][0]] for m in ms]}
+            for label, ms in runs.items()} | {"rounds": rounds, "seconds": seconds, "isolated": isolated,
+                                              "cpus": os.cpu_count()}
 
 
 def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None) -> dict:
@@ -258,7 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page-bytes", action="store_true",
                     help="with --app: bytes a page load downloads, idle for --seconds, then after the first intent")
     ap.add_argument("--breakdown", action="store_true", help="with --app: where a camera frame's time goes")
+    ap.add_argument("--compare", nargs="+", metavar="LABEL=FOLDER[?QUERY]",
+                    help="exported folders (and page queries) measured side by side, --rounds times, order alternating")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.compare:
+        print(json.dumps(compare(args.compare, args.rounds, args.seconds, args.ratio, args.isolated), indent=1))
+        return 0
     if args.app and args.breakdown:
         print(json.dumps(measure_breakdown(args.app), indent=1))
         return 0

@@ -194,19 +194,30 @@ export function panels(rgba, pred, mask, size, patch, mean, std) {
 }
 
 /**
- * One reconstruction: the graph on the visible patches of `rgba`, then the panels and numbers
- * (the one path of the static page and of the app's MAE tab).
+ * One reconstruction in two halves: the graph starts now on the visible patches of `rgba`; `panels()` awaits it
+ * and builds the panels and numbers. Between the two, the page is free (with ONNX Runtime's proxy worker the graph
+ * runs off the page's thread), which is how the camera overlaps one frame's panels with the next frame's graph.
  *
  * @param {{run: Function}} model  from loadModel
  * @param {Uint8ClampedArray} rgba  square view, S*S*4
  * @param {Uint8Array} mask         (L,) 1 = hidden; at least one patch visible
  * @param {{size: number, patch: number, mean: number[], std: number[]}} config
+ * @returns {{graph: Promise<Float32Array>, panels: () => Promise<object>}}
  */
-export async function reconstructOnce(model, rgba, mask, config) {
+export function startReconstruction(model, rgba, mask, config) {
   if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
   const { size, patch, mean, std } = config;
-  const pred = await model.run(normalise(rgba, size, mean, std), visibleIds(mask));
-  return panels(rgba, pred, mask, size, patch, mean, std);
+  const graph = model.run(normalise(rgba, size, mean, std), visibleIds(mask));
+  graph.catch(() => {});  // a failure is reported by panels(), not as an unhandled rejection
+  return { graph, panels: async () => panels(rgba, await graph, mask, size, patch, mean, std) };
+}
+
+/**
+ * One reconstruction: the graph on the visible patches of `rgba`, then the panels and numbers
+ * (the one path of the static page and of the app's MAE tab).
+ */
+export async function reconstructOnce(model, rgba, mask, config) {
+  return startReconstruction(model, rgba, mask, config).panels();
 }
 
 /** A visible patch on the error map (not predicted), as vitviz.render.mae.error_heatmap draws it. */
@@ -247,25 +258,64 @@ export function squareView(canvas, source, width, height, size) {
 }
 
 /**
- * Every frame the camera delivers, one at a time: `step(video)` (awaited) per new frame while `going()`;
- * `onRate(fps)` about once a second with the frames done over that second.
+ * Every frame the camera delivers, reconstructed back to back: `step(video)` captures the newest frame and starts
+ * its graph, returning `{graph, finish}` (`graph` a promise settled when the graph is done, `finish()` drawing the
+ * frame). One graph runs at a time; while it runs, the previous frame is finished (its panels and drawing, on the
+ * page's thread while the graph runs in ONNX Runtime's worker). A frame that arrived while the page was busy is
+ * taken at once, without waiting for the next one. `onRate(fps)` about once a second with the frames drawn over
+ * that second. Runs while `going()`.
  */
 export async function cameraLoop(video, going, step, onRate) {
   let shown = 0;
   let since = performance.now();
-  while (going()) {
-    if (video.readyState >= 2) {
-      await step(video);
-      shown += 1;
-      const now = performance.now();
-      if (now - since >= 1000) {
-        onRate((shown * 1000) / (now - since));
-        shown = 0;
-        since = now;
-      }
+  let presented = 0;  // frames the video has presented (requestVideoFrameCallback), or animation frames
+  let taken = -1;     // the value of `presented` when the last frame was captured
+  let wake = null;
+  const onFrame = (now, meta) => {
+    presented = meta && Number.isFinite(meta.presentedFrames) ? meta.presentedFrames : presented + 1;
+    if (wake) wake();
+    if (going()) watch();
+  };
+  const watch = () => (video.requestVideoFrameCallback
+    ? video.requestVideoFrameCallback(onFrame) : requestAnimationFrame(() => onFrame()));
+  const drawn = () => {
+    shown += 1;
+    const now = performance.now();
+    if (now - since >= 1000) {
+      onRate((shown * 1000) / (now - since));
+      shown = 0;
+      since = now;
     }
-    await new Promise((resolve) => (video.requestVideoFrameCallback
-      ? video.requestVideoFrameCallback(() => resolve()) : requestAnimationFrame(() => resolve())));
+  };
+  watch();
+  let last = null;
+  while (going()) {
+    if (video.readyState < 2 || presented === taken) {
+      if (last) {
+        await last.finish();
+        drawn();
+        last = null;
+        continue;
+      }
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, 250);  // the camera may stop delivering: look at going() again
+        wake = () => { clearTimeout(timer); wake = null; resolve(); };
+      });
+      continue;
+    }
+    taken = presented;
+    const current = step(video);
+    if (last) {
+      await last.finish();
+      drawn();
+    }
+    last = null;
+    await current.graph;
+    last = current;
+  }
+  if (last) {
+    await last.finish();
+    drawn();
   }
 }
 
@@ -302,21 +352,28 @@ export function errorImage(errorMap, size, patch, peak) {
  *
  * @param {string} vendorUrl  folder of ort.wasm.min.mjs and its WASM (absolute URL, ending in /)
  * @param {string} modelUrl   the .onnx file
- * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, bytes: number}>}
+ * @param {{proxy?: boolean, threads?: number}} options  `proxy`: run the graph in ONNX Runtime's worker, off
+ *   the page's thread (default: yes, where the browser has module workers); `threads`: WASM threads (default:
+ *   `cores - 1`, at most 4, when the page is cross-origin isolated; else 1)
+ * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, proxy: boolean, bytes: number}>}
  */
-export async function loadModel(vendorUrl, modelUrl, size) {
+export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   const ort = await import(vendorUrl + "ort.wasm.min.mjs");
   // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
-  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11
-  // (bench/README.md).
+  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11 on a busy
+  // machine; with the proxy worker, 1.3-1.4x faster than 1 thread at load 3.3 but half as fast from load 3.6 on
+  // (bench/README.md, 2026-12-06: the in-page camera).
   const cores = navigator.hardwareConcurrency || 1;
-  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1;
+  const threads = options.threads
+    ?? (self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1);
+  const proxy = options.proxy ?? (typeof Worker === "function");
   ort.env.wasm.wasmPaths = vendorUrl;
   ort.env.wasm.numThreads = threads;
-  ort.env.wasm.proxy = false;
+  ort.env.wasm.proxy = proxy;
   const response = await fetch(modelUrl);
   if (!response.ok) throw new Error(`could not load the model (${response.status})`);
   const bytes = new Uint8Array(await response.arrayBuffer());
+  const length = bytes.length;  // the proxy worker takes the buffer (transferred, not copied)
   const session = await ort.InferenceSession.create(bytes, {
     executionProviders: ["wasm"], graphOptimizationLevel: "all",
   });
@@ -328,5 +385,5 @@ export async function loadModel(vendorUrl, modelUrl, size) {
     const out = await session.run(feeds);
     return out.pred.data;
   };
-  return { run, threads, bytes: bytes.length };
+  return { run, threads, proxy, bytes: length };
 }

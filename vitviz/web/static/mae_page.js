@@ -1,5 +1,7 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
-import { cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView as drawSquare } from "./mae_core.js";
+import {
+  cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView as drawSquare, startReconstruction,
+} from "./mae_core.js";
 
 const $ = (id) => document.getElementById(id);
 const base = new URL("./", import.meta.url).href;
@@ -9,10 +11,11 @@ const { size, patch } = config;
 const grid = tables.grid[0] * tables.grid[1];
 
 // What the page exposes to tests and benchmarks (no behaviour depends on it).
-const stats = { runs: 0, lastMs: 0, frames: 0, modelBytes: 0, threads: 0, loadMs: 0, firstFrameMs: 0, last: null };
+const stats = { runs: 0, lastMs: 0, frames: 0, modelBytes: 0, threads: 0, proxy: false, loadMs: 0, firstFrameMs: 0,
+  last: null };
 window.maePage = { stats, ready: null, busy: false };
 
-const state = { rgba: null, painted: null, busy: false, pending: false, camera: null };
+const state = { rgba: null, painted: null, busy: false, pending: false, camera: null, cameraOn: false };
 
 function showError(text) { $("error").textContent = text || ""; }
 
@@ -31,8 +34,24 @@ function currentMask() {
   return makeMask(tables, $("pattern").value, Number($("ratio").value), Number($("seed").value));
 }
 
+/** Draw one result's panels and record it in `stats`. */
+function show(out, mask) {
+  draw("masked", out.masked);
+  draw("reconstruction", out.reconstruction);
+  draw("pasted", out.pasted);
+  draw("error-map", errorPanel(out, mask, size, patch));
+  $("psnr").textContent = Number.isFinite(out.psnr) ? `PSNR ${out.psnr.toFixed(2)} dB (hidden patches)`
+    : "nothing hidden: PSNR not defined";
+  stats.runs += 1;
+  stats.last = { hidden: mask.reduce((a, b) => a + b, 0), psnr: out.psnr, maskedMse: out.maskedMse,
+    mask: Array.from(mask), errorMap: Array.from(out.errorMap) };
+  document.body.dataset.runs = String(stats.runs);
+  showError("");
+}
+
 async function reconstruct() {
   if (!state.rgba || !model) return;
+  if (state.cameraOn) return;  // the camera's next frame uses the new mask
   if (state.busy) { state.pending = true; return; }
   state.busy = window.maePage.busy = true;
   try {
@@ -43,17 +62,7 @@ async function reconstruct() {
       const t0 = performance.now();
       const out = await reconstructOnce(model, rgba, mask, config);
       stats.lastMs = performance.now() - t0;
-      draw("masked", out.masked);
-      draw("reconstruction", out.reconstruction);
-      draw("pasted", out.pasted);
-      draw("error-map", errorPanel(out, mask, size, patch));
-      $("psnr").textContent = Number.isFinite(out.psnr) ? `PSNR ${out.psnr.toFixed(2)} dB (hidden patches)`
-        : "nothing hidden: PSNR not defined";
-      stats.runs += 1;
-      stats.last = { hidden: mask.reduce((a, b) => a + b, 0), psnr: out.psnr, maskedMse: out.maskedMse,
-        mask: Array.from(mask), errorMap: Array.from(out.errorMap) };
-      document.body.dataset.runs = String(stats.runs);
-      showError("");
+      show(out, mask);
     } while (state.pending);
   } catch (err) {
     showError(String(err.message || err));
@@ -67,10 +76,11 @@ async function showImage(blob) {
     const bitmap = await createImageBitmap(blob);
     state.rgba = squareView(bitmap, bitmap.width, bitmap.height);
     bitmap.close();
-    reconstruct();
   } catch (err) {
     showError("could not read that file as an image; try a JPEG or PNG photo");
+    return;
   }
+  await reconstruct();  // the graph runs off the page's thread (proxy worker): ready means drawn
 }
 
 // --- controls ---------------------------------------------------------------------------------------
@@ -126,12 +136,45 @@ $("masked").addEventListener("pointermove", (e) => { if (e.buttons) paintAt(e); 
 $("masked").addEventListener("pointerup", () => { stroke = null; });
 
 // --- camera: every frame the camera delivers, one reconstruction at a time ------------------------------
-function startCamera() {
-  return cameraLoop($("video"), () => state.camera, async (video) => {
-    state.rgba = squareView(video, video.videoWidth, video.videoHeight);
-    await reconstruct();
-    stats.frames += 1;
-  }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; });
+// A frame's graph runs while the previous frame's panels are drawn (cameraLoop); stats.lastMs is then the time
+// from a frame's capture to its panels drawn.
+const grab = new OffscreenCanvas(size, size);
+async function startCamera() {
+  while (state.busy) await new Promise((resolve) => setTimeout(resolve, 10));  // a reconstruction in flight
+  state.cameraOn = true;
+  try {
+    await cameraLoop($("video"), () => state.camera, (video) => {
+      const t0 = performance.now();
+      // Captured off screen: the Original panel is drawn with the others, when this frame is finished.
+      const rgba = state.rgba = drawSquare(grab, video, video.videoWidth, video.videoHeight, size);
+      const mask = currentMask();
+      let run;
+      try {
+        run = startReconstruction(model, rgba, mask, config);
+      } catch (err) {  // e.g. a painted mask hiding every patch: say so, and keep the camera on
+        return { graph: Promise.resolve(), finish: () => showError(String(err.message || err)) };
+      }
+      return {
+        graph: run.graph.catch(() => {}),
+        finish: async () => {
+          try {
+            show(await run.panels(), mask);
+            draw("original", rgba);
+          } catch (err) {
+            showError(String(err.message || err));
+            return;
+          }
+          stats.lastMs = performance.now() - t0;
+          stats.frames += 1;
+        },
+      };
+    }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; });
+  } catch (err) {
+    showError(String(err.message || err));
+  } finally {
+    state.cameraOn = false;
+    reconstruct();  // a change made while the camera ran
+  }
 }
 $("camera").addEventListener("click", async () => {
   if (state.camera) {
@@ -159,7 +202,13 @@ let model = null;
 const t0 = performance.now();
 window.maePage.ready = (async () => {
   try {
-    model = await loadModel(base + "vendor/", base + config.model, size);
+    // ?threads=N&proxy=0|1 override the defaults (for benchmarks: bench/web_page.py --variant).
+    const query = new URLSearchParams(location.search);
+    const options = {};
+    if (query.has("threads")) options.threads = Number(query.get("threads"));
+    if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
+    model = await loadModel(base + "vendor/", base + config.model, size, options);
+    stats.proxy = model.proxy;
     stats.modelBytes = model.bytes;
     stats.threads = model.threads;
     stats.loadMs = performance.now() - t0;

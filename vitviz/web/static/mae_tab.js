@@ -6,6 +6,7 @@
 // WebAssembly) returns null: the caller then uses the server.
 import {
   cameraLoop, errorPanel, loadModel, makeMask, maskCode, originalPanel, paintStroke, reconstructOnce, squareView,
+  startReconstruction,
 } from "./mae_core.js";
 
 const base = new URL("./", import.meta.url).href;
@@ -243,18 +244,29 @@ export function create() {
     q("button").textContent = "Stop the camera";
     const { size, patch } = state.config;
     const canvas = (name) => q(`canvas[data-panel=${name}]`).getContext("2d");
-    await cameraLoop(video, () => cam.stream !== null, async () => {
+    const grab = new OffscreenCanvas(size, size);
+    // A frame's graph runs while the previous frame is drawn (cameraLoop); cam.ms is the time from a frame's
+    // capture to its panels drawn.
+    await cameraLoop(video, () => cam.stream !== null, () => {
       const t0 = performance.now();
-      const rgba = squareView(q("canvas[data-panel=original]"), video, video.videoWidth, video.videoHeight, size);
+      const rgba = squareView(grab, video, video.videoWidth, video.videoHeight, size);
       const c = controls();
       const key = `${c.ratio}:${c.seed}:${c.pattern}`;
       if (cam.mask.key !== key) cam.mask = { key, mask: makeMask(state.tables, c.pattern, c.ratio, c.seed) };
-      const out = await reconstructOnce(state.model, rgba, cam.mask.mask, state.config);
-      canvas("masked").putImageData(new ImageData(out.masked, size, size), 0, 0);
-      canvas("pasted").putImageData(new ImageData(out.pasted, size, size), 0, 0);
-      canvas("error").putImageData(new ImageData(errorPanel(out, cam.mask.mask, size, patch), size, size), 0, 0);
-      cam.frames += 1;
-      cam.ms = performance.now() - t0;
+      const mask = cam.mask.mask;
+      const run = startReconstruction(state.model, rgba, mask, state.config);
+      return {
+        graph: run.graph,
+        finish: async () => {
+          const out = await run.panels();
+          canvas("original").putImageData(new ImageData(rgba, size, size), 0, 0);
+          canvas("masked").putImageData(new ImageData(out.masked, size, size), 0, 0);
+          canvas("pasted").putImageData(new ImageData(out.pasted, size, size), 0, 0);
+          canvas("error").putImageData(new ImageData(errorPanel(out, mask, size, patch), size, size), 0, 0);
+          cam.frames += 1;
+          cam.ms = performance.now() - t0;
+        },
+      };
     }, (fps) => {
       cam.fps = fps;
       rate.textContent = `${fps.toFixed(1)} frames a second, computed in your browser (${cam.ms.toFixed(0)} ms a frame)`;
