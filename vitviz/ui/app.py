@@ -19,6 +19,7 @@ import gradio as gr
 from .. import settings
 from ..views.urlstate import from_request
 from . import shared_image
+from .common import in_page
 from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, intervene_tab, js,
                lazy, mae_tab, patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
 
@@ -89,14 +90,12 @@ def build_demo() -> gr.Blocks:
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
                     # first: the page runs a tab's select handlers one after the other, and the opener's
                     # waits for the URL's tab (the URL would be written after it, naming the wrong tab)
-                    tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
-                               api_visibility="private")
+                    in_page(tab.select, None, urlstate.tab_js(module.TAB_ID))
                     ui = built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
                     if ui.image is not None:
                         hub.subscribe(tab, module.TAB_ID, ui, opened)
                 if ui.image is None:  # a tab sharing the image opens through the hub (one handler, in the page)
-                    tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
-                               api_visibility="private")
+                    in_page(tab.select, opened, lazy.open_js(module.TAB_ID), opened)
 
         # the URL's controls go to the shown tab if it follows them, else to the first tab that does
         followers = [(tab_id, handles.url) for tab_id, handles in built.items() if getattr(handles, "url", None)]

@@ -24,7 +24,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, in_page, memo_view, picture, signal
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost, model_cost
@@ -302,17 +302,14 @@ def build(demo: gr.Blocks) -> Binder:
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
                 nxt = gr.Button("next layer ▶", elem_id="attn-next", size="sm", scale=1)
-            ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto",
-                              padding=False)
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
-                                      show_label=False)
+            ui.goto = signal(GOTO_JS, "attn-goto")
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Click a patch**: its attention, mean over heads (red box: the query)")
-                    ui.overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW_PX, **kw)
+                    ui.overlay = picture("query attention", "attn-query-overlay", height=VIEW_PX, show_label=False)
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Every head of this layer** (each scaled to its own maximum)")
-                    ui.heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
+                    ui.heads = picture("every head", "attn-query-heads", height=VIEW_PX, show_label=False)
             ui.query_info = gr.Markdown(elem_id="attn-query-info")
             with gr.Row(equal_height=True):
                 ui.query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch",
@@ -327,7 +324,7 @@ def build(demo: gr.Blocks) -> Binder:
             gr.Markdown(helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
             ui.mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention "
                                   "(DINO view)", elem_id="attn-mass")
-            ui.cls_heads = gr.Image(label="class token per head", elem_id="attn-cls-heads", **kw)
+            ui.cls_heads = picture("class token per head", "attn-cls-heads", show_label=False)
             ui.cls_info = gr.Markdown(elem_id="attn-cls-info")
             gr.Markdown("### Attention rollout")
             gr.Markdown(helptext.read(TAB_ID, "rollout"))
@@ -339,8 +336,8 @@ def build(demo: gr.Blocks) -> Binder:
                                                  label="Discard ratio (weakest per row)", elem_id="attn-discard")
                     ui.rollout_info = gr.Markdown(elem_id="attn-rollout-info")
                 with gr.Column(scale=2):
-                    ui.rollout = gr.Image(label="rollout of the class token", elem_id="attn-rollout",
-                                          height=VIEW_PX, **kw)
+                    ui.rollout = picture("rollout of the class token", "attn-rollout", height=VIEW_PX,
+                                         show_label=False)
             gr.Markdown("### Mean attention distance")
             gr.Markdown(helptext.read(TAB_ID, "distance"))
             ui.distance = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
@@ -361,7 +358,7 @@ def build(demo: gr.Blocks) -> Binder:
           **ui.bind(on_native)).then(**everything)
     ui.model.change(**ui.bind(on_native))
     gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
-    ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    in_page(ui.layer.change, [ui.layer], urlstate.LAYER_JS)
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.row.submit, ui.col.submit], **ui.bind(as_patch, outputs="query", quick=False, queue=False)).then(
         **ui.bind(head_query))

@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, in_page, memo_view, picture
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
@@ -214,10 +214,8 @@ def build(demo: gr.Blocks) -> Binder:
                                  elem_id="feat-layer")
             ui.foreground = gr.Checkbox(False, label="Foreground only (split on the first component, recolour)",
                                         elem_id="feat-foreground")
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
-                                      show_label=False)
             # the maps first, their reading after them: on the first screen at 1280x720
-            ui.pca = gr.Image(label="PCA feature maps", elem_id="feat-pca", **kw)
+            ui.pca = picture("PCA feature maps", "feat-pca", show_label=False)
             ui.pca_text = gr.Markdown(elem_id="feat-pca-info")
             gr.Markdown("### Reading the PCA feature maps\n" + v.HELP_PCA)
             gr.Markdown("### Patch correspondence")
@@ -234,12 +232,12 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**Click a patch**: its cosine similarity in this image")
-                    ui.left = gr.Image(label="similarity in this image", elem_id="feat-sim-same", height=v.VIEW_PX,
-                                       **kw)
+                    ui.left = picture("similarity in this image", "feat-sim-same", height=v.VIEW_PX,
+                                      show_label=False)
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**The same token against the second image** (red box: best match)")
-                    ui.right = gr.Image(label="similarity in the second image", elem_id="feat-sim-other",
-                                        height=v.VIEW_PX, **kw)
+                    ui.right = picture("similarity in the second image", "feat-sim-other", height=v.VIEW_PX,
+                                       show_label=False)
             ui.sim_text = gr.Markdown(elem_id="feat-sim-info")
             gr.Markdown("### Probes by depth")
             gr.Markdown(v.HELP_PROBES)
@@ -254,7 +252,7 @@ def build(demo: gr.Blocks) -> Binder:
                                       elem_id="feat-cls-top5")
                 ui.gap_top = gr.Label(num_top_classes=5, label="Top-5 from the patch average (same head)",
                                       elem_id="feat-gap-top5")
-            ui.cls_att = gr.Image(label="class token attention vs uniform", elem_id="feat-cls-attention", **kw)
+            ui.cls_att = picture("class token attention vs uniform", "feat-cls-attention", show_label=False)
             ui.pool_text = gr.Markdown(elem_id="feat-pool-info")
             gr.Markdown("### Layer-wise learning-rate decay")
             ui.llrd_plot = gr.Plot(label="learning-rate multipliers", elem_id="feat-llrd")
@@ -269,7 +267,7 @@ def build(demo: gr.Blocks) -> Binder:
         **ui.bind(llrd_chart, quick=False))
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.layer.change(**ui.bind(layer_views))
-    ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    in_page(ui.layer.change, [ui.layer], urlstate.LAYER_JS)
     ui.foreground.change(**ui.bind(feature_pca))
     # One chain for a new photo and a new shape: both views run as one always-last event, so a slow square view
     # of a new photo can never land after (and over) the own-shape view asked for while it ran.

@@ -24,7 +24,7 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import handler, memo_view
+from .common import handler, memo_view, picture, signal
 from ..models.costs import Cost, model_cost
 from ..views.native import native_cost
 from .native_controls import native_controls
@@ -156,9 +156,7 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Column(scale=3):
                     ui.qk = gr.Plot(label="queries and keys", elem_id="heads-qk", show_label=False)
                 with gr.Column(scale=2, min_width=280):
-                    ui.token = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                        buttons=["download"], label="the clicked token", elem_id="heads-token",
-                                        height=hv.VIEW_PX)
+                    ui.token = picture("the clicked token", "heads-token", show_label=False, height=hv.VIEW_PX)
                     ui.token_text = gr.Markdown(elem_id="heads-token-info")
             ui.qk_text = gr.Markdown(elem_id="heads-qk-info")
             gr.Markdown("### Token norms: registers and high-norm tokens")
@@ -169,15 +167,12 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Column(scale=2, min_width=260):
                     ui.norm_native, ui.norm_side = native_controls("heads-norm")
             with gr.Row(equal_height=True):
-                ui.norm_map = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                       buttons=["download"], label="token norms", elem_id="heads-norm-map",
-                                       height=nv.VIEW_PX)
+                ui.norm_map = picture("token norms", "heads-norm-map", show_label=False, height=nv.VIEW_PX)
                 with gr.Column():
                     ui.norm_hist = gr.Plot(label="norm histogram", elem_id="heads-norm-hist", show_label=False)
                     ui.norm_depth = gr.Plot(label="outliers by depth", elem_id="heads-norm-depth", show_label=False)
             ui.norm_text = gr.Markdown(elem_id="heads-norm-info")
-    ui.clicks = gr.HTML("", html_template="<span></span>", js_on_load=CLICK_JS, elem_id="heads-click",
-                        padding=False)
+    ui.clicks = signal(CLICK_JS, "heads-click")
 
     ui.endpoint(head_atlas, api_name="head_atlas")
     ui.endpoint(qk_space, api_name="qk_space")

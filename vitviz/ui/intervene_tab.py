@@ -17,7 +17,7 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, user_errors
+from .common import handler, in_page, picture, signal, user_errors
 from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -207,9 +207,7 @@ def build(demo: gr.Blocks) -> Binder:
                                               elem_id="intervene-heads")
                     ui.try_head = gr.Checkbox(False, label="Also switch off the head at the sliders (try it)",
                                               elem_id="intervene-try")
-            ui.ab_panels = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                    buttons=["download"], label="attention before and after",
-                                    elem_id="intervene-panels")
+            ui.ab_panels = picture("attention before and after", "intervene-panels", show_label=False)
             ui.help_ablation = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-help")
             gr.Markdown("### Which heads of this layer matter?")
             rank_button = gr.Button("Rank this layer's heads (one pass per head)", elem_id="intervene-rank")
@@ -218,11 +216,10 @@ def build(demo: gr.Blocks) -> Binder:
             gr.Markdown("### The logit lens: the answer, read after every block")
             ui.lens_chart = gr.Plot(label="lens by layer", elem_id="intervene-lens-chart", show_label=False)
             ui.lens_text = gr.Markdown(elem_id="intervene-lens-info")
-            ui.lens_pictures = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                        label="decoder by layer", elem_id="intervene-lens-pictures",
-                                        visible=False)
+            ui.lens_pictures = picture("decoder by layer", "intervene-lens-pictures", show_label=False, visible=False,
+                                       buttons=None)
             ui.help_lens = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-lens-help")
-    ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="intervene-goto", padding=False)
+    ui.goto = signal(GOTO_JS, "intervene-goto")
 
     ui.endpoint(ablate, api_name="ablate")
     ui.endpoint(logit_lens, api_name="logit_lens")
@@ -235,7 +232,6 @@ def build(demo: gr.Blocks) -> Binder:
         button.click(**ui.bind(_editor(action), quick=False))
     rank_button.click(**ui.bind(rank, quick=False, show_progress="full"))
     ui.goto.change(**ui.bind(on_goto))
-    gr.on([ui.model.change, ui.heads_off.change], None, [ui.model, ui.heads_off], None, js=urlstate.ABLATION_JS,
-          queue=False, api_visibility="private")
+    in_page([ui.model.change, ui.heads_off.change], [ui.model, ui.heads_off], urlstate.ABLATION_JS)
     ui.follow_url(("model", "layer", "heads_off"), iv.url_controls)
     return ui

@@ -57,7 +57,7 @@ from ..models.costs import Cost, cost
 from ..views import live
 from ..views import live_panels as lp
 from . import js
-from .common import report
+from .common import hidden, in_page, report
 from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 
@@ -129,8 +129,7 @@ def build() -> LiveBox:
                 stop = gr.Button("■ Stop", elem_id="mae-live-stop")
         stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
         # bumped by the page while the server plays a video: its change hands that video the new controls
-        notify = gr.Number(0, visible="hidden", elem_id="mae-live-notify", interactive=False, show_label=False,
-                           container=False)
+        notify = hidden(gr.Number, 0, "mae-live-notify")
     return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop, notify)
 
 
@@ -263,7 +262,6 @@ def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: A
     # Only while a video plays (the page knows: mae_live_play.js): otherwise a change of the controls computed
     # in the page (vitviz.inpage) would still cost a server call.
     triggers = [ratio.release] + [c.change for c in controls if c is not ratio]
-    gr.on(triggers, None, box.notify, box.notify, js=js.read("mae_live_note"), queue=False,
-          api_visibility="private")
+    in_page(triggers, box.notify, js.read("mae_live_note"), box.notify)
     box.notify.change(note_controls, controls, None, queue=False, show_progress="hidden",
                       api_visibility="private", trigger_mode="always_last")

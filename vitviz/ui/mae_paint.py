@@ -17,7 +17,7 @@ from ..views import mae_paint as mp
 from ..views.mae import NO_COMPARE
 from . import js
 from .binder import Binder
-from .common import handler
+from .common import handler, in_page
 
 #: A stroke's change: the painted mask and panels computed in the page, or the server's request.
 PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)
@@ -44,9 +44,8 @@ def wire(ui: Binder, view: dict, page: list, compare: gr.components.Component) -
     inputs = [ui.stroke, ui.paint, ui.painted, ui.image, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, compare,
               ui.painted_request]
     outputs = [ui.painted, ui.paint, *page, ui.mask_code, ui.painted_request]
-    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
-    ui.stroke.change(None, inputs, outputs, js=PAINT_JS, **quiet)
-    ui.paint.input(None, inputs, outputs, js=TICK_JS, **quiet)
+    in_page(ui.stroke.change, inputs, PAINT_JS, outputs, show_progress="hidden")
+    in_page(ui.paint.input, inputs, TICK_JS, outputs, show_progress="hidden")
     ui.painted_request.change(**ui.bind(paint_request, quick=False)).then(**view)
-    gr.on([ui.paint.change, ui.painted.change], None, [ui.paint, ui.painted], [ui.mask_ratio, ui.seed, ui.pattern],
-          js=CONTROLS_JS, **quiet)
+    in_page([ui.paint.change, ui.painted.change], [ui.paint, ui.painted], CONTROLS_JS,
+            [ui.mask_ratio, ui.seed, ui.pattern], show_progress="hidden")

@@ -24,7 +24,8 @@ from ..views.mae_scrub import PANEL_KINDS, StopPanels
 from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
+from .common import (as_seed, handler, in_page, memo_view, picture, quiet_errors, require_image, shown_once,
+                     signal)
 from .serve import files, image_cache
 from .shared_image import image_box
 
@@ -264,12 +265,11 @@ def build(demo: gr.Blocks) -> Binder:
                                           elem_id="mae-ratio", scale=6)
                 # the presenter layout's large readout of the slider (the page module keeps it current)
                 gr.HTML(RATIO_READOUT, elem_id="mae-ratio-readout", padding=False, min_width=150, scale=1)
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"])
             with gr.Row(equal_height=True, elem_id="mae-panels"):
-                ui.original = gr.Image(label="Original (click or drag to paint)", elem_id="panel-original", **kw)
-                ui.masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
-                ui.pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
-                ui.error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
+                ui.original = picture("Original (click or drag to paint)", "panel-original")
+                ui.masked = picture("Masked input", "panel-masked")
+                ui.pasted = picture("Reconstruction + visible", "panel-pasted")
+                ui.error = picture("Error of hidden patches (MSE)", "panel-error")
             ui.metrics = gr.Markdown(elem_id="mae-metrics")
             gr.HTML(PATH_LINE, elem_id="mae-path-line", padding=False, elem_classes=["vitviz-secondary"])
             ui.model_view = gr.Image(type="numpy", format="png", interactive=False, visible="hidden",
@@ -278,14 +278,12 @@ def build(demo: gr.Blocks) -> Binder:
             # one's, error under error, on one scale): compared at a glance; its numbers take the first column.
             with gr.Row(visible=False, equal_height=True, elem_id="mae-compare-row") as ui.compare_row:
                 ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
-                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
-                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
-                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
-                                       height=PANEL_HEIGHT, **kw)
-                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
-                                      height=PANEL_HEIGHT, **kw)
+                ui.c_reconstruction = picture("Comparison: reconstruction", "panel-compare-reconstruction",
+                                              height=PANEL_HEIGHT)
+                ui.c_pasted = picture("Comparison: + visible", "panel-compare-pasted", height=PANEL_HEIGHT)
+                ui.c_error = picture("Comparison: error (same scale)", "panel-compare-error", height=PANEL_HEIGHT)
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
-                ui.reconstruction = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
+                ui.reconstruction = picture("Reconstruction (raw)", "panel-reconstruction")
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
                     gr.Markdown(helptext.read(TAB_ID, "ratio") + "\n\n" + helptext.read(TAB_ID, "visible"))
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
@@ -307,8 +305,7 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Row():
                     ui.png_file = gr.File(label="Panels PNG", elem_id="mae-export-png")
                     ui.json_file = gr.File(label="Metrics JSON", elem_id="mae-export-json")
-    ui.stroke = gr.HTML("", html_template="<span></span>", js_on_load=urlstate.PAINT_JS, elem_id="mae-paint-stroke",
-                        padding=False, container=False)
+    ui.stroke = signal(urlstate.PAINT_JS, "mae-paint-stroke", container=False)
     ui.mask_code = gr.Textbox("", visible="hidden", elem_id="mae-mask-code", show_label=False, container=False)
     # The mask on screen ((gh, gw) booleans) and the page's request for the server's painting
     # (vitviz.ui.mae_paint): components, not session state, since the page writes them when it paints itself.
@@ -322,8 +319,7 @@ def build(demo: gr.Blocks) -> Binder:
     sweep = dict(ui.bind(page_sweep, quick=False), trigger_mode="always_last", show_progress="full")
     prewarm = ui.bind(scrub_payload, outputs="payload", show_progress="hidden")
     controls = [ui.model_name, ui.mask_ratio, ui.seed, ui.pattern]
-    gr.on([c.change for c in controls], None, controls, None, js=urlstate.WRITE_JS, queue=False,
-          api_visibility="private")
+    in_page([c.change for c in controls], controls, urlstate.WRITE_JS)
     # The note never waits on a model: it is registry text, answered at once for the last pick. Registered
     # before the view and the sweep: the page runs a trigger's listeners one after the other, in the order
     # they were registered, so after them the note would wait for the new model to load and sweep.
@@ -346,10 +342,9 @@ def build(demo: gr.Blocks) -> Binder:
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
-    gr.on([ui.model_name.change, ui.compare_name.change], None, [ui.model_name, ui.compare_name], None, js=PATH_JS,
-          queue=False, api_visibility="private")
+    in_page([ui.model_name.change, ui.compare_name.change], [ui.model_name, ui.compare_name], PATH_JS)
     mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
-    ui.mask_code.change(None, [ui.mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
+    in_page(ui.mask_code.change, [ui.mask_code], urlstate.MASK_JS)
     export_btn.click(**ui.bind(export, quick=False))
     ui.endpoint(run_reconstruct, api_name="reconstruct")
     ui.endpoint(run_sweep, api_name="sweep")

@@ -43,6 +43,7 @@ import gradio as gr
 from ..views.mae import NO_COMPARE
 from ..views.mae_scrub import PANEL_KINDS, StopPanels, pack, payload_json
 from . import js
+from .common import hidden, in_page
 from .serve import files
 
 def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir: str) -> str:
@@ -88,13 +89,8 @@ class Scrubber:
 
 def build() -> Scrubber:
     """Create the hidden components inside the caller's Blocks context (kept in the page, not shown)."""
-    payload = gr.Textbox(value="", visible="hidden", elem_id="mae-scrub-payload", interactive=False,
-                         show_label=False, container=False)
-    request = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-request", interactive=False,
-                        show_label=False, container=False)
-    sweep = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-sweep", interactive=False,
-                      show_label=False, container=False)
-    return Scrubber(payload, request, sweep)
+    return Scrubber(hidden(gr.Textbox, "", "mae-scrub-payload"), hidden(gr.Number, 0, "mae-scrub-request"),
+                    hidden(gr.Number, 0, "mae-scrub-sweep"))
 
 
 def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component],
@@ -117,9 +113,8 @@ def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component
     """
     inputs = [ratio, *guards, s.payload, s.request, s.sweep]
     outputs = [*panels, metrics, s.request, s.sweep]
-    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
-    ratio.change(None, inputs, outputs, js=MOVE_JS, **quiet)
-    gr.on([guards[2].change, guards[3].change], None, inputs, outputs, js=PICK_JS, **quiet)
-    s.payload.change(None, [s.payload], None, js=LOAD_JS, **quiet)
-    gr.on(list(forget_on), None, None, s.payload, js=FORGET_JS, **quiet)
+    in_page(ratio.change, inputs, MOVE_JS, outputs, show_progress="hidden")
+    in_page([guards[2].change, guards[3].change], inputs, PICK_JS, outputs, show_progress="hidden")
+    in_page(s.payload.change, [s.payload], LOAD_JS, show_progress="hidden")
+    in_page(list(forget_on), None, FORGET_JS, s.payload, show_progress="hidden")
     return inputs

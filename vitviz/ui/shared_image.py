@@ -32,7 +32,7 @@ import gradio as gr
 
 from . import js
 from ..assets import default_example
-from .common import example_images
+from .common import example_images, hidden, in_page
 from .serve.examples import after_example_click
 
 
@@ -61,8 +61,7 @@ def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop,
     elif found:
         with gr.Group(elem_classes=[examples_class]):
             examples = light(gr.Examples(**shown))
-    relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
-                      elem_id=f"image-relay-{tab_id}")
+    relay = hidden(gr.Number, 0, f"image-relay-{tab_id}")
     kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
                               queue=False, api_visibility="private")
     gr.on([image.upload, image.input], **kw)
@@ -145,5 +144,5 @@ class SharedImage:
             opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
         """
         parts = [ui.image, ui.new_image, opened]
-        tab.select(None, parts, parts, js=select_js(tab_id), queue=False, api_visibility="private")
+        in_page(tab.select, parts, select_js(tab_id), parts)
         self.tabs.append(tab_id)

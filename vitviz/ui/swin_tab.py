@@ -6,6 +6,7 @@ dataclasses whose fields name this tab's components, :mod:`vitviz.ui.binder`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gradio as gr
@@ -16,7 +17,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, memo_view, picture
 from ..models.costs import Cost
 from .shared_image import image_box
 
@@ -114,12 +115,10 @@ def build(demo: gr.Blocks) -> Binder:
         with gr.Column(scale=3):
             gr.Markdown(helptext.read(TAB_ID, "views"))
             with gr.Row(equal_height=True):
-                kw = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
-                ui.regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
-                ui.shifted = gr.Image(label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
-                                   **kw)
-                ui.rolled = gr.Image(label="Block 1 as computed: rolled map, regions A–I",
-                                  elem_id="swin-rolled", **kw)
+                panel = functools.partial(picture, buttons=["download", "fullscreen"])
+                ui.regular = panel("Block 0: regular windows", "swin-regular")
+                ui.shifted = panel("Block 1: shifted windows, on the image", "swin-shifted")
+                ui.rolled = panel("Block 1 as computed: rolled map, regions A–I", "swin-rolled")
             with gr.Row():
                 with gr.Column(scale=1):
                     gr.Markdown(helptext.read(TAB_ID, "mask"))
@@ -144,8 +143,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.tiles = gr.Gallery(label="per head", show_label=False, columns=4,
                                height=440, format="png", elem_id="swin-heads", object_fit="contain")
         with gr.Column(scale=1):
-            ui.overlay = gr.Image(label="where the keys are in the image (mean over heads)", type="numpy",
-                               format="png", interactive=False, elem_id="swin-overlay")
+            ui.overlay = picture("where the keys are in the image (mean over heads)", "swin-overlay", buttons=None)
     ui.heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
     gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
