@@ -66,13 +66,6 @@ class ModelControls:
 
 
 @dataclass(frozen=True)
-class FirstControls(ModelControls):
-    """:class:`ModelControls` of the first showing, and the head to start on."""
-
-    head: float
-
-
-@dataclass(frozen=True)
 class LayerRange:
     layer: Any
     depth: int
@@ -175,8 +168,11 @@ def on_model(model: str, layer: float, part: str, query: str | None = None) -> M
 
 
 @dataclass(frozen=True)
-class FirstView(FirstControls):
-    """The first showing's controls and its query view (the rest follows: :func:`image_views`)."""
+class FirstView(ModelControls):
+    """The first showing's controls, the head to start on, and its query view (the rest follows:
+    :func:`image_views`)."""
+
+    head: float
     overlay: Any
     heads: Any
     query_info: Any
@@ -255,11 +251,6 @@ def on_goto(goto: str | None, model: str) -> Goto:
 def as_patch() -> str:
     """The query becomes the patch at (row, col)."""
     return "patch"
-
-
-def step_layer(layer: float, depth: float, delta: int) -> int:
-    """The layer after the previous (-1) or next (+1) button."""
-    return av.step_layer(layer, depth, delta)
 
 
 #: A head clicked in the Heads tab (``vitviz.attention.goto`` in ``vitviz/ui/js/page.js``): once this tab
@@ -362,8 +353,8 @@ def build(demo: gr.Blocks) -> Binder:
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.row.submit, ui.col.submit], **ui.bind(as_patch, outputs="query", quick=False, queue=False)).then(
         **ui.bind(head_query))
-    prev.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, -1), outputs="layer", quick=False, queue=False))
-    nxt.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, +1), outputs="layer", quick=False, queue=False))
+    prev.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, -1), outputs="layer", quick=False, queue=False))
+    nxt.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, +1), outputs="layer", quick=False, queue=False))
     ui.overlay.select(**ui.bind(pick_patch, quick=False)).then(**ui.bind(head_query))
     ui.mass.change(**ui.bind(class_only))
     gr.on([ui.head_fusion.change, ui.discard_ratio.change], **ui.bind(rollout))
