@@ -17,7 +17,7 @@ from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "handler", "hidden", "in_page", "memo_view", "picture", "quiet_errors",
+__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture", "quiet_errors",
            "report", "require_image", "shown_once", "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,6 +37,13 @@ PICTURE: dict[str, Any] = dict(type="numpy", format="png", interactive=False, bu
 def picture(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
     """A view's picture (:data:`PICTURE`); ``kwargs`` go to ``gr.Image`` (``height``, ``show_label``...)."""
     return gr.Image(label=label, elem_id=elem_id, **{**PICTURE, **kwargs})
+
+
+def fit_slider(value: float | None, low: int, high: int, default: int | None = None, **kwargs: Any) -> dict:
+    """A slider's update for its new range ``low`` .. ``high`` (a new model's layers or heads): its value kept where
+    it fits (rounded, then clamped), ``default`` (else ``low``) when it has none; ``kwargs`` update more props."""
+    given = (low if default is None else default) if value is None else int(round(float(value)))
+    return gr.update(maximum=high, value=min(max(low, given), high), **kwargs)
 
 
 def hidden(kind: type, value: Any, elem_id: str, **kwargs: Any) -> Any:

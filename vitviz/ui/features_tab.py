@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture
+from .common import fit_slider, handler, in_page, memo_view, picture
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
@@ -165,9 +165,8 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
 def on_model(model: str, layer: float | None) -> ModelControls:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
     depth = v.depth_of(model)
-    value = depth if layer is None else min(max(0, int(round(float(layer)))), depth)
     return ModelControls(v.model_note(model),
-                         gr.update(maximum=depth, value=value, label=f"Layer (0 = {v.layer0_label_of(model)})"))
+                         fit_slider(layer, 0, depth, depth, label=f"Layer (0 = {v.layer0_label_of(model)})"))
 
 
 @cost(Cost.VIEW)

@@ -24,7 +24,7 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import handler, memo_view, picture, signal
+from .common import fit_slider, handler, memo_view, picture, signal
 from ..models.costs import Cost, model_cost
 from ..views.native import native_cost
 from .native_controls import native_controls
@@ -90,8 +90,7 @@ def qk_views(image: str | None, model: str, layer: float, head: float) -> QKView
 def on_model(model: str, layer: float, head: float) -> Sliders:
     """New model -> the layer and head sliders' ranges (values kept when they fit)."""
     depth, heads = hv.head_range(model)
-    clamp = lambda v, n: min(max(1, int(round(float(v or 1)))), n)  # noqa: E731
-    return Sliders(gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads)))
+    return Sliders(fit_slider(layer, 1, depth), fit_slider(head, 1, heads))
 
 
 @handler(native_cost(1, 3, 4))
@@ -106,8 +105,7 @@ def token_norms(image: str | None, model: str, layer: float, native: bool = Fals
 @handler(Cost.VIEW)
 def on_model_norms(model: str, norm_layer: float) -> Any:
     """New model -> the token-norm layer slider runs 0 (embedding) .. depth."""
-    depth, _ = hv.head_range(model)
-    return gr.update(maximum=depth, value=min(max(0, int(round(float(norm_layer or 0)))), depth))
+    return fit_slider(norm_layer, 0, hv.head_range(model)[0])
 
 
 #: What a click on a head of the atlas does, (label, value): the page reads the value checked.

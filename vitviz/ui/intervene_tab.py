@@ -17,7 +17,7 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, in_page, picture, signal, user_errors
+from .common import fit_slider, handler, in_page, picture, signal, user_errors
 from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -166,13 +166,10 @@ def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode:
     """The pickers fitted to the model (values kept when they fit), then the ablation and the lens. The two help
     sections come with this first answer rather than in the page's configuration, which stays small."""
     depth, heads = iv.head_range(model)
-    lay = min(max(0, int(round(float(layer if layer is not None else depth - 1)))), depth - 1)
-    hd = min(max(0, int(round(float(head or 0)))), heads - 1)
-    ab = show(image, model, heads_off, tokens, mode, try_head, lay, hd)
-    lens = logit_lens(image, model)
-    return Everything(gr.update(maximum=depth - 1, value=lay), gr.update(maximum=heads - 1, value=hd), **vars(ab),
-                      **vars(lens), help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
-                      help_lens=helptext.read(TAB_ID, "lens"))
+    lay, hd = fit_slider(layer, 0, depth - 1, depth - 1), fit_slider(head, 0, heads - 1)
+    ab = show(image, model, heads_off, tokens, mode, try_head, lay["value"], hd["value"])
+    return Everything(lay, hd, **vars(ab), **vars(logit_lens(image, model)), help_intro=helptext.read(TAB_ID, "intro"),
+                      help_ablation=helptext.read(TAB_ID, "ablation"), help_lens=helptext.read(TAB_ID, "lens"))
 
 
 def build(demo: gr.Blocks) -> Binder:
