@@ -24,7 +24,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture, signal
+from .common import handler, in_page, memo_view, picture, section, signal
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost, model_cost
@@ -311,14 +311,12 @@ def build(demo: gr.Blocks) -> Binder:
                                    scale=1)
                 ui.head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
                                     min_width=90, scale=1)
-            gr.Markdown("### Class token, last layer")
-            gr.Markdown(helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
+            section("### Class token, last layer", helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
             ui.mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention "
                                   "(DINO view)", elem_id="attn-mass")
             ui.cls_heads = picture("class token per head", "attn-cls-heads", show_label=False)
             ui.cls_info = gr.Markdown(elem_id="attn-cls-info")
-            gr.Markdown("### Attention rollout")
-            gr.Markdown(helptext.read(TAB_ID, "rollout"))
+            section("### Attention rollout", helptext.read(TAB_ID, "rollout"))
             with gr.Row():
                 with gr.Column(scale=1, min_width=220):
                     ui.head_fusion = gr.Radio(list(HEAD_FUSIONS), value="mean", label="Head fusion",
@@ -329,8 +327,7 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Column(scale=2):
                     ui.rollout = picture("rollout of the class token", "attn-rollout", height=VIEW_PX,
                                          show_label=False)
-            gr.Markdown("### Mean attention distance")
-            gr.Markdown(helptext.read(TAB_ID, "distance"))
+            section("### Mean attention distance", helptext.read(TAB_ID, "distance"))
             ui.distance = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
 
     # Named endpoints first: they claim their names before the private events that reuse the same functions.

@@ -18,7 +18,7 @@ from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
 __all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture", "quiet_errors",
-           "report", "require_image", "shown_once", "signal", "user_errors"]
+           "report", "require_image", "section", "shown_once", "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
@@ -37,6 +37,13 @@ PICTURE: dict[str, Any] = dict(type="numpy", format="png", interactive=False, bu
 def picture(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
     """A view's picture (:data:`PICTURE`); ``kwargs`` go to ``gr.Image`` (``height``, ``show_label``...)."""
     return gr.Image(label=label, elem_id=elem_id, **{**PICTURE, **kwargs})
+
+
+def section(title: str, *texts: str) -> None:
+    """A section of a tab: its heading (Markdown, ``### ...``), then each of ``texts`` (its help) as its own
+    block below it."""
+    for text in (title, *texts):
+        gr.Markdown(text)
 
 
 def fit_slider(value: float | None, low: int, high: int, default: int | None = None, **kwargs: Any) -> dict:

@@ -19,7 +19,7 @@ from ..models.costs import Cost, model_cost
 from ..views import explain as v
 from . import helptext
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture
+from .common import handler, in_page, memo_view, picture, section
 from .js import read as read_js
 from .serve.pageconfig import choices_later
 from .shared_image import image_box
@@ -150,8 +150,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.maps = picture("explanation maps", "explain-maps", show_label=False)
             ui.maps_text = gr.Markdown(elem_id="explain-maps-info")
             gr.Markdown(v.HELP_METHODS)
-            gr.Markdown("### Deletion and insertion")
-            gr.Markdown(v.HELP_CURVES)
+            section("### Deletion and insertion", v.HELP_CURVES)
             with gr.Row(equal_height=True):
                 ui.removal = gr.Radio(v.REMOVAL_CHOICES, value="drop", label="Remove a patch by",
                                       elem_id="explain-removal", scale=3)

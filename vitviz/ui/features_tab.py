@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import fit_slider, handler, in_page, memo_view, picture
+from .common import fit_slider, handler, in_page, memo_view, picture, section
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
@@ -217,8 +217,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.pca = picture("PCA feature maps", "feat-pca", show_label=False)
             ui.pca_text = gr.Markdown(elem_id="feat-pca-info")
             gr.Markdown("### Reading the PCA feature maps\n" + v.HELP_PCA)
-            gr.Markdown("### Patch correspondence")
-            gr.Markdown(v.HELP_SIMILARITY)
+            section("### Patch correspondence", v.HELP_SIMILARITY)
             with gr.Row(equal_height=True):
                 ui.other = gr.Dropdown(choices=[name for name, _ in others], value=second,
                                        label="Second image (an example)", elem_id="feat-other", scale=3)
@@ -238,13 +237,11 @@ def build(demo: gr.Blocks) -> Binder:
                     ui.right = picture("similarity in the second image", "feat-sim-other", height=v.VIEW_PX,
                                        show_label=False)
             ui.sim_text = gr.Markdown(elem_id="feat-sim-info")
-            gr.Markdown("### Probes by depth")
-            gr.Markdown(v.HELP_PROBES)
+            section("### Probes by depth", v.HELP_PROBES)
             ui.probe_plot = gr.Plot(label="Probe R² by layer", elem_id="feat-probes")
             ui.probe_table = gr.Markdown(elem_id="feat-probe-table")
             ui.probe_text = gr.Markdown(elem_id="feat-probe-info")
-            gr.Markdown("### Class token vs average pooling")
-            gr.Markdown(v.HELP_POOLING)
+            section("### Class token vs average pooling", v.HELP_POOLING)
             ui.cos_plot = gr.Plot(label="class token vs patch average", elem_id="feat-cls-gap")
             with gr.Row():
                 ui.cls_top = gr.Label(num_top_classes=5, label="Top-5 from the class token",

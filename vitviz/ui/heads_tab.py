@@ -24,7 +24,7 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import fit_slider, handler, memo_view, picture, signal
+from .common import fit_slider, handler, memo_view, picture, section, signal
 from ..models.costs import Cost, model_cost
 from ..views.native import native_cost
 from .native_controls import native_controls
@@ -145,8 +145,7 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.scatter = gr.Plot(label="heads: distance and entropy", elem_id="heads-scatter", show_label=False)
             gr.Markdown("### Reading the head atlas\n" + hv.HELP_ATLAS)
             gr.Markdown(hv.SOURCES_TEXT)
-            gr.Markdown("### Query–key space of one head")
-            gr.Markdown(hv.HELP_QK)
+            section("### Query–key space of one head", hv.HELP_QK)
             with gr.Row(equal_height=True):
                 ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="heads-layer")
                 ui.head = gr.Slider(1, 3, value=1, step=1, label="Head", elem_id="heads-head")
@@ -157,8 +156,7 @@ def build(demo: gr.Blocks) -> Binder:
                     ui.token = picture("the clicked token", "heads-token", show_label=False, height=hv.VIEW_PX)
                     ui.token_text = gr.Markdown(elem_id="heads-token-info")
             ui.qk_text = gr.Markdown(elem_id="heads-qk-info")
-            gr.Markdown("### Token norms: registers and high-norm tokens")
-            gr.Markdown(nv.HELP)
+            section("### Token norms: registers and high-norm tokens", nv.HELP)
             with gr.Row(equal_height=True):
                 ui.norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)",
                                           elem_id="heads-norm-layer", scale=3)

@@ -25,7 +25,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, handler, memo_view, picture, require_image, user_errors
+from .common import as_seed, handler, memo_view, picture, require_image, section, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -190,8 +190,7 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Accordion("Numbers (JSON)", open=False):
                 ui.numbers = gr.JSON(elem_id="patches-numbers")
 
-    gr.Markdown("### The token sequence")
-    gr.Markdown(helptext.read(TAB_ID, "strip"))
+    section("### The token sequence", helptext.read(TAB_ID, "strip"))
     ui.strip = panel("Tokens in order: [CLS], p1 … pN (click a token)", "patches-strip")
     ui.token_text = gr.Markdown(elem_id="patches-token-text")
     with gr.Row():
@@ -207,15 +206,13 @@ def build(demo: gr.Blocks) -> Binder:
         ui.embed_plot = gr.Plot(label="embedding E·x + b", elem_id="patches-embedding")
     ui.embed_text = gr.Markdown(elem_id="patches-embedding-text")
 
-    gr.Markdown("### Position embeddings")
-    gr.Markdown(helptext.read(TAB_ID, "pos"))
+    section("### Position embeddings", helptext.read(TAB_ID, "pos"))
     with gr.Row():
         ui.sim_map = panel("cosine similarity of the selected patch's position with all others", "patches-sim-map",
                            scale=1)
         ui.mosaic = panel("every patch's map, at its place (click a tile)", "patches-sim-grid", scale=2)
 
-    gr.Markdown("### Another resolution")
-    gr.Markdown(helptext.read(TAB_ID, "res"))
+    section("### Another resolution", helptext.read(TAB_ID, "res"))
     ui.res2 = gr.Slider(RES_MIN, RES_MAX, value=320, step=16, label="Run the model at (px)",
                         elem_id="patches-model-resolution")
     ui.res_text = gr.Markdown(elem_id="patches-res-text")
@@ -226,8 +223,7 @@ def build(demo: gr.Blocks) -> Binder:
     with gr.Row(visible=False) as ui.mae_row:
         ui.res_recon = panel("MAE reconstruction at that resolution", "patches-res-recon", height=360)
 
-    gr.Markdown("### Shuffle the patches")
-    gr.Markdown(helptext.read(TAB_ID, "shuffle"))
+    section("### Shuffle the patches", helptext.read(TAB_ID, "shuffle"))
     with gr.Row():
         ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Permutation seed", elem_id="patches-seed",
                             min_width=120, scale=0)

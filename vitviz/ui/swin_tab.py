@@ -17,7 +17,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view, picture
+from .common import handler, memo_view, picture, section
 from ..models.costs import Cost
 from .shared_image import image_box
 
@@ -131,8 +131,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
     weights = "pretrained" if has_pretrained() else "random weights"
-    gr.Markdown(f"### Attention inside the window (swin-tiny, {weights})")
-    gr.Markdown(helptext.read(TAB_ID, "attention"))
+    section(f"### Attention inside the window (swin-tiny, {weights})", helptext.read(TAB_ID, "attention"))
     with gr.Row():
         ui.block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")
         show = gr.Button("Show attention for the selected token", elem_id="swin-show-attention")
@@ -146,8 +145,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.overlay = picture("where the keys are in the image (mean over heads)", "swin-overlay", buttons=None)
     ui.heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
-    gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
-    gr.Markdown(helptext.read(TAB_ID, "bias"))
+    section(f"### Relative position bias (swin-tiny, {weights})", helptext.read(TAB_ID, "bias"))
     ui.head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
                      elem_id="swin-bias-head")
     ui.bias_text = gr.Markdown(elem_id="swin-bias-info")
