@@ -168,14 +168,11 @@ def on_model(model: str, layer: float, part: str, query: str | None = None) -> M
 
 
 @dataclass(frozen=True)
-class FirstView(ModelControls):
+class FirstView(QueryView, ModelControls):
     """The first showing's controls, the head to start on, and its query view (the rest follows:
     :func:`image_views`)."""
 
     head: float
-    overlay: Any
-    heads: Any
-    query_info: Any
 
 
 @cost(model_cost(0))

@@ -81,13 +81,10 @@ def show_tried(image: str | None, model: str, heads_off: str, tokens: str, mode:
 
 
 @dataclass(frozen=True)
-class Edited:
-    """A button's answer: the new list of heads switched off, and the views with it."""
+class Edited(AblationView):
+    """A button's answer: the views with the new list of heads switched off, and that list."""
 
     heads_off: str
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: str
 
 
 def _editor(action: str) -> Any:
@@ -96,24 +93,21 @@ def _editor(action: str) -> Any:
     def edit(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
              head: float) -> Edited:
         heads = iv.edit_heads(model, heads_off, layer, head, action)
-        return Edited(heads, **vars(show(image, model, heads, tokens, mode, try_head, layer, head)))
+        return Edited(**vars(show(image, model, heads, tokens, mode, try_head, layer, head)), heads_off=heads)
 
     edit.__name__ = f"heads_{action}"
     return edit
 
 
 @dataclass(frozen=True)
-class Went:
-    """A head clicked in the Heads atlas, switched off here: the model, the heads switched off, the sliders on
-    that head, and the views with it (skipped when the model changes: its ``change`` recomputes everything)."""
+class Went(AblationView):
+    """A head clicked in the Heads atlas, switched off here: the views with it (skipped when the model changes: its
+    ``change`` recomputes everything), the model, the heads switched off, the sliders on that head."""
 
     model: Any
     heads_off: str
     layer: Any
     head: Any
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: Any
 
 
 @handler(model_cost(1))
@@ -131,10 +125,10 @@ def on_goto(goto: str | None, image: str | None, model: str, heads_off: str, tok
     if layer > depth or head > heads:
         raise ValueError(f"{model} has {depth} layers of {heads} heads; the atlas sent layer {layer}, head {head}")
     off = iv.edit_heads(model, heads_off, layer - 1, head - 1, "off")
-    sliders = gr.update(maximum=depth - 1, value=layer - 1), gr.update(maximum=heads - 1, value=head - 1)
     views = (AblationView(gr.skip(), gr.skip(), gr.skip()) if changed
              else show(image, model, off, tokens, mode, False, layer - 1, head - 1))
-    return Went(model, off, *sliders, **vars(views))
+    return Went(**vars(views), model=model, heads_off=off, layer=gr.update(maximum=depth - 1, value=layer - 1),
+                head=gr.update(maximum=heads - 1, value=head - 1))
 
 
 #: The Heads atlas's click on a head when set to switch it off (``vitviz.ablate.goto`` in
@@ -144,17 +138,11 @@ GOTO_JS = js.read("ablate_goto")
 
 
 @dataclass(frozen=True)
-class Everything:
-    """Every view of the tab at once (the page load, a new model or photo): pickers, ablation, lens, help."""
+class Everything(AblationView, LensView):
+    """Every view of the tab at once (the page load, a new model or photo): ablation, lens, pickers, help."""
 
     layer: Any
     head: Any
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: str
-    lens_chart: Any
-    lens_pictures: Any
-    lens_text: str
     help_intro: str
     help_ablation: str
     help_lens: str
@@ -168,8 +156,9 @@ def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode:
     depth, heads = iv.head_range(model)
     lay, hd = fit_slider(layer, 0, depth - 1, depth - 1), fit_slider(head, 0, heads - 1)
     ab = show(image, model, heads_off, tokens, mode, try_head, lay["value"], hd["value"])
-    return Everything(lay, hd, **vars(ab), **vars(logit_lens(image, model)), help_intro=helptext.read(TAB_ID, "intro"),
-                      help_ablation=helptext.read(TAB_ID, "ablation"), help_lens=helptext.read(TAB_ID, "lens"))
+    return Everything(**vars(ab), **vars(logit_lens(image, model)), layer=lay, head=hd,
+                      help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
+                      help_lens=helptext.read(TAB_ID, "lens"))
 
 
 def build(demo: gr.Blocks) -> Binder:
