@@ -288,7 +288,7 @@ def build(demo: gr.Blocks) -> Binder:
                     gr.Markdown(helptext.read(TAB_ID, "ratio") + "\n\n" + helptext.read(TAB_ID, "visible"))
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
-            live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
+            mae_live.build(ui)  # the webcam, rebuilt frame by frame (a closed accordion)
             gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
@@ -350,7 +350,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.endpoint(run_sweep, api_name="sweep")
     mae_provenance.wire(ui)
     mae_doctor.wire(ui)
-    mae_live.wire(live, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, ui.paint, ui.painted)
+    mae_live.wire(ui)
     demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(
         **ui.bind(page_sweep, quick=False)).then(**prewarm)
     ui.follow_url(("model_name", "mask_ratio", "seed", "pattern", "paint", "painted"), url_controls)
