@@ -312,8 +312,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.painted = gr.JSON(None, visible="hidden", elem_id="mae-painted", show_label=False)
     ui.painted_request = gr.Textbox("", visible="hidden", elem_id="mae-paint-request", show_label=False,
                                     container=False)
-    scrubber = scrub.build()
-    ui.payload = scrubber.payload
+    scrub.build(ui)
 
     view = ui.bind(update_view)
     sweep = dict(ui.bind(page_sweep, quick=False), trigger_mode="always_last", show_progress="full")
@@ -328,20 +327,19 @@ def build(demo: gr.Blocks) -> Binder:
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
     # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
-    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps scrubber.request.
+    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps ui.scrub_request.
     # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
     # A new seed or pattern is decided in the page like a slider move (vitviz.ui.scrub: the page's stops, then
-    # mae-tiny in the page, then scrubber.request and scrubber.sweep for the server).
+    # mae-tiny in the page, then ui.scrub_request and ui.scrub_sweep for the server).
     new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
     served = [ui.new_image.change, ui.model_name.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]
-    resync = scrub.wire(scrubber, ui.mask_ratio, [ui.image, ui.model_name, ui.seed, ui.pattern, ui.paint,
-                                                  ui.compare_name], panels, ui.metrics, new_picture)
-    gr.on(served + [scrubber.request.change, ui.compare_name.change], **view).then(
-        None, resync, panels + [ui.metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
+    resync = scrub.wire(ui, panels, new_picture)
+    gr.on(served + [ui.scrub_request.change, ui.compare_name.change], **view).then(
+        None, resync, panels + [ui.metrics, ui.scrub_request], js=scrub.RESYNC_JS, queue=False,
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
-    gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
+    gr.on(served + [ui.scrub_sweep.change], **sweep).then(**prewarm)
     in_page([ui.model_name.change, ui.compare_name.change], [ui.model_name, ui.compare_name], PATH_JS)
     mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
     in_page(ui.mask_code.change, [ui.mask_code], urlstate.MASK_JS)
