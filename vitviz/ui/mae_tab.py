@@ -341,7 +341,7 @@ def build(demo: gr.Blocks) -> Binder:
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
     gr.on(served + [ui.scrub_sweep.change], **sweep).then(**prewarm)
     in_page([ui.model_name.change, ui.compare_name.change], [ui.model_name, ui.compare_name], PATH_JS)
-    mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
+    mae_paint.wire(ui, view)
     in_page(ui.mask_code.change, [ui.mask_code], urlstate.MASK_JS)
     export_btn.click(**ui.bind(export, quick=False))
     ui.endpoint(run_reconstruct, api_name="reconstruct")
