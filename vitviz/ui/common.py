@@ -17,8 +17,8 @@ from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture", "quiet_errors",
-           "report", "require_image", "section", "shown_once", "signal", "user_errors"]
+__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture",
+           "quiet_errors", "report", "require_image", "section", "shown_once", "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
