@@ -347,8 +347,9 @@ def build(demo: gr.Blocks) -> Binder:
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.row.submit, ui.col.submit], **ui.bind(as_patch, outputs="query", quick=False, queue=False)).then(
         **ui.bind(head_query))
-    prev.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, -1), outputs="layer", quick=False, queue=False))
-    nxt.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, +1), outputs="layer", quick=False, queue=False))
+    step = dict(outputs="layer", quick=False, queue=False)  # the layer after the previous or next button
+    prev.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, -1), **step))
+    nxt.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, +1), **step))
     ui.overlay.select(**ui.bind(pick_patch, quick=False)).then(**ui.bind(head_query))
     ui.mass.change(**ui.bind(class_only))
     gr.on([ui.head_fusion.change, ui.discard_ratio.change], **ui.bind(rollout))
