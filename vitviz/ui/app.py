@@ -79,9 +79,6 @@ def build_demo() -> gr.Blocks:
             first = shared_image.default_image()
             share.build(Path(first).stem if first else None)  # the link and what it carries (vitviz.ui.share)
         built = {}
-        # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
-        # shows the photo dropped (or the example picked) in any tab once it is selected.
-        hub = shared_image.SharedImage()
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
         openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
@@ -92,9 +89,11 @@ def build_demo() -> gr.Blocks:
                     # waits for the URL's tab (the URL would be written after it, naming the wrong tab)
                     in_page(tab.select, None, urlstate.tab_js(module.TAB_ID))
                     ui = built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
+                    # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image
+                    # box shows the photo dropped (or the example picked) in any tab once it is selected.
                     if ui.image is not None:
-                        hub.subscribe(tab, module.TAB_ID, ui, opened)
-                if ui.image is None:  # a tab sharing the image opens through the hub (one handler, in the page)
+                        shared_image.subscribe(tab, module.TAB_ID, ui, opened)
+                if ui.image is None:  # a tab sharing the image opens through it (one handler, in the page)
                     in_page(tab.select, opened, lazy.open_js(module.TAB_ID), opened)
 
         # the URL's controls go to the shown tab if it follows them, else to the first tab that does
