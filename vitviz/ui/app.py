@@ -19,6 +19,7 @@ import gradio as gr
 from .. import settings
 from ..views.urlstate import from_request
 from . import shared_image
+from .common import in_page
 from . import (attention_tab, beit_tab, compute_tab, css, explain_tab, features_tab, heads_tab, intervene_tab, js,
                lazy, mae_tab, patches_tab, pretraining_tab, serve, share, swin_tab, tour, urlstate)
 
@@ -78,9 +79,6 @@ def build_demo() -> gr.Blocks:
             first = shared_image.default_image()
             share.build(Path(first).stem if first else None)  # the link and what it carries (vitviz.ui.share)
         built = {}
-        # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image box
-        # shows the photo dropped (or the example picked) in any tab once it is selected.
-        hub = shared_image.SharedImage()
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.
         openers = {module.TAB_ID: lazy.opener(module.TAB_ID) for module in TABS}
         with gr.Tabs() as tabs:
@@ -89,14 +87,14 @@ def build_demo() -> gr.Blocks:
                 with gr.Tab(module.LABEL, id=module.TAB_ID) as tab:
                     # first: the page runs a tab's select handlers one after the other, and the opener's
                     # waits for the URL's tab (the URL would be written after it, naming the wrong tab)
-                    tab.select(None, None, None, js=urlstate.tab_js(module.TAB_ID), queue=False,
-                               api_visibility="private")
+                    in_page(tab.select, None, urlstate.tab_js(module.TAB_ID))
                     ui = built[module.TAB_ID] = module.build(lazy.TabPage(demo, opened))
+                    # One image for the whole app (vitviz.ui.shared_image): a tab whose build returns its image
+                    # box shows the photo dropped (or the example picked) in any tab once it is selected.
                     if ui.image is not None:
-                        hub.subscribe(tab, module.TAB_ID, ui, opened)
-                if ui.image is None:  # a tab sharing the image opens through the hub (one handler, in the page)
-                    tab.select(None, opened, opened, js=lazy.open_js(module.TAB_ID), queue=False,
-                               api_visibility="private")
+                        shared_image.subscribe(tab, module.TAB_ID, ui, opened)
+                if ui.image is None:  # a tab sharing the image opens through it (one handler, in the page)
+                    in_page(tab.select, opened, lazy.open_js(module.TAB_ID), opened)
 
         # the URL's controls go to the shown tab if it follows them, else to the first tab that does
         followers = [(tab_id, handles.url) for tab_id, handles in built.items() if getattr(handles, "url", None)]

@@ -24,7 +24,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, in_page, memo_view, picture, section, signal
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost, model_cost
@@ -63,13 +63,6 @@ class ModelControls:
     layer: Any
     query: Any
     depth: int
-
-
-@dataclass(frozen=True)
-class FirstControls(ModelControls):
-    """:class:`ModelControls` of the first showing, and the head to start on."""
-
-    head: float
 
 
 @dataclass(frozen=True)
@@ -175,11 +168,11 @@ def on_model(model: str, layer: float, part: str, query: str | None = None) -> M
 
 
 @dataclass(frozen=True)
-class FirstView(FirstControls):
-    """The first showing's controls and its query view (the rest follows: :func:`image_views`)."""
-    overlay: Any
-    heads: Any
-    query_info: Any
+class FirstView(QueryView, ModelControls):
+    """The first showing's controls, the head to start on, and its query view (the rest follows:
+    :func:`image_views`)."""
+
+    head: float
 
 
 @cost(model_cost(0))
@@ -257,11 +250,6 @@ def as_patch() -> str:
     return "patch"
 
 
-def step_layer(layer: float, depth: float, delta: int) -> int:
-    """The layer after the previous (-1) or next (+1) button."""
-    return av.step_layer(layer, depth, delta)
-
-
 #: A head clicked in the Heads tab (``vitviz.attention.goto`` in ``vitviz/ui/js/page.js``): once this tab
 #: shows its query view, the target goes into this component's value, which fires its change. (Arrow keys
 #: and [ ] step through the layers: the page module's keyboard presses the prev / next buttons.)
@@ -302,17 +290,14 @@ def build(demo: gr.Blocks) -> Binder:
                 prev = gr.Button("◀ previous layer", elem_id="attn-prev", size="sm", scale=1)
                 ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="attn-layer", scale=4)
                 nxt = gr.Button("next layer ▶", elem_id="attn-next", size="sm", scale=1)
-            ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="attn-goto",
-                              padding=False)
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
-                                      show_label=False)
+            ui.goto = signal(GOTO_JS, "attn-goto")
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Click a patch**: its attention, mean over heads (red box: the query)")
-                    ui.overlay = gr.Image(label="query attention", elem_id="attn-query-overlay", height=VIEW_PX, **kw)
+                    ui.overlay = picture("query attention", "attn-query-overlay", height=VIEW_PX, show_label=False)
                 with gr.Column(scale=1, min_width=300):
                     gr.Markdown("**Every head of this layer** (each scaled to its own maximum)")
-                    ui.heads = gr.Image(label="every head", elem_id="attn-query-heads", height=VIEW_PX, **kw)
+                    ui.heads = picture("every head", "attn-query-heads", height=VIEW_PX, show_label=False)
             ui.query_info = gr.Markdown(elem_id="attn-query-info")
             with gr.Row(equal_height=True):
                 ui.query = gr.Radio([c for c in QUERY_CHOICES if c[1] != "dist"], value="patch",
@@ -323,14 +308,12 @@ def build(demo: gr.Blocks) -> Binder:
                                    scale=1)
                 ui.head = gr.Number(value=0, precision=0, minimum=0, label="head (0: mean)", elem_id="attn-head",
                                     min_width=90, scale=1)
-            gr.Markdown("### Class token, last layer")
-            gr.Markdown(helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
+            section("### Class token, last layer", helptext.read(TAB_ID, "cls", mass=f"{MASS:.0%}"))
             ui.mass = gr.Checkbox(False, label=f"Keep the patches holding {MASS:.0%} of each head's attention "
                                   "(DINO view)", elem_id="attn-mass")
-            ui.cls_heads = gr.Image(label="class token per head", elem_id="attn-cls-heads", **kw)
+            ui.cls_heads = picture("class token per head", "attn-cls-heads", show_label=False)
             ui.cls_info = gr.Markdown(elem_id="attn-cls-info")
-            gr.Markdown("### Attention rollout")
-            gr.Markdown(helptext.read(TAB_ID, "rollout"))
+            section("### Attention rollout", helptext.read(TAB_ID, "rollout"))
             with gr.Row():
                 with gr.Column(scale=1, min_width=220):
                     ui.head_fusion = gr.Radio(list(HEAD_FUSIONS), value="mean", label="Head fusion",
@@ -339,10 +322,9 @@ def build(demo: gr.Blocks) -> Binder:
                                                  label="Discard ratio (weakest per row)", elem_id="attn-discard")
                     ui.rollout_info = gr.Markdown(elem_id="attn-rollout-info")
                 with gr.Column(scale=2):
-                    ui.rollout = gr.Image(label="rollout of the class token", elem_id="attn-rollout",
-                                          height=VIEW_PX, **kw)
-            gr.Markdown("### Mean attention distance")
-            gr.Markdown(helptext.read(TAB_ID, "distance"))
+                    ui.rollout = picture("rollout of the class token", "attn-rollout", height=VIEW_PX,
+                                         show_label=False)
+            section("### Mean attention distance", helptext.read(TAB_ID, "distance"))
             ui.distance = gr.Plot(label="Mean attention distance per head", elem_id="attn-distance")
 
     # Named endpoints first: they claim their names before the private events that reuse the same functions.
@@ -361,12 +343,13 @@ def build(demo: gr.Blocks) -> Binder:
           **ui.bind(on_native)).then(**everything)
     ui.model.change(**ui.bind(on_native))
     gr.on([ui.layer.change, ui.query.input, ui.head.change], **ui.bind(head_query))
-    ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    in_page(ui.layer.change, [ui.layer], urlstate.LAYER_JS)
     ui.goto.change(**ui.bind(on_goto))
     gr.on([ui.row.submit, ui.col.submit], **ui.bind(as_patch, outputs="query", quick=False, queue=False)).then(
         **ui.bind(head_query))
-    prev.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, -1), outputs="layer", quick=False, queue=False))
-    nxt.click(**ui.bind(lambda layer, depth: step_layer(layer, depth, +1), outputs="layer", quick=False, queue=False))
+    step = dict(outputs="layer", quick=False, queue=False)  # the layer after the previous or next button
+    prev.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, -1), **step))
+    nxt.click(**ui.bind(lambda layer, depth: av.step_layer(layer, depth, +1), **step))
     ui.overlay.select(**ui.bind(pick_patch, quick=False)).then(**ui.bind(head_query))
     ui.mass.change(**ui.bind(class_only))
     gr.on([ui.head_fusion.change, ui.discard_ratio.change], **ui.bind(rollout))

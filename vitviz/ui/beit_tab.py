@@ -10,6 +10,7 @@ Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, de
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..views.beit import CodebookPanel, Guess, PredictControls, Prediction, Toke
 from ..views.beit_pair import Kinds, KindsControls
 from . import helptext, urlstate
 from .binder import Binder
-from .common import handler, memo_view, require_image
+from .common import handler, in_page, memo_view, picture, require_image
 from ..models.costs import Cost, loaded_cost, model_cost
 from .shared_image import image_box
 
@@ -183,7 +184,7 @@ def build(demo: gr.Blocks) -> Binder:
     """Create the BEiT tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = bv.beit_choices()
-    img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
+    panel = functools.partial(picture, height=PANEL_HEIGHT, buttons=["download", "fullscreen"])
     ui.layout, ui.selected, ui.current_mask, ui.painted = gr.State(None), gr.State(None), gr.State(None), gr.State(None)
 
     gr.Markdown(helptext.read(TAB_ID, "intro", vocab=BEIT_VOCAB, codebook_size=VQ_TINY_CONFIG.codebook_size),
@@ -194,12 +195,9 @@ def build(demo: gr.Blocks) -> Binder:
         with gr.Column(scale=3):
             gr.Markdown(helptext.read(TAB_ID, "tokens"), elem_classes=["vitviz-help"])
             with gr.Row(equal_height=True):
-                ui.original = gr.Image(label="the model's view, 14×14 patches", elem_id="beit-original",
-                                       height=PANEL_HEIGHT, **img_kw)
-                ui.token_map = gr.Image(label="token map: each patch's code (click one)", elem_id="beit-token-map",
-                                        height=PANEL_HEIGHT, **img_kw)
-                ui.decoded = gr.Image(label="decoded from its own tokens", elem_id="beit-decoded",
-                                      height=PANEL_HEIGHT, **img_kw)
+                ui.original = panel("the model's view, 14×14 patches", "beit-original")
+                ui.token_map = panel("token map: each patch's code (click one)", "beit-token-map")
+                ui.decoded = panel("decoded from its own tokens", "beit-decoded")
             ui.token_text = gr.Markdown(elem_id="beit-token-text")
             with gr.Accordion("Token map to hover, and the ids as JSON", open=False):
                 ui.token_plot = gr.Plot(label="token map (hover a patch: its code and count)",
@@ -209,11 +207,9 @@ def build(demo: gr.Blocks) -> Binder:
     gr.Markdown(helptext.read(TAB_ID, "codebook"), elem_classes=["vitviz-help"])
     ui.codebook_text = gr.Markdown(elem_id="beit-codebook-text")
     with gr.Row():
-        ui.codebook = gr.Image(label="the codebook, most used first (click a code)", elem_id="beit-codebook",
-                               scale=3, **img_kw)
+        ui.codebook = panel("the codebook, most used first (click a code)", "beit-codebook", scale=3, height=None)
         with gr.Column(scale=1, min_width=240):
-            ui.highlight = gr.Image(label="where the code occurs", elem_id="beit-highlight", height=PANEL_HEIGHT,
-                                    **img_kw)
+            ui.highlight = panel("where the code occurs", "beit-highlight")
             ui.highlight_text = gr.Markdown(HIGHLIGHT_PROMPT, elem_id="beit-highlight-text")
 
     gr.Markdown(helptext.read(TAB_ID, "predict"), elem_classes=["vitviz-help"])
@@ -228,37 +224,31 @@ def build(demo: gr.Blocks) -> Binder:
                             min_width=90)
     ui.note = gr.Markdown(bv.model_note(bv.BEIT_MODEL), elem_id="beit-model-note")
     with gr.Row(equal_height=True):
-        ui.masked = gr.Image(label="masked input (click to paint)", elem_id="beit-masked", height=PANEL_HEIGHT,
-                             **img_kw)
-        ui.predicted = gr.Image(label="predicted tokens: decoded, or ids", elem_id="beit-predicted",
-                                height=PANEL_HEIGHT, **img_kw)
-        ui.correct = gr.Image(label="right / top-5 / wrong", elem_id="beit-correct", height=PANEL_HEIGHT, **img_kw)
-        ui.confidence = gr.Image(label="confidence of the top-1 guess", elem_id="beit-confidence",
-                                 height=PANEL_HEIGHT, **img_kw)
+        ui.masked = panel("masked input (click to paint)", "beit-masked")
+        ui.predicted = panel("predicted tokens: decoded, or ids", "beit-predicted")
+        ui.correct = panel("right / top-5 / wrong", "beit-correct")
+        ui.confidence = panel("confidence of the top-1 guess", "beit-confidence")
     ui.predict_text = gr.Markdown(elem_id="beit-predict-text")
     with gr.Accordion("Numbers (JSON)", open=False):
         ui.numbers = gr.JSON(elem_id="beit-numbers")
 
     gr.Markdown(helptext.read(TAB_ID, "compare"), elem_classes=["vitviz-help"])
     with gr.Row(equal_height=True):
-        ui.beit_panel = gr.Image(label="beit-tiny: predicted tokens, decoded", elem_id="beit-compare-beit",
-                                 height=PANEL_HEIGHT, **img_kw)
-        ui.mae_panel = gr.Image(label="mae-tiny: predicted pixels", elem_id="beit-compare-mae", height=PANEL_HEIGHT,
-                                **img_kw)
+        ui.beit_panel = panel("beit-tiny: predicted tokens, decoded", "beit-compare-beit")
+        ui.mae_panel = panel("mae-tiny: predicted pixels", "beit-compare-mae")
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
     gr.Markdown(helptext.read(TAB_ID, "kinds"), elem_classes=["vitviz-help"])
-    ui.kinds_panels = gr.Image(label="the same photo in two kinds of visual words", elem_id="beit-kinds", height=PANEL_HEIGHT, **img_kw)
+    ui.kinds_panels = panel("the same photo in two kinds of visual words", "beit-kinds")
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():
         ui.follow = gr.Radio([name for name, _ in bp.PAIRS], value="vq-kd-tiny", label="Follow a code of",
                              elem_id="beit-kinds-tokenizer", scale=2)
         ui.code = gr.Number(value=-1, precision=0, minimum=-1, label="Code (-1: your photo's most frequent)",
                             elem_id="beit-kinds-code", scale=1)
-    ui.occurrence = gr.Image(label="where the code occurs", elem_id="beit-kinds-occurrence", height=PANEL_HEIGHT,
-                             **img_kw)
+    ui.occurrence = panel("where the code occurs", "beit-kinds-occurrence")
     ui.occurrence_text = gr.Markdown(elem_id="beit-kinds-occurrence-text")
-    ui.kinds_predict = gr.Image(label="same mask: beit-tiny on vq-tiny's codes, beit-tiny-v2 on vq-kd-tiny's",
-                                elem_id="beit-kinds-predict", height=PANEL_HEIGHT, **img_kw)
+    ui.kinds_predict = panel("same mask: beit-tiny on vq-tiny's codes, beit-tiny-v2 on vq-kd-tiny's",
+                             "beit-kinds-predict")
     ui.kinds_predict_text = gr.Markdown(elem_id="beit-kinds-predict-text")
     with gr.Accordion("Numbers of part 5 (JSON)", open=False):
         ui.kinds_numbers = gr.JSON(elem_id="beit-kinds-numbers")
@@ -277,8 +267,7 @@ def build(demo: gr.Blocks) -> Binder:
     kinds = ui.bind(update_kinds)
     gr.on([ui.image.change, ui.follow.change, ui.code.change, ui.mask_ratio.change, ui.seed.change,
            ui.pattern.change], **kinds)
-    gr.on(controls, None, [ui.model, ui.mask_ratio, ui.seed, ui.pattern], None, js=urlstate.WRITE_JS, queue=False,
-          api_visibility="private")
+    in_page(controls, [ui.model, ui.mask_ratio, ui.seed, ui.pattern], urlstate.WRITE_JS)
     ui.codebook.select(**ui.bind(click_code, quick=False))
     ui.token_map.select(**ui.bind(click_token, quick=False))
     ui.masked.select(**ui.bind(paint_click, quick=False)).then(**show)

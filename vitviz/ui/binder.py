@@ -139,16 +139,7 @@ class Binder:
         returned = hints.get("return")
         names = field_names(returned) if _is_contract(returned) else _names(outputs)
         inputs_checks.mark_dynamic(self.components(names))  # a slider whose range this handler changes
-        if inputs is not None:  # named by the caller (a function whose parameters are named otherwise)
-
-            @functools.wraps(fn)
-            def plain(*args: Any) -> Any:
-                with costs.running(fn, args):
-                    return as_outputs(fn(*args))
-
-            return {"fn": plain, "inputs": self.components(inputs), "outputs": self.components(names),
-                    **listener(fn)}
-        inputs = []
+        fields: list[str] = []  # the input components, one per field of a contract or plain parameter
         shape: list[tuple[str, Any]] = []  # per parameter: (kind, contract or default)
         flat: list[inspect.Parameter] = []
         annotations: dict[str, Any] = {}
@@ -161,13 +152,13 @@ class Binder:
                 shape.append(("contract", hint))
                 types = typing.get_type_hints(hint)
                 for name in field_names(hint):
-                    inputs.append(name)
+                    fields.append(name)
                     flat.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD))
                     annotations[name] = types.get(name, Any)
                 continue
             else:
                 shape.append(("field", None))
-                inputs.append(p.name)
+                fields.append(p.name)
                 flat.append(p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD))
             if hint is not None:
                 annotations[p.name] = hint
@@ -194,8 +185,10 @@ class Binder:
 
         handler.__signature__ = inspect.Signature(flat)  # type: ignore[attr-defined]
         handler.__annotations__ = annotations
-        return {"fn": handler, "inputs": self.components(inputs), "outputs": self.components(names),
-                **listener(fn)}
+        if inputs is not None and len(inputs) != len(fields):
+            raise TypeError(f"{fn.__name__} takes {len(fields)} inputs, not {len(inputs)} ({list(inputs)})")
+        return {"fn": handler, "inputs": self.components(fields if inputs is None else inputs),
+                "outputs": self.components(names), **listener(fn)}
 
     def endpoint(self, fn: Callable[..., Any], api_name: str, outputs: Sequence[str] | str | None = None,
                  inputs: Sequence[str] | None = None, **kwargs: Any) -> Any:

@@ -17,8 +17,8 @@ from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "handler", "memo_view", "quiet_errors", "report", "require_image", "shown_once",
-           "user_errors"]
+__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture",
+           "quiet_errors", "report", "require_image", "section", "shown_once", "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
@@ -28,6 +28,47 @@ log = logging.getLogger("vitviz.ui")
 MESSAGE_CHARS = 400
 #: Longest user text quoted in the log.
 LOG_CHARS = 200
+
+
+#: What every view's picture shares: a uint8 RGB array from a view, sent as PNG, not editable, downloadable.
+PICTURE: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"])
+
+
+def picture(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
+    """A view's picture (:data:`PICTURE`); ``kwargs`` go to ``gr.Image`` (``height``, ``show_label``...)."""
+    return gr.Image(label=label, elem_id=elem_id, **{**PICTURE, **kwargs})
+
+
+def section(title: str, *texts: str) -> None:
+    """A section of a tab: its heading (Markdown, ``### ...``), then each of ``texts`` (its help) as its own
+    block below it."""
+    for text in (title, *texts):
+        gr.Markdown(text)
+
+
+def fit_slider(value: float | None, low: int, high: int, default: int | None = None, **kwargs: Any) -> dict:
+    """A slider's update for its new range ``low`` .. ``high`` (a new model's layers or heads): its value kept where
+    it fits (rounded, then clamped), ``default`` (else ``low``) when it has none; ``kwargs`` update more props."""
+    given = (low if default is None else default) if value is None else int(round(float(value)))
+    return gr.update(maximum=high, value=min(max(low, given), high), **kwargs)
+
+
+def hidden(kind: type, value: Any, elem_id: str, **kwargs: Any) -> Any:
+    """A component kept in the page but never shown (a ``gr.Number`` or ``gr.Textbox`` the page's code reads or
+    writes; its ``change`` is a message between page and server)."""
+    return kind(value, visible="hidden", elem_id=elem_id, interactive=False, show_label=False, container=False,
+                **kwargs)
+
+
+def signal(js_code: str, elem_id: str, **kwargs: Any) -> gr.HTML:
+    """An empty component whose ``js_on_load`` code (``js_code``) writes its value from the page (a click read
+    there): its ``change`` brings that value to the server."""
+    return gr.HTML("", html_template="<span></span>", js_on_load=js_code, elem_id=elem_id, padding=False, **kwargs)
+
+
+def in_page(triggers: Any, inputs: Any, js_code: str, outputs: Any = None, **kwargs: Any) -> Any:
+    """An event run in the page alone (browser code ``js_code``: no server call, no API name)."""
+    return gr.on(triggers, None, inputs, outputs, js=js_code, queue=False, api_visibility="private", **kwargs)
 
 
 def clip(text: str, limit: int) -> str:

@@ -17,7 +17,7 @@ from ..views import compute as cv
 from ..views.compute import AttentionChart, MaeChart, Measured, ModelChart, PatchChart
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, memo_view, section
 from .serve import files
 from ..models.costs import Cost
 
@@ -86,8 +86,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
 
-    gr.Markdown("### 1. One attention layer, global vs windowed")
-    gr.Markdown(helptext.read(TAB_ID, "attention"))
+    section("### 1. One attention layer, global vs windowed", helptext.read(TAB_ID, "attention"))
     with gr.Row():
         ui.dim = gr.Number(value=96, precision=0, minimum=1, maximum=8192, label="width C (channels)",
                         elem_id="compute-dim")
@@ -98,16 +97,14 @@ def build(demo: gr.Blocks) -> Binder:
     gr.on([ui.dim.change, ui.window.change], **ui.bind(attention_flops, quick=False, api_name="attention_flops",
                                                        api_visibility="public", trigger_mode="always_last"))
 
-    gr.Markdown("### 2. Whole models: ViT-B/16 vs Swin-T")
-    gr.Markdown(helptext.read(TAB_ID, "models"))
+    section("### 2. Whole models: ViT-B/16 vs Swin-T", helptext.read(TAB_ID, "models"))
     gr.Markdown(cv.models_markdown(), elem_id="models-flops-summary")
     ui.max_resolution = gr.Slider(448, 2240, value=1344, step=32, label="largest resolution (px)", elem_id="compute-maxres")
     ui.plot2 = gr.Plot(label="model FLOPs vs resolution (log-log)", elem_id="plot-model-flops")
     ui.dl2 = gr.DownloadButton("Download CSV", size="sm", elem_id="csv-model-flops")
     ui.max_resolution.release(**ui.bind(model_flops, quick=False, api_name="model_flops", api_visibility="public"))
 
-    gr.Markdown("### 3. Patch size, sequence length and FLOPs")
-    gr.Markdown(helptext.read(TAB_ID, "patch"))
+    section("### 3. Patch size, sequence length and FLOPs", helptext.read(TAB_ID, "patch"))
     with gr.Row():
         ui.resolution = gr.Slider(64, 1024, value=224, step=16, label="resolution (px)", elem_id="compute-res")
         ui.base = gr.Dropdown(list(VIT_CONFIGS), value="ViT-B/16", label="ViT width and depth", elem_id="compute-vit")
@@ -117,8 +114,7 @@ def build(demo: gr.Blocks) -> Binder:
                                     api_visibility="public"))
     ui.base.change(**ui.bind(patch_size_flops, quick=False))
 
-    gr.Markdown("### 4. MAE: encoder + decoder FLOPs vs masking ratio")
-    gr.Markdown(helptext.read(TAB_ID, "mae"))
+    section("### 4. MAE: encoder + decoder FLOPs vs masking ratio", helptext.read(TAB_ID, "mae"))
     names = list(mae_configs())
     ui.name = gr.Dropdown(names, value=names[0], label="MAE architecture", elem_id="compute-mae")
     ui.summary = gr.Markdown(elem_id="mae-flops-summary")
@@ -127,8 +123,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.name.change(**ui.bind(mae_flops_chart, quick=False, api_name="mae_flops", api_visibility="public"))
     demo.load(**ui.bind(default_charts, quick=False))
 
-    gr.Markdown("### 5. Measured on this machine")
-    gr.Markdown(helptext.read(TAB_ID, "measured"))
+    section("### 5. Measured on this machine", helptext.read(TAB_ID, "measured"))
     with gr.Row():
         ui.max_tokens = gr.Dropdown([784, 3136, 7056, 12544, 28224, 50176], value=12544,
                                  label="token budget (largest N)", elem_id="measure-tokens")

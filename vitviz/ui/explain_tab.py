@@ -19,7 +19,7 @@ from ..models.costs import Cost, model_cost
 from ..views import explain as v
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, in_page, memo_view, picture, section
 from .js import read as read_js
 from .serve.pageconfig import choices_later
 from .shared_image import image_box
@@ -147,13 +147,10 @@ def build(demo: gr.Blocks) -> Binder:
                                      scale=3)
             # the model note (a random-weights warning) and the maps on the first screen at 1280x720
             ui.note = gr.Markdown(v.model_note(default), elem_id="explain-model-note")
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
-                                      show_label=False)
-            ui.maps = gr.Image(label="explanation maps", elem_id="explain-maps", **kw)
+            ui.maps = picture("explanation maps", "explain-maps", show_label=False)
             ui.maps_text = gr.Markdown(elem_id="explain-maps-info")
             gr.Markdown(v.HELP_METHODS)
-            gr.Markdown("### Deletion and insertion")
-            gr.Markdown(v.HELP_CURVES)
+            section("### Deletion and insertion", v.HELP_CURVES)
             with gr.Row(equal_height=True):
                 ui.removal = gr.Radio(v.REMOVAL_CHOICES, value="drop", label="Remove a patch by",
                                       elem_id="explain-removal", scale=3)
@@ -175,6 +172,5 @@ def build(demo: gr.Blocks) -> Binder:
     gr.on([ui.new_image.change, ui.target.input, ui.method.input], **maps).then(**first).then(**curves)
     gr.on([ui.removal.input, ui.steps.release], **first).then(**curves)
     # what a person types in the class box replaces the label shown, so it searches the classes
-    ui.target.focus(None, None, None, js=read_js("select_on_focus", elem_id="explain-class"), queue=False,
-                    api_visibility="private")
+    in_page(ui.target.focus, None, read_js("select_on_focus", elem_id="explain-class"))
     return ui

@@ -19,7 +19,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import handler, memo_view
+from .common import fit_slider, handler, in_page, memo_view, picture, section
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
@@ -165,9 +165,8 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
 def on_model(model: str, layer: float | None) -> ModelControls:
     """New model -> its note and the layer slider's range (0 = embedding .. depth); keeps the layer if it fits."""
     depth = v.depth_of(model)
-    value = depth if layer is None else min(max(0, int(round(float(layer)))), depth)
     return ModelControls(v.model_note(model),
-                         gr.update(maximum=depth, value=value, label=f"Layer (0 = {v.layer0_label_of(model)})"))
+                         fit_slider(layer, 0, depth, depth, label=f"Layer (0 = {v.layer0_label_of(model)})"))
 
 
 @cost(Cost.VIEW)
@@ -214,14 +213,11 @@ def build(demo: gr.Blocks) -> Binder:
                                  elem_id="feat-layer")
             ui.foreground = gr.Checkbox(False, label="Foreground only (split on the first component, recolour)",
                                         elem_id="feat-foreground")
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"],
-                                      show_label=False)
             # the maps first, their reading after them: on the first screen at 1280x720
-            ui.pca = gr.Image(label="PCA feature maps", elem_id="feat-pca", **kw)
+            ui.pca = picture("PCA feature maps", "feat-pca", show_label=False)
             ui.pca_text = gr.Markdown(elem_id="feat-pca-info")
             gr.Markdown("### Reading the PCA feature maps\n" + v.HELP_PCA)
-            gr.Markdown("### Patch correspondence")
-            gr.Markdown(v.HELP_SIMILARITY)
+            section("### Patch correspondence", v.HELP_SIMILARITY)
             with gr.Row(equal_height=True):
                 ui.other = gr.Dropdown(choices=[name for name, _ in others], value=second,
                                        label="Second image (an example)", elem_id="feat-other", scale=3)
@@ -234,27 +230,25 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row(equal_height=True):
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**Click a patch**: its cosine similarity in this image")
-                    ui.left = gr.Image(label="similarity in this image", elem_id="feat-sim-same", height=v.VIEW_PX,
-                                       **kw)
+                    ui.left = picture("similarity in this image", "feat-sim-same", height=v.VIEW_PX,
+                                      show_label=False)
                 with gr.Column(scale=1, min_width=280):
                     gr.Markdown("**The same token against the second image** (red box: best match)")
-                    ui.right = gr.Image(label="similarity in the second image", elem_id="feat-sim-other",
-                                        height=v.VIEW_PX, **kw)
+                    ui.right = picture("similarity in the second image", "feat-sim-other", height=v.VIEW_PX,
+                                       show_label=False)
             ui.sim_text = gr.Markdown(elem_id="feat-sim-info")
-            gr.Markdown("### Probes by depth")
-            gr.Markdown(v.HELP_PROBES)
+            section("### Probes by depth", v.HELP_PROBES)
             ui.probe_plot = gr.Plot(label="Probe R² by layer", elem_id="feat-probes")
             ui.probe_table = gr.Markdown(elem_id="feat-probe-table")
             ui.probe_text = gr.Markdown(elem_id="feat-probe-info")
-            gr.Markdown("### Class token vs average pooling")
-            gr.Markdown(v.HELP_POOLING)
+            section("### Class token vs average pooling", v.HELP_POOLING)
             ui.cos_plot = gr.Plot(label="class token vs patch average", elem_id="feat-cls-gap")
             with gr.Row():
                 ui.cls_top = gr.Label(num_top_classes=5, label="Top-5 from the class token",
                                       elem_id="feat-cls-top5")
                 ui.gap_top = gr.Label(num_top_classes=5, label="Top-5 from the patch average (same head)",
                                       elem_id="feat-gap-top5")
-            ui.cls_att = gr.Image(label="class token attention vs uniform", elem_id="feat-cls-attention", **kw)
+            ui.cls_att = picture("class token attention vs uniform", "feat-cls-attention", show_label=False)
             ui.pool_text = gr.Markdown(elem_id="feat-pool-info")
             gr.Markdown("### Layer-wise learning-rate decay")
             ui.llrd_plot = gr.Plot(label="learning-rate multipliers", elem_id="feat-llrd")
@@ -269,7 +263,7 @@ def build(demo: gr.Blocks) -> Binder:
         **ui.bind(llrd_chart, quick=False))
     ui.model.change(**ui.bind(on_model)).then(**everything)
     ui.layer.change(**ui.bind(layer_views))
-    ui.layer.change(None, [ui.layer], None, js=urlstate.LAYER_JS, queue=False, api_visibility="private")
+    in_page(ui.layer.change, [ui.layer], urlstate.LAYER_JS)
     ui.foreground.change(**ui.bind(feature_pca))
     # One chain for a new photo and a new shape: both views run as one always-last event, so a slow square view
     # of a new photo can never land after (and over) the own-shape view asked for while it ran.

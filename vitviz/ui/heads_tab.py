@@ -24,7 +24,7 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import handler, memo_view
+from .common import fit_slider, handler, memo_view, picture, section, signal
 from ..models.costs import Cost, model_cost
 from ..views.native import native_cost
 from .native_controls import native_controls
@@ -90,8 +90,7 @@ def qk_views(image: str | None, model: str, layer: float, head: float) -> QKView
 def on_model(model: str, layer: float, head: float) -> Sliders:
     """New model -> the layer and head sliders' ranges (values kept when they fit)."""
     depth, heads = hv.head_range(model)
-    clamp = lambda v, n: min(max(1, int(round(float(v or 1)))), n)  # noqa: E731
-    return Sliders(gr.update(maximum=depth, value=clamp(layer, depth)), gr.update(maximum=heads, value=clamp(head, heads)))
+    return Sliders(fit_slider(layer, 1, depth), fit_slider(head, 1, heads))
 
 
 @handler(native_cost(1, 3, 4))
@@ -106,8 +105,7 @@ def token_norms(image: str | None, model: str, layer: float, native: bool = Fals
 @handler(Cost.VIEW)
 def on_model_norms(model: str, norm_layer: float) -> Any:
     """New model -> the token-norm layer slider runs 0 (embedding) .. depth."""
-    depth, _ = hv.head_range(model)
-    return gr.update(maximum=depth, value=min(max(0, int(round(float(norm_layer or 0)))), depth))
+    return fit_slider(norm_layer, 0, hv.head_range(model)[0])
 
 
 #: What a click on a head of the atlas does, (label, value): the page reads the value checked.
@@ -147,8 +145,7 @@ def build(demo: gr.Blocks) -> Binder:
                 ui.scatter = gr.Plot(label="heads: distance and entropy", elem_id="heads-scatter", show_label=False)
             gr.Markdown("### Reading the head atlas\n" + hv.HELP_ATLAS)
             gr.Markdown(hv.SOURCES_TEXT)
-            gr.Markdown("### Query–key space of one head")
-            gr.Markdown(hv.HELP_QK)
+            section("### Query–key space of one head", hv.HELP_QK)
             with gr.Row(equal_height=True):
                 ui.layer = gr.Slider(1, 8, value=1, step=1, label="Layer", elem_id="heads-layer")
                 ui.head = gr.Slider(1, 3, value=1, step=1, label="Head", elem_id="heads-head")
@@ -156,28 +153,22 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Column(scale=3):
                     ui.qk = gr.Plot(label="queries and keys", elem_id="heads-qk", show_label=False)
                 with gr.Column(scale=2, min_width=280):
-                    ui.token = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                        buttons=["download"], label="the clicked token", elem_id="heads-token",
-                                        height=hv.VIEW_PX)
+                    ui.token = picture("the clicked token", "heads-token", show_label=False, height=hv.VIEW_PX)
                     ui.token_text = gr.Markdown(elem_id="heads-token-info")
             ui.qk_text = gr.Markdown(elem_id="heads-qk-info")
-            gr.Markdown("### Token norms: registers and high-norm tokens")
-            gr.Markdown(nv.HELP)
+            section("### Token norms: registers and high-norm tokens", nv.HELP)
             with gr.Row(equal_height=True):
                 ui.norm_layer = gr.Slider(0, 12, value=11, step=1, label="Layer (0 = embedding)",
                                           elem_id="heads-norm-layer", scale=3)
                 with gr.Column(scale=2, min_width=260):
                     ui.norm_native, ui.norm_side = native_controls("heads-norm")
             with gr.Row(equal_height=True):
-                ui.norm_map = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                       buttons=["download"], label="token norms", elem_id="heads-norm-map",
-                                       height=nv.VIEW_PX)
+                ui.norm_map = picture("token norms", "heads-norm-map", show_label=False, height=nv.VIEW_PX)
                 with gr.Column():
                     ui.norm_hist = gr.Plot(label="norm histogram", elem_id="heads-norm-hist", show_label=False)
                     ui.norm_depth = gr.Plot(label="outliers by depth", elem_id="heads-norm-depth", show_label=False)
             ui.norm_text = gr.Markdown(elem_id="heads-norm-info")
-    ui.clicks = gr.HTML("", html_template="<span></span>", js_on_load=CLICK_JS, elem_id="heads-click",
-                        padding=False)
+    ui.clicks = signal(CLICK_JS, "heads-click")
 
     ui.endpoint(head_atlas, api_name="head_atlas")
     ui.endpoint(qk_space, api_name="qk_space")

@@ -17,7 +17,7 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, user_errors
+from .common import fit_slider, handler, in_page, picture, signal, user_errors
 from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -81,13 +81,10 @@ def show_tried(image: str | None, model: str, heads_off: str, tokens: str, mode:
 
 
 @dataclass(frozen=True)
-class Edited:
-    """A button's answer: the new list of heads switched off, and the views with it."""
+class Edited(AblationView):
+    """A button's answer: the views with the new list of heads switched off, and that list."""
 
     heads_off: str
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: str
 
 
 def _editor(action: str) -> Any:
@@ -96,24 +93,21 @@ def _editor(action: str) -> Any:
     def edit(image: str | None, model: str, heads_off: str, tokens: str, mode: str, try_head: bool, layer: float,
              head: float) -> Edited:
         heads = iv.edit_heads(model, heads_off, layer, head, action)
-        return Edited(heads, **vars(show(image, model, heads, tokens, mode, try_head, layer, head)))
+        return Edited(**vars(show(image, model, heads, tokens, mode, try_head, layer, head)), heads_off=heads)
 
     edit.__name__ = f"heads_{action}"
     return edit
 
 
 @dataclass(frozen=True)
-class Went:
-    """A head clicked in the Heads atlas, switched off here: the model, the heads switched off, the sliders on
-    that head, and the views with it (skipped when the model changes: its ``change`` recomputes everything)."""
+class Went(AblationView):
+    """A head clicked in the Heads atlas, switched off here: the views with it (skipped when the model changes: its
+    ``change`` recomputes everything), the model, the heads switched off, the sliders on that head."""
 
     model: Any
     heads_off: str
     layer: Any
     head: Any
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: Any
 
 
 @handler(model_cost(1))
@@ -131,10 +125,10 @@ def on_goto(goto: str | None, image: str | None, model: str, heads_off: str, tok
     if layer > depth or head > heads:
         raise ValueError(f"{model} has {depth} layers of {heads} heads; the atlas sent layer {layer}, head {head}")
     off = iv.edit_heads(model, heads_off, layer - 1, head - 1, "off")
-    sliders = gr.update(maximum=depth - 1, value=layer - 1), gr.update(maximum=heads - 1, value=head - 1)
     views = (AblationView(gr.skip(), gr.skip(), gr.skip()) if changed
              else show(image, model, off, tokens, mode, False, layer - 1, head - 1))
-    return Went(model, off, *sliders, **vars(views))
+    return Went(**vars(views), model=model, heads_off=off, layer=gr.update(maximum=depth - 1, value=layer - 1),
+                head=gr.update(maximum=heads - 1, value=head - 1))
 
 
 #: The Heads atlas's click on a head when set to switch it off (``vitviz.ablate.goto`` in
@@ -144,17 +138,11 @@ GOTO_JS = js.read("ablate_goto")
 
 
 @dataclass(frozen=True)
-class Everything:
-    """Every view of the tab at once (the page load, a new model or photo): pickers, ablation, lens, help."""
+class Everything(AblationView, LensView):
+    """Every view of the tab at once (the page load, a new model or photo): ablation, lens, pickers, help."""
 
     layer: Any
     head: Any
-    ab_chart: Any
-    ab_panels: Any
-    ab_text: str
-    lens_chart: Any
-    lens_pictures: Any
-    lens_text: str
     help_intro: str
     help_ablation: str
     help_lens: str
@@ -166,12 +154,10 @@ def update_all(image: str | None, model: str, heads_off: str, tokens: str, mode:
     """The pickers fitted to the model (values kept when they fit), then the ablation and the lens. The two help
     sections come with this first answer rather than in the page's configuration, which stays small."""
     depth, heads = iv.head_range(model)
-    lay = min(max(0, int(round(float(layer if layer is not None else depth - 1)))), depth - 1)
-    hd = min(max(0, int(round(float(head or 0)))), heads - 1)
-    ab = show(image, model, heads_off, tokens, mode, try_head, lay, hd)
-    lens = logit_lens(image, model)
-    return Everything(gr.update(maximum=depth - 1, value=lay), gr.update(maximum=heads - 1, value=hd), **vars(ab),
-                      **vars(lens), help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
+    lay, hd = fit_slider(layer, 0, depth - 1, depth - 1), fit_slider(head, 0, heads - 1)
+    ab = show(image, model, heads_off, tokens, mode, try_head, lay["value"], hd["value"])
+    return Everything(**vars(ab), **vars(logit_lens(image, model)), layer=lay, head=hd,
+                      help_intro=helptext.read(TAB_ID, "intro"), help_ablation=helptext.read(TAB_ID, "ablation"),
                       help_lens=helptext.read(TAB_ID, "lens"))
 
 
@@ -207,9 +193,7 @@ def build(demo: gr.Blocks) -> Binder:
                                               elem_id="intervene-heads")
                     ui.try_head = gr.Checkbox(False, label="Also switch off the head at the sliders (try it)",
                                               elem_id="intervene-try")
-            ui.ab_panels = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                    buttons=["download"], label="attention before and after",
-                                    elem_id="intervene-panels")
+            ui.ab_panels = picture("attention before and after", "intervene-panels", show_label=False)
             ui.help_ablation = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-help")
             gr.Markdown("### Which heads of this layer matter?")
             rank_button = gr.Button("Rank this layer's heads (one pass per head)", elem_id="intervene-rank")
@@ -218,11 +202,10 @@ def build(demo: gr.Blocks) -> Binder:
             gr.Markdown("### The logit lens: the answer, read after every block")
             ui.lens_chart = gr.Plot(label="lens by layer", elem_id="intervene-lens-chart", show_label=False)
             ui.lens_text = gr.Markdown(elem_id="intervene-lens-info")
-            ui.lens_pictures = gr.Image(type="numpy", format="png", interactive=False, show_label=False,
-                                        label="decoder by layer", elem_id="intervene-lens-pictures",
-                                        visible=False)
+            ui.lens_pictures = picture("decoder by layer", "intervene-lens-pictures", show_label=False, visible=False,
+                                       buttons=None)
             ui.help_lens = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-lens-help")
-    ui.goto = gr.HTML("", html_template="<span></span>", js_on_load=GOTO_JS, elem_id="intervene-goto", padding=False)
+    ui.goto = signal(GOTO_JS, "intervene-goto")
 
     ui.endpoint(ablate, api_name="ablate")
     ui.endpoint(logit_lens, api_name="logit_lens")
@@ -235,7 +218,6 @@ def build(demo: gr.Blocks) -> Binder:
         button.click(**ui.bind(_editor(action), quick=False))
     rank_button.click(**ui.bind(rank, quick=False, show_progress="full"))
     ui.goto.change(**ui.bind(on_goto))
-    gr.on([ui.model.change, ui.heads_off.change], None, [ui.model, ui.heads_off], None, js=urlstate.ABLATION_JS,
-          queue=False, api_visibility="private")
+    in_page([ui.model.change, ui.heads_off.change], [ui.model, ui.heads_off], urlstate.ABLATION_JS)
     ui.follow_url(("model", "layer", "heads_off"), iv.url_controls)
     return ui

@@ -25,12 +25,12 @@ from typing import Any
 import gradio as gr
 
 from . import js
+from .common import hidden
 
 
 def opener(tab_id: str) -> gr.Number:
     """A tab's hidden opener (create it outside the tabs, so that it is always in the page)."""
-    return gr.Number(value=0, visible="hidden", elem_id=f"open-{tab_id}", interactive=False, show_label=False,
-                     container=False)
+    return hidden(gr.Number, 0, f"open-{tab_id}")
 
 
 def open_js(tab_id: str) -> str:

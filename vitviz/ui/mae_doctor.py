@@ -15,7 +15,7 @@ import gradio as gr
 from .. import settings
 from ..views import doctor as dv
 from .binder import Binder
-from .common import handler
+from .common import handler, picture
 from ..models.costs import Cost
 
 INTRO = ("Is this MAE healthy? Its file, its reconstructions against simple baselines and mae-tiny, and what "
@@ -49,9 +49,7 @@ def build(ui: Binder) -> None:
                                         visible=not settings.public(), scale=4)
             ui.doctor_button = gr.Button("Check the checkpoint", variant="primary", elem_id="mae-doctor-run", scale=1)
         # the picture carries its own titles (a label would cover the first one)
-        ui.doctor_panel = gr.Image(label="Same mask, four panels",
-                                   show_label=False, type="numpy", format="png", interactive=False,
-                                   elem_id="mae-doctor-panel")
+        ui.doctor_panel = picture("Same mask, four panels", "mae-doctor-panel", show_label=False, buttons=None)
         ui.doctor_report = gr.Markdown(elem_id="mae-doctor-report")
         with gr.Accordion("Report data (JSON)", open=False):
             ui.doctor_json = gr.JSON(elem_id="mae-doctor-json")

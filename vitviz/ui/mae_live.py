@@ -46,7 +46,6 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -57,7 +56,8 @@ from ..models.costs import Cost, cost
 from ..views import live
 from ..views import live_panels as lp
 from . import js
-from .common import report
+from .binder import Binder
+from .common import hidden, in_page, report
 from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 
@@ -81,57 +81,43 @@ def frames_computed() -> int:
     return _computed[0]
 
 
-@dataclass
-class LiveBox:
-    """Handles on the live section's components."""
-
-    camera: gr.Image
-    fresh: gr.Checkbox
-    show: gr.Radio
-    panels: gr.HTML
-    line: gr.Markdown
-    stamp: gr.Textbox
-    video: gr.Video
-    pace: gr.Checkbox
-    play: gr.Button
-    stop: gr.Button
-    notify: gr.Number
-
-
-def build() -> LiveBox:
-    """Create the live section (a closed accordion) in the caller's layout context."""
+def build(ui: Binder) -> None:
+    """Create the live section (a closed accordion) on the MAE tab's binder (``ui.live_camera``...), in the caller's
+    layout context."""
     with gr.Accordion("Live camera: the model rebuilds what your webcam sees", open=False, elem_id="mae-live-box"):
         gr.Markdown(lp.HELP_LIVE, elem_classes=["vitviz-help"])
         # the camera computed in the page (mae-tiny): built there (vitviz.inpage.mount)
         gr.HTML("", html_template="<div id='mae-inpage-live'></div>", js_on_load=js.read("mae_live_inpage"),
                 elem_id="mae-inpage-camera", padding=False, container=False)
         with gr.Row(equal_height=True):
-            camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
-                              webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),
-                              height=lp.HEIGHT, elem_id="mae-live-camera")
-            panels = gr.HTML(lp.panels_html(None, None), elem_id="mae-live-panels", scale=2, padding=False)
-        line = gr.Markdown(elem_id="mae-live-line")
+            ui.live_camera = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Camera",
+                                      webcam_options=gr.WebcamOptions(mirror=True, constraints=CONSTRAINTS),
+                                      height=lp.HEIGHT, elem_id="mae-live-camera")
+            ui.live_panels = gr.HTML(lp.panels_html(None, None), elem_id="mae-live-panels", scale=2, padding=False)
+        ui.live_line = gr.Markdown(elem_id="mae-live-line")
         gr.HTML("", html_template="<span id='mae-live-rate-text'></span>", js_on_load=js.read("mae_live_rate"),
                 elem_id="mae-live-rate", padding=False, container=False)
         with gr.Row():
-            show = gr.Radio([("the MAE reconstruction (the tab's model, ratio, seed and pattern)",
-                              lp.RECONSTRUCTION),
-                             (f"where {live.ATTENTION_MODEL}'s class token looks (no mask; slower)", lp.ATTENTION)],
-                            value=lp.RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show", scale=3)
-            fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh", scale=1)
+            ui.live_show = gr.Radio([("the MAE reconstruction (the tab's model, ratio, seed and pattern)",
+                                      lp.RECONSTRUCTION),
+                                     (f"where {live.ATTENTION_MODEL}'s class token looks (no mask; slower)",
+                                      lp.ATTENTION)],
+                                    value=lp.RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show",
+                                    scale=3)
+            ui.live_fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh", scale=1)
         gr.Markdown(lp.HELP_VIDEO, elem_classes=["vitviz-help"])
         with gr.Row():
-            video = gr.Video(sources=["upload"], label="Video file", height=lp.HEIGHT, elem_id="mae-live-video",
-                             scale=2)
+            ui.live_video = gr.Video(sources=["upload"], label="Video file", height=lp.HEIGHT,
+                                     elem_id="mae-live-video", scale=2)
             with gr.Column(scale=1):
-                pace = gr.Checkbox(True, label="At the video's own speed", elem_id="mae-live-pace")
-                play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play", variant="primary")
-                stop = gr.Button("■ Stop", elem_id="mae-live-stop")
-        stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False, container=False)
+                ui.live_pace = gr.Checkbox(True, label="At the video's own speed", elem_id="mae-live-pace")
+                ui.live_play = gr.Button("▶ Play the video through the model", elem_id="mae-live-play",
+                                         variant="primary")
+                ui.live_stop = gr.Button("■ Stop", elem_id="mae-live-stop")
+        ui.live_stamp = gr.Textbox(STAMP, visible="hidden", elem_id="mae-live-stamp", show_label=False,
+                                   container=False)
         # bumped by the page while the server plays a video: its change hands that video the new controls
-        notify = gr.Number(0, visible="hidden", elem_id="mae-live-notify", interactive=False, show_label=False,
-                           container=False)
-    return LiveBox(camera, fresh, show, panels, line, stamp, video, pace, play, stop, notify)
+        ui.live_notify = hidden(gr.Number, 0, "mae-live-notify")
 
 
 def computed(c: lp.Controls, rgb: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, tuple[str, str],
@@ -243,27 +229,25 @@ def play_video(path: str | None, model_name: str, ratio: float, seed: float, pat
             _PLAYING.pop(session, None)
 
 
-def wire(box: LiveBox, model: Any, ratio: Any, seed: Any, pattern: Any, paint: Any, painted: Any) -> None:
+def wire(ui: Binder) -> None:
     """Connect the camera's stream to the tab's controls, and the page's measurements to the answers."""
     streams, seconds = settings.live_limits()
-    box.camera.stream(live_step, [box.camera, model, ratio, seed, pattern, box.fresh, paint, painted, box.show,
-                                  box.stamp],
-                      [box.panels, box.line], stream_every=STREAM_EVERY, time_limit=seconds,
-                      concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
-                      api_visibility="private")
-    controls = [model, ratio, seed, pattern, box.fresh, paint, painted, box.show]
-    playing = box.play.click(play_video, [box.video, *controls, box.pace], [box.panels, box.line],
-                             concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden",
-                             api_visibility="private", js=js.read("mae_live_play", playing=True))
+    controls = ui.components(("model_name", "mask_ratio", "seed", "pattern", "live_fresh", "paint", "painted",
+                              "live_show"))
+    shown = [ui.live_panels, ui.live_line]
+    live = dict(concurrency_limit=streams, concurrency_id=LIVE, show_progress="hidden", api_visibility="private")
+    ui.live_camera.stream(live_step, [ui.live_camera, *controls, ui.live_stamp], shown, stream_every=STREAM_EVERY,
+                          time_limit=seconds, **live)
+    playing = ui.live_play.click(play_video, [ui.live_video, *controls, ui.live_pace], shown,
+                                 js=js.read("mae_live_play", playing=True), **live)
     stopped = dict(queue=False, api_visibility="private", js=js.read("mae_live_play", playing=False))
-    box.stop.click(None, None, None, cancels=[playing], **stopped)
-    box.video.change(None, None, None, cancels=[playing], **stopped)
+    ui.live_stop.click(None, None, None, cancels=[playing], **stopped)
+    ui.live_video.change(None, None, None, cancels=[playing], **stopped)
     # The ratio reaches a playing video when the slider is let go (release), not at each step: after a sweep
     # a drag must stay in the page (no server call per step: ui/scrub.py, tests/ui/test_scrub.py).
     # Only while a video plays (the page knows: mae_live_play.js): otherwise a change of the controls computed
     # in the page (vitviz.inpage) would still cost a server call.
-    triggers = [ratio.release] + [c.change for c in controls if c is not ratio]
-    gr.on(triggers, None, box.notify, box.notify, js=js.read("mae_live_note"), queue=False,
-          api_visibility="private")
-    box.notify.change(note_controls, controls, None, queue=False, show_progress="hidden",
-                      api_visibility="private", trigger_mode="always_last")
+    triggers = [ui.mask_ratio.release] + [c.change for c in controls if c is not ui.mask_ratio]
+    in_page(triggers, ui.live_notify, js.read("mae_live_note"), ui.live_notify)
+    ui.live_notify.change(note_controls, controls, None, queue=False, show_progress="hidden",
+                          api_visibility="private", trigger_mode="always_last")

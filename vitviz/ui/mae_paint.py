@@ -10,14 +10,13 @@ the slider says what is painted (:data:`CONTROLS_JS`, in the page for both paths
 
 from __future__ import annotations
 
-import gradio as gr
 
 from ..models.costs import model_cost
 from ..views import mae_paint as mp
 from ..views.mae import NO_COMPARE
 from . import js
 from .binder import Binder
-from .common import handler
+from .common import handler, in_page
 
 #: A stroke's change: the painted mask and panels computed in the page, or the server's request.
 PAINT_JS = js.read("mae_inpage_paint", tick=False, no_compare=NO_COMPARE)
@@ -35,18 +34,18 @@ def paint_request(painted_request: str | None, stroke: str | None, painted: list
     return mp.after_request(painted_request, stroke, painted, image, model_name, mask_ratio, seed, pattern, paint)
 
 
-def wire(ui: Binder, view: dict, page: list, compare: gr.components.Component) -> None:
+def wire(ui: Binder, view: dict) -> None:
     """Painting on the MAE tab: a click or drag on the Original panel (``ui.stroke``, urlstate.PAINT_JS) sends
     its points; ticking the box starts from the slider stop on screen. Both are decided in the page
-    (:data:`PAINT_JS`); the server's path (``ui.painted_request``) then runs the view (``view``: its listener's
-    arguments). ``page``: the outputs the page writes, (original, masked, reconstruction, pasted, error,
-    metrics). The URL carries the mask (``ui.mask_code``, urlstate.MASK_JS)."""
-    inputs = [ui.stroke, ui.paint, ui.painted, ui.image, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, compare,
-              ui.painted_request]
-    outputs = [ui.painted, ui.paint, *page, ui.mask_code, ui.painted_request]
-    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
-    ui.stroke.change(None, inputs, outputs, js=PAINT_JS, **quiet)
-    ui.paint.input(None, inputs, outputs, js=TICK_JS, **quiet)
+    (:data:`PAINT_JS`), which writes the mask and the panels (original, masked, reconstruction, pasted, error,
+    metrics); the server's path (``ui.painted_request``) then runs the view (``view``: its listener's
+    arguments). The URL carries the mask (``ui.mask_code``, urlstate.MASK_JS)."""
+    inputs = ui.components(("stroke", "paint", "painted", "image", "model_name", "mask_ratio", "seed", "pattern",
+                            "compare_name", "painted_request"))
+    outputs = ui.components(("painted", "paint", "original", "masked", "reconstruction", "pasted", "error", "metrics",
+                             "mask_code", "painted_request"))
+    in_page(ui.stroke.change, inputs, PAINT_JS, outputs, show_progress="hidden")
+    in_page(ui.paint.input, inputs, TICK_JS, outputs, show_progress="hidden")
     ui.painted_request.change(**ui.bind(paint_request, quick=False)).then(**view)
-    gr.on([ui.paint.change, ui.painted.change], None, [ui.paint, ui.painted], [ui.mask_ratio, ui.seed, ui.pattern],
-          js=CONTROLS_JS, **quiet)
+    in_page([ui.paint.change, ui.painted.change], [ui.paint, ui.painted], CONTROLS_JS,
+            [ui.mask_ratio, ui.seed, ui.pattern], show_progress="hidden")

@@ -20,7 +20,7 @@ from ..views import provenance as pv
 from ..views.common import as_int
 from . import helptext, js
 from .binder import Binder
-from .common import as_seed, handler, require_image
+from .common import as_seed, handler, in_page, picture, require_image, signal
 
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
@@ -100,9 +100,9 @@ def build(ui: Binder) -> None:
     reconstruction panels)."""
     with gr.Group(elem_id="mae-provenance-box"):
         ui.provenance_text = gr.Markdown(PROMPT, elem_id="mae-provenance-text")
-        ui.provenance = gr.Image(label="Decoder attention from the clicked mask token: per layer, then rolled out",
-                                 show_label=False, type="numpy", format="png", interactive=False,
-                                 buttons=["download"], elem_id="mae-provenance")  # the tiles carry their own titles
+        # the tiles carry their own titles
+        ui.provenance = picture("Decoder attention from the clicked mask token: per layer, then rolled out",
+                                "mae-provenance", show_label=False)
         with gr.Row():
             ui.mask_tokens = gr.Checkbox(False, label="Colour the other mask tokens too (hatched)",
                                          elem_id="mae-provenance-mask-tokens", elem_classes=["vitviz-secondary"])
@@ -111,8 +111,7 @@ def build(ui: Binder) -> None:
         with gr.Accordion("Provenance numbers (JSON)", open=False, elem_classes=["vitviz-secondary"]):
             ui.provenance_json = gr.JSON(elem_id="mae-provenance-json")
         gr.Markdown(helptext.read("mae", "provenance"), elem_classes=["vitviz-help"])
-    ui.pick = gr.HTML("", html_template="<span></span>", js_on_load=PICK_JS, elem_id="mae-provenance-pick",
-                      padding=False, container=False)
+    ui.pick = signal(PICK_JS, "mae-provenance-pick", container=False)
 
 
 def wire(ui: Binder) -> None:
@@ -120,6 +119,6 @@ def wire(ui: Binder) -> None:
     metrics line means a new picture, so the map is cleared (in the page)."""
     ui.pick.change(**ui.bind(pick_provenance))
     ui.mask_tokens.input(**ui.bind(redraw))
-    ui.metrics.change(None, None, ui.components(("provenance", "provenance_text", "provenance_json", "row", "col")),
-                      js=CLEAR_JS, queue=False, api_visibility="private")
+    in_page(ui.metrics.change, None, CLEAR_JS, ui.components(("provenance", "provenance_text", "provenance_json", "row",
+                                                              "col")))
     ui.endpoint(run_provenance, api_name="decoder_provenance")

@@ -24,7 +24,8 @@ from ..views.mae_scrub import PANEL_KINDS, StopPanels
 from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import as_seed, handler, memo_view, quiet_errors, require_image, shown_once
+from .common import (as_seed, handler, in_page, memo_view, picture, quiet_errors, require_image, shown_once,
+                     signal)
 from .serve import files, image_cache
 from .shared_image import image_box
 
@@ -264,12 +265,11 @@ def build(demo: gr.Blocks) -> Binder:
                                           elem_id="mae-ratio", scale=6)
                 # the presenter layout's large readout of the slider (the page module keeps it current)
                 gr.HTML(RATIO_READOUT, elem_id="mae-ratio-readout", padding=False, min_width=150, scale=1)
-            kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download"])
             with gr.Row(equal_height=True, elem_id="mae-panels"):
-                ui.original = gr.Image(label="Original (click or drag to paint)", elem_id="panel-original", **kw)
-                ui.masked = gr.Image(label="Masked input", elem_id="panel-masked", **kw)
-                ui.pasted = gr.Image(label="Reconstruction + visible", elem_id="panel-pasted", **kw)
-                ui.error = gr.Image(label="Error of hidden patches (MSE)", elem_id="panel-error", **kw)
+                ui.original = picture("Original (click or drag to paint)", "panel-original")
+                ui.masked = picture("Masked input", "panel-masked")
+                ui.pasted = picture("Reconstruction + visible", "panel-pasted")
+                ui.error = picture("Error of hidden patches (MSE)", "panel-error")
             ui.metrics = gr.Markdown(elem_id="mae-metrics")
             gr.HTML(PATH_LINE, elem_id="mae-path-line", padding=False, elem_classes=["vitviz-secondary"])
             ui.model_view = gr.Image(type="numpy", format="png", interactive=False, visible="hidden",
@@ -278,19 +278,17 @@ def build(demo: gr.Blocks) -> Binder:
             # one's, error under error, on one scale): compared at a glance; its numbers take the first column.
             with gr.Row(visible=False, equal_height=True, elem_id="mae-compare-row") as ui.compare_row:
                 ui.c_metrics = gr.Markdown(elem_id="mae-compare-metrics")
-                ui.c_reconstruction = gr.Image(label="Comparison: reconstruction",
-                                               elem_id="panel-compare-reconstruction", height=PANEL_HEIGHT, **kw)
-                ui.c_pasted = gr.Image(label="Comparison: + visible", elem_id="panel-compare-pasted",
-                                       height=PANEL_HEIGHT, **kw)
-                ui.c_error = gr.Image(label="Comparison: error (same scale)", elem_id="panel-compare-error",
-                                      height=PANEL_HEIGHT, **kw)
+                ui.c_reconstruction = picture("Comparison: reconstruction", "panel-compare-reconstruction",
+                                              height=PANEL_HEIGHT)
+                ui.c_pasted = picture("Comparison: + visible", "panel-compare-pasted", height=PANEL_HEIGHT)
+                ui.c_error = picture("Comparison: error (same scale)", "panel-compare-error", height=PANEL_HEIGHT)
             with gr.Row(equal_height=True, elem_id="mae-panels-more"):
-                ui.reconstruction = gr.Image(label="Reconstruction (raw)", elem_id="panel-reconstruction", **kw)
+                ui.reconstruction = picture("Reconstruction (raw)", "panel-reconstruction")
                 with gr.Column(min_width=200, scale=2, elem_classes=["vitviz-help"]):
                     gr.Markdown(helptext.read(TAB_ID, "ratio") + "\n\n" + helptext.read(TAB_ID, "visible"))
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
-            live = mae_live.build()  # the webcam, rebuilt frame by frame (a closed accordion)
+            mae_live.build(ui)  # the webcam, rebuilt frame by frame (a closed accordion)
             gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
@@ -307,23 +305,20 @@ def build(demo: gr.Blocks) -> Binder:
                 with gr.Row():
                     ui.png_file = gr.File(label="Panels PNG", elem_id="mae-export-png")
                     ui.json_file = gr.File(label="Metrics JSON", elem_id="mae-export-json")
-    ui.stroke = gr.HTML("", html_template="<span></span>", js_on_load=urlstate.PAINT_JS, elem_id="mae-paint-stroke",
-                        padding=False, container=False)
+    ui.stroke = signal(urlstate.PAINT_JS, "mae-paint-stroke", container=False)
     ui.mask_code = gr.Textbox("", visible="hidden", elem_id="mae-mask-code", show_label=False, container=False)
     # The mask on screen ((gh, gw) booleans) and the page's request for the server's painting
     # (vitviz.ui.mae_paint): components, not session state, since the page writes them when it paints itself.
     ui.painted = gr.JSON(None, visible="hidden", elem_id="mae-painted", show_label=False)
     ui.painted_request = gr.Textbox("", visible="hidden", elem_id="mae-paint-request", show_label=False,
                                     container=False)
-    scrubber = scrub.build()
-    ui.payload = scrubber.payload
+    scrub.build(ui)
 
     view = ui.bind(update_view)
     sweep = dict(ui.bind(page_sweep, quick=False), trigger_mode="always_last", show_progress="full")
     prewarm = ui.bind(scrub_payload, outputs="payload", show_progress="hidden")
     controls = [ui.model_name, ui.mask_ratio, ui.seed, ui.pattern]
-    gr.on([c.change for c in controls], None, controls, None, js=urlstate.WRITE_JS, queue=False,
-          api_visibility="private")
+    in_page([c.change for c in controls], controls, urlstate.WRITE_JS)
     # The note never waits on a model: it is registry text, answered at once for the last pick. Registered
     # before the view and the sweep: the page runs a trigger's listeners one after the other, in the order
     # they were registered, so after them the note would wait for the new model to load and sweep.
@@ -332,30 +327,28 @@ def build(demo: gr.Blocks) -> Binder:
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
     # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
-    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps scrubber.request.
+    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps ui.scrub_request.
     # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
     # A new seed or pattern is decided in the page like a slider move (vitviz.ui.scrub: the page's stops, then
-    # mae-tiny in the page, then scrubber.request and scrubber.sweep for the server).
+    # mae-tiny in the page, then ui.scrub_request and ui.scrub_sweep for the server).
     new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
     served = [ui.new_image.change, ui.model_name.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]
-    resync = scrub.wire(scrubber, ui.mask_ratio, [ui.image, ui.model_name, ui.seed, ui.pattern, ui.paint,
-                                                  ui.compare_name], panels, ui.metrics, new_picture)
-    gr.on(served + [scrubber.request.change, ui.compare_name.change], **view).then(
-        None, resync, panels + [ui.metrics, scrubber.request], js=scrub.RESYNC_JS, queue=False,
+    resync = scrub.wire(ui, panels, new_picture)
+    gr.on(served + [ui.scrub_request.change, ui.compare_name.change], **view).then(
+        None, resync, panels + [ui.metrics, ui.scrub_request], js=scrub.RESYNC_JS, queue=False,
         api_visibility="private", show_progress="hidden")
     # A new image, model, seed or pattern also fills every slider stop (beside the view, not after it).
-    gr.on(served + [scrubber.sweep.change], **sweep).then(**prewarm)
-    gr.on([ui.model_name.change, ui.compare_name.change], None, [ui.model_name, ui.compare_name], None, js=PATH_JS,
-          queue=False, api_visibility="private")
-    mae_paint.wire(ui, view, [ui.original, *panels, ui.metrics], ui.compare_name)
-    ui.mask_code.change(None, [ui.mask_code], None, js=urlstate.MASK_JS, queue=False, api_visibility="private")
+    gr.on(served + [ui.scrub_sweep.change], **sweep).then(**prewarm)
+    in_page([ui.model_name.change, ui.compare_name.change], [ui.model_name, ui.compare_name], PATH_JS)
+    mae_paint.wire(ui, view)
+    in_page(ui.mask_code.change, [ui.mask_code], urlstate.MASK_JS)
     export_btn.click(**ui.bind(export, quick=False))
     ui.endpoint(run_reconstruct, api_name="reconstruct")
     ui.endpoint(run_sweep, api_name="sweep")
     mae_provenance.wire(ui)
     mae_doctor.wire(ui)
-    mae_live.wire(live, ui.model_name, ui.mask_ratio, ui.seed, ui.pattern, ui.paint, ui.painted)
+    mae_live.wire(ui)
     demo.load(**ui.bind(update_view, quick=False, show_progress="minimal")).then(
         **ui.bind(page_sweep, quick=False)).then(**prewarm)
     ui.follow_url(("model_name", "mask_ratio", "seed", "pattern", "paint", "painted"), url_controls)

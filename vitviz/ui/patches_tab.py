@@ -9,6 +9,7 @@ numbers) and ``pos_similarity`` (model, row, column -> similarity map, full grid
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, handler, memo_view, require_image, user_errors
+from .common import as_seed, handler, memo_view, picture, require_image, section, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -171,7 +172,7 @@ def build(demo: gr.Blocks) -> Binder:
     default_model = trained_default(choices, DEFAULT_MODEL)
     ui.point, ui.on_cls = gr.State(list(DEFAULT_POINT)), gr.State(False)
     ui.overlay_layout, ui.strip_layout, ui.mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
-    img_kw: dict[str, Any] = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
+    panel = functools.partial(picture, buttons=["download", "fullscreen"])
 
     gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():
@@ -184,15 +185,13 @@ def build(demo: gr.Blocks) -> Binder:
                                       label="Input resolution (px)", elem_id="patches-resolution")
             gr.Markdown(helptext.read(TAB_ID, "policy"))
         with gr.Column(scale=2):
-            ui.overlay = gr.Image(label="The patch grid (click a patch)", height=460, elem_id="patches-overlay",
-                                  **img_kw)
+            ui.overlay = panel("The patch grid (click a patch)", "patches-overlay", height=460)
             ui.readout = gr.Markdown(elem_id="patches-readout")
             with gr.Accordion("Numbers (JSON)", open=False):
                 ui.numbers = gr.JSON(elem_id="patches-numbers")
 
-    gr.Markdown("### The token sequence")
-    gr.Markdown(helptext.read(TAB_ID, "strip"))
-    ui.strip = gr.Image(label="Tokens in order: [CLS], p1 … pN (click a token)", elem_id="patches-strip", **img_kw)
+    section("### The token sequence", helptext.read(TAB_ID, "strip"))
+    ui.strip = panel("Tokens in order: [CLS], p1 … pN (click a token)", "patches-strip")
     ui.token_text = gr.Markdown(elem_id="patches-token-text")
     with gr.Row():
         ui.model_key = gr.Dropdown(choices=choices, value=default_model, label="Model (for E, positions, shuffle)",
@@ -207,39 +206,31 @@ def build(demo: gr.Blocks) -> Binder:
         ui.embed_plot = gr.Plot(label="embedding E·x + b", elem_id="patches-embedding")
     ui.embed_text = gr.Markdown(elem_id="patches-embedding-text")
 
-    gr.Markdown("### Position embeddings")
-    gr.Markdown(helptext.read(TAB_ID, "pos"))
+    section("### Position embeddings", helptext.read(TAB_ID, "pos"))
     with gr.Row():
-        ui.sim_map = gr.Image(label="cosine similarity of the selected patch's position with all others",
-                              elem_id="patches-sim-map", scale=1, **img_kw)
-        ui.mosaic = gr.Image(label="every patch's map, at its place (click a tile)", elem_id="patches-sim-grid",
-                             scale=2, **img_kw)
+        ui.sim_map = panel("cosine similarity of the selected patch's position with all others", "patches-sim-map",
+                           scale=1)
+        ui.mosaic = panel("every patch's map, at its place (click a tile)", "patches-sim-grid", scale=2)
 
-    gr.Markdown("### Another resolution")
-    gr.Markdown(helptext.read(TAB_ID, "res"))
+    section("### Another resolution", helptext.read(TAB_ID, "res"))
     ui.res2 = gr.Slider(RES_MIN, RES_MAX, value=320, step=16, label="Run the model at (px)",
                         elem_id="patches-model-resolution")
     ui.res_text = gr.Markdown(elem_id="patches-res-text")
     with gr.Row():
-        ui.res_interp = gr.Image(label="maps after bicubic interpolation (timm)", elem_id="patches-res-interp",
-                                 height=460, **img_kw)
-        ui.res_sincos = gr.Image(label="maps of sin-cos recomputed for the new grid (MAE)",
-                                 elem_id="patches-res-sincos", visible=False, height=460, **img_kw)
+        ui.res_interp = panel("maps after bicubic interpolation (timm)", "patches-res-interp", height=460)
+        ui.res_sincos = panel("maps of sin-cos recomputed for the new grid (MAE)", "patches-res-sincos",
+                              visible=False, height=460)
     with gr.Row(visible=False) as ui.mae_row:
-        ui.res_recon = gr.Image(label="MAE reconstruction at that resolution", elem_id="patches-res-recon",
-                                height=360, **img_kw)
+        ui.res_recon = panel("MAE reconstruction at that resolution", "patches-res-recon", height=360)
 
-    gr.Markdown("### Shuffle the patches")
-    gr.Markdown(helptext.read(TAB_ID, "shuffle"))
+    section("### Shuffle the patches", helptext.read(TAB_ID, "shuffle"))
     with gr.Row():
         ui.seed = gr.Number(value=0, precision=0, minimum=0, label="Permutation seed", elem_id="patches-seed",
                             min_width=120, scale=0)
         shuffle_btn = gr.Button("Shuffle again (next seed)", elem_id="patches-shuffle", scale=0)
     with gr.Row():
-        ui.before = gr.Image(label="in place (selected patch outlined)", elem_id="patches-before", height=400,
-                             **img_kw)
-        ui.after = gr.Image(label="shuffled (the same patch, outlined)", elem_id="patches-after", height=400,
-                            **img_kw)
+        ui.before = panel("in place (selected patch outlined)", "patches-before", height=400)
+        ui.after = panel("shuffled (the same patch, outlined)", "patches-after", height=400)
     ui.shuffle_text = gr.Markdown(elem_id="patches-shuffle-text")
 
     grid, model, pos, res, shuffle = (ui.bind(f) for f in (update_grid, update_model, pos_views, update_resolution,

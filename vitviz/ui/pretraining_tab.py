@@ -16,7 +16,7 @@ from ..views import pretraining as v
 from ..views.pretraining import Probe, Protocols
 from ..views.urlstate import from_request
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, in_page, memo_view
 from .js import read as read_js
 from ..models.costs import Cost, cost
 
@@ -116,6 +116,5 @@ def build(demo: gr.Blocks) -> Binder:
     gr.on([ui.encoders.input, ui.depth.input], **probe)
     ui.pooling.input(**probe).then(**proto)
     controls = [ui.encoders, ui.depth, ui.pooling]
-    gr.on([c.change for c in controls], None, controls, None, js=read_js("url_pretraining"), queue=False,
-          api_visibility="private")
+    in_page([c.change for c in controls], controls, read_js("url_pretraining"))
     return ui

@@ -9,7 +9,7 @@ could know everything: this module ships it once and lets the browser do the res
   concatenated into one *pack* file in Gradio's cache (one download, served as a
   static file, no Python handler), and a small JSON *payload* lists, per stop, each
   panel's byte range in the pack and the metrics line. It goes to the page through a
-  hidden textbox (:class:`Scrubber`).
+  hidden textbox (:func:`build`).
 - **Browser** (:data:`LOAD_JS`): when the payload changes, the page downloads the pack
   once, cuts it into one ``blob:`` URL per panel and decodes them.
 - **Moves** (:data:`MOVE_JS`, a JavaScript-only Gradio event on the slider's
@@ -19,8 +19,8 @@ could know everything: this module ships it once and lets the browser do the res
   and metrics as the outputs' new values; Gradio renders them like any server result, so
   component state and page always agree. Otherwise, with mae-tiny loaded in the page
   (``vitviz.inpage``, :mod:`vitviz.web`'s ``mae_tab.js``), the page computes the panels
-  itself; otherwise it bumps a hidden counter (:attr:`Scrubber.request`) whose ``change``
-  runs the server view (a new seed or pattern also bumps :attr:`Scrubber.sweep`, whose
+  itself; otherwise it bumps a hidden counter (``scrub_request``) whose ``change``
+  runs the server view (a new seed or pattern also bumps ``scrub_sweep``, whose
   ``change`` runs the sweep).
 - **No stale panels**: each move decides synchronously on the slider's current value,
   in event order, so the last move wins. A server view still in flight from before
@@ -34,7 +34,6 @@ stop is exactly what the server path would show for it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ import gradio as gr
 from ..views.mae import NO_COMPARE
 from ..views.mae_scrub import PANEL_KINDS, StopPanels, pack, payload_json
 from . import js
+from .binder import Binder
+from .common import hidden, in_page
 from .serve import files
 
 def build_payload(key: Mapping[str, Any], stops: Sequence[StopPanels], cache_dir: str) -> str:
@@ -71,55 +72,39 @@ LOAD_JS = js.read("scrub_load", kinds=list(PANEL_KINDS))
 FORGET_JS = js.read("scrub_forget")
 
 
-@dataclass
-class Scrubber:
-    """The hidden components of client-side scrubbing.
+def build(ui: Binder) -> None:
+    """Create the hidden components of client-side scrubbing on the MAE tab's binder, inside the caller's Blocks
+    context (kept in the page, not shown):
 
-    Attributes:
-        payload: hidden textbox holding :func:`build_payload`'s JSON (empty: none).
-        request: hidden counter; a ``change`` means "this move needs the server".
-        sweep: hidden counter; a ``change`` means "this seed or pattern needs the server's sweep".
+    - ``ui.payload``: hidden textbox holding :func:`build_payload`'s JSON (empty: none);
+    - ``ui.scrub_request``: hidden counter; a ``change`` means "this move needs the server";
+    - ``ui.scrub_sweep``: hidden counter; a ``change`` means "this seed or pattern needs the server's sweep".
     """
-
-    payload: gr.Textbox
-    request: gr.Number
-    sweep: gr.Number
-
-
-def build() -> Scrubber:
-    """Create the hidden components inside the caller's Blocks context (kept in the page, not shown)."""
-    payload = gr.Textbox(value="", visible="hidden", elem_id="mae-scrub-payload", interactive=False,
-                         show_label=False, container=False)
-    request = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-request", interactive=False,
-                        show_label=False, container=False)
-    sweep = gr.Number(value=0, visible="hidden", elem_id="mae-scrub-sweep", interactive=False,
-                      show_label=False, container=False)
-    return Scrubber(payload, request, sweep)
+    ui.payload = hidden(gr.Textbox, "", "mae-scrub-payload")
+    ui.scrub_request = hidden(gr.Number, 0, "mae-scrub-request")
+    ui.scrub_sweep = hidden(gr.Number, 0, "mae-scrub-sweep")
 
 
-def wire(s: Scrubber, ratio: gr.Slider, guards: Sequence[gr.components.Component],
-         panels: Sequence[gr.components.Component], metrics: gr.components.Component,
-         forget_on: Sequence[Any]) -> list[gr.components.Component]:
-    """Attach the browser-side handlers.
+def wire(ui: Binder, panels: Sequence[gr.components.Component], forget_on: Sequence[Any]
+         ) -> list[gr.components.Component]:
+    """Attach the browser-side handlers to the MAE tab's binder: :func:`build`'s components, the ``mask_ratio``
+    slider, the ``metrics`` and the guards ``image``, ``model_name``, ``seed``, ``pattern``, ``paint``,
+    ``compare_name`` (a change of the seed or the pattern is decided in the page like a slider move).
 
     Args:
-        s: from :func:`build`.
-        ratio: the masking-ratio slider.
-        guards: ``(image, model, seed, pattern, paint, compare)`` components, in that order (a change of
-            the seed or the pattern is decided in the page like a slider move).
+        ui: the MAE tab's binder.
         panels: the four ratio-dependent image outputs, in :data:`PANEL_KINDS` order.
-        metrics: the metrics Markdown.
         forget_on: triggers (``component.change`` methods) after which the page's stops no longer apply.
 
     Returns:
         The inputs of :data:`RESYNC_JS` (for ``.then(None, inputs, outputs, js=RESYNC_JS)``
-        after the server view); its outputs are ``[*panels, metrics, s.request]``.
+        after the server view); its outputs are ``[*panels, ui.metrics, ui.scrub_request]``.
     """
-    inputs = [ratio, *guards, s.payload, s.request, s.sweep]
-    outputs = [*panels, metrics, s.request, s.sweep]
-    quiet = dict(queue=False, api_visibility="private", show_progress="hidden")
-    ratio.change(None, inputs, outputs, js=MOVE_JS, **quiet)
-    gr.on([guards[2].change, guards[3].change], None, inputs, outputs, js=PICK_JS, **quiet)
-    s.payload.change(None, [s.payload], None, js=LOAD_JS, **quiet)
-    gr.on(list(forget_on), None, None, s.payload, js=FORGET_JS, **quiet)
+    inputs = ui.components(("mask_ratio", "image", "model_name", "seed", "pattern", "paint", "compare_name",
+                            "payload", "scrub_request", "scrub_sweep"))
+    outputs = [*panels, ui.metrics, ui.scrub_request, ui.scrub_sweep]
+    in_page(ui.mask_ratio.change, inputs, MOVE_JS, outputs, show_progress="hidden")
+    in_page([ui.seed.change, ui.pattern.change], inputs, PICK_JS, outputs, show_progress="hidden")
+    in_page(ui.payload.change, [ui.payload], LOAD_JS, show_progress="hidden")
+    in_page(list(forget_on), None, FORGET_JS, ui.payload, show_progress="hidden")
     return inputs

@@ -4,7 +4,7 @@ Each tab keeps its own upload box, so a photo can be dropped wherever the user i
 *subscribes* by giving its binder an image box (:func:`image_box`: ``ui.image``, ``ui.examples``
 and ``ui.new_image``, :mod:`vitviz.ui.binder`), and the app then calls::
 
-    hub.subscribe(tab, tab_id, ui, opened)
+    subscribe(tab, tab_id, ui, opened)
 
 Everything runs in the browser (no server call), with the page's current image held in
 ``vitviz.image`` of the page module (``vitviz/ui/js/page.js``, per browser tab):
@@ -32,7 +32,7 @@ import gradio as gr
 
 from . import js
 from ..assets import default_example
-from .common import example_images
+from .common import example_images, hidden, in_page
 from .serve.examples import after_example_click
 
 
@@ -61,8 +61,7 @@ def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop,
     elif found:
         with gr.Group(elem_classes=[examples_class]):
             examples = light(gr.Examples(**shown))
-    relay = gr.Number(value=0, visible="hidden", interactive=False, show_label=False, container=False,
-                      elem_id=f"image-relay-{tab_id}")
+    relay = hidden(gr.Number, 0, f"image-relay-{tab_id}")
     kw: dict[str, Any] = dict(fn=None, inputs=[image, relay], outputs=[relay], js=publish_js(tab_id),
                               queue=False, api_visibility="private")
     gr.on([image.upload, image.input], **kw)
@@ -128,22 +127,15 @@ def select_js(tab_id: str) -> str:
     return js.read("image_select", tab=tab_id)
 
 
-class SharedImage:
-    """The app's current image, shared by every tab that subscribes (held in the page)."""
+def subscribe(tab: gr.Tab, tab_id: str, ui: Any, opened: gr.Number) -> None:
+    """Pull the shared image into a tab's box when the tab is selected, and open the tab on its first
+    selection (call after the tab's ``build``, whose binder has :func:`image_box`'s components).
 
-    def __init__(self) -> None:
-        self.tabs: list[str] = []
-
-    def subscribe(self, tab: gr.Tab, tab_id: str, ui: Any, opened: gr.Number) -> None:
-        """Pull the shared image into a tab's box when the tab is selected, and open the tab on its first
-        selection (call after the tab's ``build``, whose binder has :func:`image_box`'s components).
-
-        Args:
-            tab: the tab whose selection pulls the shared image.
-            tab_id: the tab's id.
-            ui: the tab's binder (``image``, ``new_image``).
-            opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
-        """
-        parts = [ui.image, ui.new_image, opened]
-        tab.select(None, parts, parts, js=select_js(tab_id), queue=False, api_visibility="private")
-        self.tabs.append(tab_id)
+    Args:
+        tab: the tab whose selection pulls the shared image.
+        tab_id: the tab's id.
+        ui: the tab's binder (``image``, ``new_image``).
+        opened: the tab's opener (:func:`vitviz.ui.lazy.opener`).
+    """
+    parts = [ui.image, ui.new_image, opened]
+    in_page(tab.select, parts, select_js(tab_id), parts)

@@ -6,6 +6,7 @@ dataclasses whose fields name this tab's components, :mod:`vitviz.ui.binder`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gradio as gr
@@ -16,7 +17,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view
+from .common import handler, memo_view, picture, section
 from ..models.costs import Cost
 from .shared_image import image_box
 
@@ -114,12 +115,10 @@ def build(demo: gr.Blocks) -> Binder:
         with gr.Column(scale=3):
             gr.Markdown(helptext.read(TAB_ID, "views"))
             with gr.Row(equal_height=True):
-                kw = dict(type="numpy", format="png", interactive=False, buttons=["download", "fullscreen"])
-                ui.regular = gr.Image(label="Block 0: regular windows", elem_id="swin-regular", **kw)
-                ui.shifted = gr.Image(label="Block 1: shifted windows, on the image", elem_id="swin-shifted",
-                                   **kw)
-                ui.rolled = gr.Image(label="Block 1 as computed: rolled map, regions A–I",
-                                  elem_id="swin-rolled", **kw)
+                panel = functools.partial(picture, buttons=["download", "fullscreen"])
+                ui.regular = panel("Block 0: regular windows", "swin-regular")
+                ui.shifted = panel("Block 1: shifted windows, on the image", "swin-shifted")
+                ui.rolled = panel("Block 1 as computed: rolled map, regions A–I", "swin-rolled")
             with gr.Row():
                 with gr.Column(scale=1):
                     gr.Markdown(helptext.read(TAB_ID, "mask"))
@@ -132,8 +131,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         format="png",
                                         elem_id="swin-stages", object_fit="contain")
     weights = "pretrained" if has_pretrained() else "random weights"
-    gr.Markdown(f"### Attention inside the window (swin-tiny, {weights})")
-    gr.Markdown(helptext.read(TAB_ID, "attention"))
+    section(f"### Attention inside the window (swin-tiny, {weights})", helptext.read(TAB_ID, "attention"))
     with gr.Row():
         ui.block = gr.Dropdown(block_choices(geoms[0]), value=1, label="Block of the stage", elem_id="swin-block")
         show = gr.Button("Show attention for the selected token", elem_id="swin-show-attention")
@@ -144,12 +142,10 @@ def build(demo: gr.Blocks) -> Binder:
             ui.tiles = gr.Gallery(label="per head", show_label=False, columns=4,
                                height=440, format="png", elem_id="swin-heads", object_fit="contain")
         with gr.Column(scale=1):
-            ui.overlay = gr.Image(label="where the keys are in the image (mean over heads)", type="numpy",
-                               format="png", interactive=False, elem_id="swin-overlay")
+            ui.overlay = picture("where the keys are in the image (mean over heads)", "swin-overlay", buttons=None)
     ui.heads_plot = gr.Plot(label="weights per head", elem_id="swin-heads-plot")
 
-    gr.Markdown(f"### Relative position bias (swin-tiny, {weights})")
-    gr.Markdown(helptext.read(TAB_ID, "bias"))
+    section(f"### Relative position bias (swin-tiny, {weights})", helptext.read(TAB_ID, "bias"))
     ui.head = gr.Slider(1, geoms[0].num_heads, value=1, step=1, label="head (of the stage and block above)",
                      elem_id="swin-bias-head")
     ui.bias_text = gr.Markdown(elem_id="swin-bias-info")

@@ -5,18 +5,18 @@ comes before the first section documents the file and is not shown. Inside a sec
 wrapped for reading: :func:`read` joins a paragraph's lines with spaces, keeps a line that ends in
 two spaces as a Markdown hard break (``"  \\n"``) and blank lines as paragraph breaks. Values that
 come from Python (a figure computed by the library) are placeholders ``__NAME__``, filled by
-:func:`read`, as in :mod:`vitviz.ui.js`.
+:func:`read` as in :mod:`vitviz.ui.js` (:func:`~vitviz.ui.js.fill`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 from typing import Any
 
+from ..js import fill, package_text
+
 _SECTION = re.compile(r"^<!-- ([a-z][a-z0-9_]*) -->$", re.M)
-_PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__")
 
 
 def _unwrap(body: str) -> str:
@@ -37,12 +37,7 @@ def sections(name: str) -> dict[str, str]:
     Raises:
         ValueError: a malformed name. FileNotFoundError: no such file.
     """
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
-        raise ValueError(f"a help file's name is lower-case letters, digits and _ (no .md), not {name!r}")
-    path = resources.files(__name__) / f"{name}.md"
-    if not path.is_file():
-        raise FileNotFoundError(f"vitviz/ui/helptext/{name}.md does not exist")
-    parts = _SECTION.split(path.read_text(encoding="utf-8"))
+    parts = _SECTION.split(package_text(__name__, name, "md"))
     return {key: _unwrap(body) for key, body in zip(parts[1::2], parts[2::2])}
 
 
@@ -62,13 +57,4 @@ def read(name: str, section: str, **values: Any) -> str:
     found = sections(name)
     if section not in found:
         raise KeyError(f"vitviz/ui/helptext/{name}.md has no section {section!r} (it has {sorted(found)})")
-    text = found[section]
-    for key, value in values.items():
-        mark = f"__{key.upper()}__"
-        if mark not in text:
-            raise ValueError(f"vitviz/ui/helptext/{name}.md, section {section!r}, has no placeholder {mark}")
-        text = text.replace(mark, str(value))
-    left = _PLACEHOLDER.findall(text)
-    if left:
-        raise ValueError(f"vitviz/ui/helptext/{name}.md, section {section!r}, needs values for {sorted(set(left))}")
-    return text
+    return fill(found[section], values, f"vitviz/ui/helptext/{name}.md, section {section!r},", str)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -26,14 +27,41 @@ from ...views.tour import steps_json
 _PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__")
 
 
+def package_text(package: str, name: str, suffix: str) -> str:
+    """The text of ``NAME.SUFFIX`` shipped in ``package`` (``vitviz.ui.js``, ``vitviz.ui.helptext``).
+
+    Raises:
+        ValueError: a name that is not lower-case letters, digits and _. FileNotFoundError: no such file.
+    """
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
+        raise ValueError(f"a file name here is lower-case letters, digits and _ (no .{suffix}), not {name!r}")
+    path = resources.files(package) / f"{name}.{suffix}"
+    if not path.is_file():
+        raise FileNotFoundError(f"{package.replace('.', '/')}/{name}.{suffix} does not exist")
+    return path.read_text(encoding="utf-8")
+
+
+def fill(text: str, values: dict[str, Any], where: str, encode: Callable[[Any], str] = json.dumps) -> str:
+    """``text`` with each ``__KEY__`` replaced by ``encode(value)`` for ``key=value`` in ``values``.
+
+    Raises:
+        ValueError: a value for a placeholder ``text`` lacks, or a placeholder left without a value (``where``
+            names the text in the message).
+    """
+    for key, value in values.items():
+        mark = f"__{key.upper()}__"
+        if mark not in text:
+            raise ValueError(f"{where} has no placeholder {mark}")
+        text = text.replace(mark, encode(value))
+    left = _PLACEHOLDER.findall(text)
+    if left:
+        raise ValueError(f"{where} needs values for {sorted(set(left))}")
+    return text
+
+
 @functools.lru_cache(maxsize=None)
 def _source(name: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
-        raise ValueError(f"a script name is lower-case letters, digits and _ (no .js), not {name!r}")
-    path = resources.files(__name__) / f"{name}.js"
-    if not path.is_file():
-        raise FileNotFoundError(f"vitviz/ui/js/{name}.js does not exist")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = package_text(__name__, name, "js").splitlines()
     while lines and (not lines[0].strip() or lines[0].lstrip().startswith("//")):
         lines.pop(0)  # the file's header comment: documentation, not sent
     return "\n".join(lines).strip() + "\n"
@@ -52,16 +80,7 @@ def read(name: str, **values: Any) -> str:
         ValueError: a malformed name, a value for a placeholder the file lacks, or a
             placeholder left without a value.
     """
-    code = _source(name)
-    for key, value in values.items():
-        mark = f"__{key.upper()}__"
-        if mark not in code:
-            raise ValueError(f"vitviz/ui/js/{name}.js has no placeholder {mark}")
-        code = code.replace(mark, json.dumps(value))
-    left = _PLACEHOLDER.findall(code)
-    if left:
-        raise ValueError(f"vitviz/ui/js/{name}.js needs values for {sorted(set(left))}")
-    return code
+    return fill(_source(name), values, f"vitviz/ui/js/{name}.js")
 
 
 #: The live camera's stamp placeholder (vitviz.ui.mae_live): a value the page replaces with its clock
