@@ -231,3 +231,41 @@ def test_through_the_served_app_a_visitor_waits_for_no_flooders_backlog(monkeypa
         demo.close()
         for t in threads:
             t.join(timeout=30)
+
+
+def test_a_run_of_an_address_with_other_calls_in_flight_is_crowding_and_its_views_go_to_the_low_priority_worker(
+        monkeypatch):
+    """An address with other events let in (or waiting) is crowding; a visitor with one call is not; a crowding
+    view's model calls are sent to the ``crowded`` worker (the lowest OS priority), a heavy call stays heavy."""
+    from vitviz.models.costs import as_class
+    from vitviz.models.workers import shape
+    from vitviz.ui.serve import model_workers
+
+    monkeypatch.setenv("VITVIZ_CONCURRENCY", "3")
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        gate = Admission()
+        a1, a2 = await gate.enter(Cost.VIEW, "10.0.0.1"), await gate.enter(Cost.VIEW, "10.0.0.1")
+        b = await gate.enter(Cost.VIEW, "10.0.0.2")
+        gate.named(Cost.VIEW, a1, "a1")
+        gate.named(Cost.VIEW, b, "b")
+        with gate.running(VIEW, "a1") as flooding, gate.running(VIEW, "b") as visitor:
+            pass
+        gate.named(Cost.VIEW, a2, "a2")
+        with gate.running(VIEW, "a2") as alone_now:  # its other call ended
+            pass
+        assert gate.owners == {}  # nothing remembered past the runs
+        return flooding, visitor, alone_now
+
+    assert asyncio.run(scenario()) == (True, False, False)
+    mark = admission.CROWDED.set(True)
+    try:
+        with as_class(Cost.VIEW):
+            assert model_workers.cost_of() == "crowded"
+        with as_class(Cost.HEAVY):
+            assert model_workers.cost_of() == "heavy"
+    finally:
+        admission.CROWDED.reset(mark)
+    with as_class(Cost.VIEW):
+        assert model_workers.cost_of() == "view"
+    assert shape("crowded", 2, 2, 19) == (1, 19, 2)

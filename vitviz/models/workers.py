@@ -1,4 +1,5 @@
-"""Model work in worker processes, by cost class: a pool for views, one heavy worker, one live worker.
+"""Model work in worker processes, by cost class: a pool for views, one heavy worker, one live worker, one
+worker for a crowding visitor's views.
 
 :class:`Workers` is what :func:`vitviz.models.runner.install_dispatch` takes: its :meth:`Workers.submit`
 ``(fn, args, kwargs, cost) -> result`` runs one marked call (:func:`~vitviz.models.runner.runs_model`) in a
@@ -9,7 +10,10 @@ worker process chosen by the call's cost class:
   curves. Another process's view then gets the cores first, which no scheduling of threads inside one
   interpreter can give. A call on a large model (:func:`~vitviz.models.loading.is_large`) runs here
   whatever its class, so MAE-Large and MAE-Huge are loaded in this worker only;
-* ``live`` -- one process for the live camera's frames, on one thread.
+* ``live`` -- one process for the live camera's frames, on one thread;
+* ``crowded`` -- one process at the lowest OS priority for the views of a visitor who has other calls in
+  flight (the host says which: ``vitviz.ui.serve.admission``): a flood of one address's views then takes
+  the cores only when nobody else's view wants them, and never stands in the view pool's line.
 
 What crosses the boundary is plain: a loaded model (or one of its modules) goes as a :class:`ModelRef` --
 registry name, random-weights flag, kernel mode, device, and where its weights came from (its
@@ -45,7 +49,7 @@ from typing import Any
 from .. import settings
 
 #: The cost classes a call may name; any other value is treated as ``view``.
-COSTS = ("view", "heavy", "live")
+COSTS = ("view", "heavy", "live", "crowded")
 
 #: OS priority the heavy worker runs at (``os.nice``; 19 is the lowest).
 HEAVY_NICE = 19
@@ -186,9 +190,9 @@ def crashed(cost: str, fn: Callable[..., Any]) -> WorkerCrashed:
 
 
 def shape(cost: str, views: int, threads: int, heavy_nice: int) -> tuple[int, int, int]:
-    """``(workers, nice, threads)`` of a cost class: ``views`` view workers; one heavy worker at ``heavy_nice``;
-    one live worker on one thread."""
-    if cost == "heavy":
+    """``(workers, nice, threads)`` of a cost class: ``views`` view workers; one heavy and one crowded worker at
+    ``heavy_nice``; one live worker on one thread."""
+    if cost in ("heavy", "crowded"):
         return 1, heavy_nice, threads
     if cost == "live":
         return 1, 0, 1

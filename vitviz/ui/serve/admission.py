@@ -21,11 +21,18 @@ stop it). A join that waits is part of the queue: past ``VITVIZ_MAX_QUEUE`` join
 started, the next is refused unless its address has none waiting (so a full queue is no refusal for a visitor
 who waits for nothing: :meth:`Admission.enter`). A run with no join behind it (a direct call, MCP)
 counts while it runs.
+
+A run also learns whether its address is *crowding*: it has other calls of a gated class let in or waiting at
+the door (:meth:`Admission.running` yields it; :data:`CROWDED` holds it for the run's handler). With model
+work in worker processes, a crowding address's views run in the worker at the lowest OS priority
+(:mod:`.model_workers`), so a flood of one address's views neither stands in the view pool's line nor takes
+the cores from a visitor with one call (``bench/rows.py``'s rows 2 and 11).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import threading
 import time
@@ -54,6 +61,9 @@ CLASSES = {group: c for c, group in GROUPS.items()}
 #: Whether runs are counted (:func:`.errors.in_sentences` wraps Gradio's method that runs an event: the app's
 #: ``serve.install``). Until then the door lets every join in: a count with no end would stop each class.
 RUNS_COUNTED = False
+#: Whether the run in this context is of a crowding address (set for the run by :func:`.errors.in_sentences`;
+#: Gradio's handler thread sees the run's context).
+CROWDED: contextvars.ContextVar[bool] = contextvars.ContextVar("vitviz_crowded", default=False)
 FULL_MESSAGE = "The server is busy with other visitors' requests: try again in a minute."
 
 
@@ -87,6 +97,7 @@ class Admission:
         self.lock = threading.Lock()
         self.classes = {c: _Class() for c in GATED}
         self.last: dict[str, float] = {}  # address -> when its last join was let in (insertion-ordered)
+        self.owners: dict[int, str] = {}  # token let in and not ended -> its address
         self._tokens = itertools.count(1)
 
     async def enter(self, c: Cost | None, address: str) -> int | None:
@@ -126,6 +137,7 @@ class Admission:
                     state.waiting.remove(waiter)
                 elif waiter.token is not None:
                     state.unstarted.pop(waiter.token, None)
+                    self.owners.pop(waiter.token, None)
                     self._release(c, time.monotonic())
             raise
 
@@ -135,6 +147,7 @@ class Admission:
             return
         with self.lock:
             state = self.classes[c]
+            self.owners.pop(token, None)
             if state.unstarted.pop(token, None) is not None:
                 state.named = {e: t for e, t in state.named.items() if t != token}
                 self._release(c, time.monotonic())
@@ -149,10 +162,12 @@ class Admission:
                 state.named[event_id] = token
 
     @contextmanager
-    def running(self, group: str | None, event_id: str | None = None) -> Iterator[None]:
+    def running(self, group: str | None, event_id: str | None = None) -> Iterator[bool]:
         """The block is one run of an event of concurrency group ``group``: the event let in as ``event_id``,
         else the oldest of its class not running, else one with no join behind it, counts as running until
-        the block ends. A group not gated counts nothing."""
+        the block ends. A group not gated counts nothing. Yields whether the run's address is crowding (it has
+        other events let in, running or waiting at the door)."""
+        crowded = False
         with self.lock:
             found = next(((c, s.named.pop(event_id)) for c, s in self.classes.items()
                           if event_id is not None and event_id in s.named), None)
@@ -168,18 +183,27 @@ class Admission:
                 else:
                     del state.unstarted[token]
                 state.running.add(token)
+                crowded = self._crowding(self.owners.get(token), token)
         try:
-            yield
+            yield crowded
         finally:
             if c is not None:
                 with self.lock:
                     state.running.discard(token)
+                    self.owners.pop(token, None)
                     self._release(c, time.monotonic())
 
     def waiting(self, c: Cost) -> int:
         """Joins of class ``c`` waiting at the door now."""
         with self.lock:
             return len(self.classes[c].waiting) if c in self.classes else 0
+
+    def _crowding(self, address: str | None, token: int) -> bool:
+        """Whether ``address`` has events other than ``token`` let in (running or not) or waiting."""
+        if address is None:
+            return False
+        return any(t != token and a == address for t, a in self.owners.items()) or any(
+            w.address == address for s in self.classes.values() for w in s.waiting)
 
     def _room(self, c: Cost) -> int:
         return limits()[c] + SLACK
@@ -195,12 +219,14 @@ class Admission:
         for c, state in self.classes.items():
             for token in [t for t, since in state.unstarted.items() if now - since > UNSTARTED_S[c]]:
                 del state.unstarted[token]
+                self.owners.pop(token, None)
             if len(state.named) > len(state.unstarted):
                 state.named = {e: t for e, t in state.named.items() if t in state.unstarted}
 
     def _let_in(self, c: Cost, address: str, now: float) -> int:
         token = next(self._tokens)
         self.classes[c].unstarted[token] = now
+        self.owners[token] = address
         self.last.pop(address, None)
         self.last[address] = now
         while len(self.last) > MAX_ADDRESSES:

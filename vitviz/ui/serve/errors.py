@@ -40,7 +40,8 @@ def sentence(exc: BaseException) -> str:
 def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original``, Gradio's method that runs an event (async), answering every failure that is not a
     ``gr.Error`` with :func:`sentence`; each run is counted by the door's admission while it lasts
-    (:meth:`.admission.Admission.running`: from the inputs' checks to the outputs)."""
+    (:meth:`.admission.Admission.running`: from the inputs' checks to the outputs), and its handler sees whether
+    its address is crowding (:data:`.admission.CROWDED`)."""
     import gradio as gr
 
     from . import admission
@@ -53,8 +54,12 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
         block_fn = kwargs.get("block_fn", args[0] if args else None)
         group = None if block_fn is None or isinstance(block_fn, int) else block_fn.concurrency_id  # its keyword
         try:
-            with admission.ADMISSION.running(group, kwargs.get("event_id")):
-                return await original(self, *args, **kwargs)
+            with admission.ADMISSION.running(group, kwargs.get("event_id")) as crowded:
+                mark = admission.CROWDED.set(crowded)  # the handler's thread runs in a copy of this context
+                try:
+                    return await original(self, *args, **kwargs)
+                finally:
+                    admission.CROWDED.reset(mark)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure outside a handler becomes a sentence

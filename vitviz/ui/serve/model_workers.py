@@ -4,7 +4,8 @@
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
 :class:`vitviz.models.workers.Workers`: the call's cost class is that of the handler's call it runs for
 (:func:`vitviz.models.costs.current`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
-(:mod:`.frames`) -> the live worker, a view -> the view pool). The workers start in the background when the app is built (each imports torch), and end when
+(:mod:`.frames`) -> the live worker, a view -> the view pool, a view of an address with other calls in flight ->
+the crowded worker at the lowest OS priority: :mod:`.admission`). The workers start in the background when the app is built (each imports torch), and end when
 the app's process exits (:func:`uninstall`, registered with :mod:`atexit`; a worker whose app was killed
 ends itself). Not on ZeroGPU, whose runner runs the calls on its GPU.
 """
@@ -23,10 +24,14 @@ _WORKERS: list[Workers] = []
 
 
 def cost_of() -> str:
-    """The cost class of a model call made in this thread: ``heavy``, ``live`` or ``view``."""
-    from ...models.costs import current
+    """The worker class of a model call made in this thread: ``heavy``, ``live`` or ``view`` (its handler's
+    cost class), and ``crowded`` for a view of an address with other calls in flight (:data:`.admission.CROWDED`:
+    its worker runs at the lowest OS priority)."""
+    from ...models.costs import Cost, current
+    from .admission import CROWDED
 
-    return current().value
+    c = current()
+    return "crowded" if c is Cost.VIEW and CROWDED.get() else c.value
 
 
 def install(start: bool = True) -> Workers:
