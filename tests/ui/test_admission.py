@@ -269,3 +269,25 @@ def test_a_run_of_an_address_with_other_calls_in_flight_is_crowding_and_its_view
     with as_class(Cost.VIEW):
         assert model_workers.cost_of() == "view"
     assert shape("crowded", 2, 2, 19) == (1, 19, 2)
+
+
+def test_a_crowding_address_leaves_the_last_place_to_a_visitor_with_one_call(monkeypatch):
+    """Two places: a flooding address gets one (its second join waits though a place is free); a visitor with one
+    call takes the other at once; the flood's next join goes in when its first ends."""
+    monkeypatch.setenv("VITVIZ_CONCURRENCY", "2")
+    assert admission.RESERVED == 1 and admission.SLACK == 0
+
+    async def scenario() -> None:
+        gate = Admission()
+        first = await gate.enter(Cost.VIEW, "10.6.6.6")
+        second = asyncio.ensure_future(gate.enter(Cost.VIEW, "10.6.6.6"))
+        await _waiting(gate, Cost.VIEW, 1)
+        assert gate._in_flight(Cost.VIEW) == 1  # a free place, kept
+        visitor = await asyncio.wait_for(gate.enter(Cost.VIEW, "10.1.1.1"), 0.5)  # no wait
+        assert isinstance(visitor, int) and not second.done()
+        gate.named(Cost.VIEW, first, "f1")
+        with gate.running(VIEW, "f1"):
+            pass
+        assert isinstance(await asyncio.wait_for(second, 2), int)
+
+    asyncio.run(scenario())

@@ -7,8 +7,9 @@ alone). So the door (:mod:`.http`) lets a join of a gated class (:data:`GATED`) 
 than the class's concurrency limit plus :data:`SLACK` of its events are *in flight* (let in and not finished);
 the other joins wait here, and each free place goes to the waiting join whose address was let in longest ago
 (a round over the addresses: a visitor with one call waits for at most one call of each flooding address,
-never for their backlog). Gradio's queue then holds at most :data:`SLACK` waiting events per class, so its
-order no longer matters.
+never for their backlog); and a *crowding* address's join (one whose address has other events in flight or
+waiting) may not take the last :data:`RESERVED` places, so a visitor with one call starts at once. Gradio's
+queue then holds at most :data:`SLACK` waiting events per class, so its order no longer matters.
 
 In flight is counted from both sides: :meth:`Admission.enter` adds an event when its join is let in (the door
 names it by its event id once Gradio answers: :meth:`Admission.named`), and each run of an event (Gradio's method
@@ -48,6 +49,10 @@ GATED = (Cost.VIEW, Cost.HEAVY)
 #: Events of a class let into Gradio's queue beyond its concurrency limit. 0: none waits there, so the join let in
 #: next runs next (1 measured a longer wait under the flood rows: 0.12 s against 0.07 s at the median).
 SLACK = 0
+#: Places of a class (of its concurrency limit plus :data:`SLACK`) that a crowding address's join may not take:
+#: kept for a visitor with nothing else in flight, who then starts at once beside a flood (a class with one place
+#: keeps none).
+RESERVED = 1
 #: Seconds an event let in counts before it runs: longer means it was dropped without running.
 UNSTARTED_S = {Cost.VIEW: 10.0, Cost.HEAVY: 60.0}
 #: Seconds between a waiting join's checks (the time passes; a dropped event stops counting).
@@ -113,10 +118,11 @@ class Admission:
                     w.address == address for state in self.classes.values() for w in state.waiting):
                 raise Refused(FULL_MESSAGE)  # a full queue takes one more join of an address with none waiting
             state = self.classes[c]
-            if not state.waiting and self._in_flight(c) < self._room(c):
-                return self._let_in(c, address, now)
             waiter = _Waiter(address, now, asyncio.get_running_loop(), asyncio.get_running_loop().create_future())
             state.waiting.append(waiter)
+            self._release(c, now)  # room (and its turn): let in at once
+            if waiter.token is not None:
+                return waiter.token
         try:
             while True:
                 try:
@@ -198,15 +204,19 @@ class Admission:
         with self.lock:
             return len(self.classes[c].waiting) if c in self.classes else 0
 
-    def _crowding(self, address: str | None, token: int) -> bool:
-        """Whether ``address`` has events other than ``token`` let in (running or not) or waiting."""
+    def _crowding(self, address: str | None, token: int | None, waiter: _Waiter | None = None) -> bool:
+        """Whether ``address`` has events other than ``token`` let in (running or not), or joins other than
+        ``waiter`` waiting."""
         if address is None:
             return False
         return any(t != token and a == address for t, a in self.owners.items()) or any(
-            w.address == address for s in self.classes.values() for w in s.waiting)
+            w.address == address and w is not waiter for s in self.classes.values() for w in s.waiting)
 
-    def _room(self, c: Cost) -> int:
-        return limits()[c] + SLACK
+    def _room(self, c: Cost, crowding: bool = False) -> int:
+        """Events of class ``c`` that may be in flight when one more is let in; a crowding address's join finds
+        :data:`RESERVED` places fewer (kept for visitors with nothing else in flight), never none."""
+        room = limits()[c] + SLACK
+        return max(1, room - RESERVED) if crowding else room
 
     def _in_flight(self, c: Cost) -> int:
         state = self.classes[c]
@@ -235,10 +245,15 @@ class Admission:
 
     def _release(self, c: Cost, now: float) -> None:
         """Let waiting joins of class ``c`` in while there is room: the one whose address was let in longest
-        ago first (never: first of all), then the earliest."""
+        ago first (never: first of all), then the earliest; a crowding address's join only into a place not
+        :data:`RESERVED`."""
         state = self.classes[c]
         while state.waiting and self._in_flight(c) < self._room(c):
-            waiter = min(state.waiting, key=lambda w: (self.last.get(w.address, float("-inf")), w.arrived))
+            turn = sorted(state.waiting, key=lambda w: (self.last.get(w.address, float("-inf")), w.arrived))
+            waiter = next((w for w in turn if self._in_flight(c) < self._room(c, self._crowding(w.address, None, w))),
+                          None)
+            if waiter is None:
+                return  # only crowding joins wait, and the places left are kept for visitors
             state.waiting.remove(waiter)
             waiter.token = self._let_in(c, waiter.address, now)
             waiter.loop.call_soon_threadsafe(_resolve, waiter.future, waiter.token)
