@@ -243,9 +243,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
             "request's model calls use one fewer, and a view beside other calls its share."),
     Setting("VITVIZ_WORKERS", "off", _choice("off", "processes", "ray"), "The served app's model calls: off (in-process; "
-            "faster alone), processes (worker processes by cost class: views, heavy at the lowest OS priority, live, and "
-            "the views of an address with other calls in flight at the lowest OS priority) or "
-            "ray (those classes as Ray actors on the cluster RAY_ADDRESS names, else a local one; vitviz[ray])."),
+            "faster alone), processes (worker processes: views; heavy, and views of a busy address, at the lowest OS "
+            "priority; live) or ray (those as Ray actors on the cluster RAY_ADDRESS names, else a local one; vitviz[ray])."),
     Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64), "View workers (processes or actors) when VITVIZ_WORKERS is on."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
