@@ -31,6 +31,15 @@ async def _waiting(gate: Admission, c: Cost, n: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def _full_then_one_waiting(gate: Admission, c: Cost, filler: str, address: str) -> tuple[list, asyncio.Future]:
+    """Fill class ``c``'s room from ``filler`` (one running place plus SLACK), then a join of ``address`` that
+    waits: the fillers' tokens and the waiting join."""
+    tokens = [await gate.enter(c, filler) for _ in range(1 + admission.SLACK)]
+    waiter = asyncio.ensure_future(gate.enter(c, address))
+    await _waiting(gate, c, 1)
+    return tokens, waiter
+
+
 def test_until_runs_are_counted_the_door_lets_every_join_in(monkeypatch):
     """An app whose runs are not counted (no ``serve.install``) is not gated: a count with no end would stop it."""
     monkeypatch.setattr(admission, "RUNS_COUNTED", False)
@@ -95,9 +104,7 @@ def test_addresses_take_turns_whatever_their_backlog():
 def test_a_join_gradio_did_not_take_gives_its_place_back_and_a_dropped_event_stops_counting(monkeypatch):
     async def scenario() -> None:
         gate = Admission()
-        tokens = [await gate.enter(Cost.HEAVY, "x") for _ in range(1 + admission.SLACK)]
-        waiter = asyncio.ensure_future(gate.enter(Cost.HEAVY, "y"))
-        await _waiting(gate, Cost.HEAVY, 1)
+        tokens, waiter = await _full_then_one_waiting(gate, Cost.HEAVY, "x", "y")
         gate.give_back(Cost.HEAVY, tokens[0])  # refused by Gradio: never runs
         assert isinstance(await asyncio.wait_for(waiter, 2), int)
         # an event let in that never runs (dropped by Gradio) stops counting after UNSTARTED_S
@@ -111,10 +118,7 @@ def test_a_join_gradio_did_not_take_gives_its_place_back_and_a_dropped_event_sto
 def test_a_client_that_leaves_while_waiting_or_just_let_in_holds_no_place():
     async def scenario() -> None:
         gate = Admission()
-        for _ in range(1 + admission.SLACK):
-            await gate.enter(Cost.VIEW, "x")
-        leaving = asyncio.ensure_future(gate.enter(Cost.VIEW, "y"))
-        await _waiting(gate, Cost.VIEW, 1)
+        _, leaving = await _full_then_one_waiting(gate, Cost.VIEW, "x", "y")
         leaving.cancel()
         await asyncio.sleep(0.01)
         assert gate.waiting(Cost.VIEW) == 0
@@ -130,10 +134,7 @@ def test_past_the_queue_size_a_join_of_an_address_already_waiting_is_refused_and
 
     async def scenario() -> None:
         gate = Admission()
-        for _ in range(1 + admission.SLACK):
-            await gate.enter(Cost.VIEW, "x")
-        waiter = asyncio.ensure_future(gate.enter(Cost.VIEW, "x"))
-        await _waiting(gate, Cost.VIEW, 1)
+        _, waiter = await _full_then_one_waiting(gate, Cost.VIEW, "x", "x")
         with pytest.raises(Refused):  # full, and "x" has a join waiting
             await gate.enter(Cost.VIEW, "x")
         other = asyncio.ensure_future(gate.enter(Cost.VIEW, "y"))  # an address with none waiting still waits
