@@ -69,6 +69,19 @@ class App:
                 return int(dep["id"]), len(dep.get("inputs", []))
         raise SystemExit("no such event")
 
+    def args(self, fn_index: int, given: list) -> list:
+        """``given`` followed by the page's own values of the event's remaining inputs, as the page sends them.
+
+        Gradio refuses a join with fewer values than the event has inputs, so an attack written for an older
+        signature would measure a storm of refusals instead of the work it names; this fills the rest from the
+        page configuration and refuses more values than inputs."""
+        dep = next(d for d in self.config["dependencies"] if int(d["id"]) == fn_index)
+        inputs = dep.get("inputs", [])
+        if len(given) > len(inputs):
+            raise SystemExit(f"event {fn_index} takes {len(inputs)} values, not {len(given)}")
+        props = {c["id"]: c.get("props") or {} for c in self.config["components"]}
+        return list(given) + [props.get(i, {}).get("value") for i in inputs[len(given):]]
+
     def upload(self, data: bytes, address: str, name: str = "photo.jpg", field: str = 'name="files"') -> Any:
         import httpx
 
@@ -138,7 +151,7 @@ def visitor(app: App, calls: int, rng: random.Random, stop: threading.Event | No
                 continue
             uploads.append(time.perf_counter() - t0)
             phases: dict = {}  # the attack's threads call too: each call its own
-            ok, err = app.call(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"], VISITOR, http=http,
+            ok, err = app.call(idx, app.args(idx, [app.file(up.json()[0]), "mae-tiny", 0.75, 0, "random"]), VISITOR, http=http,
                                deadline=end, phases=phases)
             times.append(time.perf_counter() - t0)
             if "process_starts" in phases and "process_completed" in phases:
@@ -183,12 +196,19 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
                                   and len(dep.get("outputs", [])) >= 10)
     attn, _ = app.fn(lambda name, dep: name == "attention_query")
     sweep, _ = app.fn(lambda name, dep: name == "sweep")
+    outcomes: dict[str, int] = {}  # the attack's own calls: "ok", or each error's text, counted
+    lock = threading.Lock()
+
+    def tally(result: tuple[bool, str]) -> None:
+        key = "ok" if result[0] else result[1][:80]
+        with lock:
+            outcomes[key] = outcomes.get(key, 0) + 1
 
     def row1(stop: threading.Event, k: int, address: str = "10.2.0.1") -> None:
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(features, [app.file(photo), "vit-base:random", 6, False, 7, 7, None, None][:n_features],
-                         address, http=http, stop=stop)
+                tally(app.call(features, app.args(features, [app.file(photo), "vit-base:random", 6, False, 7, 7][:n_features]),
+                         address, http=http, stop=stop))
 
     def row2(stop: threading.Event, k: int, address: str | None = None) -> None:
         address = address or f"10.3.0.{k % 5 + 1}"
@@ -197,13 +217,14 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
             return
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0], address, http=http, stop=stop)
+                tally(app.call(attn, app.args(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0]), address,
+                         http=http, stop=stop))
 
     def row3(stop: threading.Event, k: int) -> None:
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(sweep, [app.file(photo), "mae-tiny", random.randrange(10**9), "random", "mae-large"],
-                         "10.4.0.1", http=http, stop=stop)
+                tally(app.call(sweep, app.args(sweep, [app.file(photo), "mae-tiny", random.randrange(10**9), "random", "mae-large"]),
+                         "10.4.0.1", http=http, stop=stop))
 
     def row11(stop: threading.Event, k: int) -> None:  # row 2's mix from eight addresses, six threads each
         row2(stop, k, f"10.12.0.{k % 8 + 1}")
@@ -214,8 +235,8 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
     def row12(stop: threading.Event, k: int) -> None:  # a dozen live-stream joins at once from one address
         with httpx.Client(timeout=600) as http:
             while not stop.is_set() and live is not None:
-                app.call(live, [app.file(photo), "mae-tiny", 0.75, 0, "random", False, False, None, None, ""],
-                         "10.13.0.1", http=http, stop=stop)
+                tally(app.call(live, app.args(live, [app.file(photo), "mae-tiny", 0.75, 0, "random", False, False, None, None, ""]),
+                         "10.13.0.1", http=http, stop=stop))
 
     asset = next((p for p in _assets(app) if "Plotly" in p), None) or next(iter(_assets(app)), None)
     statuses: dict[int, int] = {}
@@ -234,18 +255,19 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
                 except httpx.HTTPError:
                     pass
 
-    return dict(zip(ROWS, (row1, row2, row3, row8, row11, row12))), statuses
+    return dict(zip(ROWS, (row1, row2, row3, row8, row11, row12))), statuses, outcomes
 
 
 def run_attack(url: str, row: str, seconds: float, photo: str) -> int:
     """The attacker's process (``--attack``): run ``row``'s attack on ``url`` until ``seconds`` pass or SIGTERM,
-    then print one JSON line (threads left, row 8's statuses)."""
+    then print one JSON line (threads left, row 8's statuses, the attack's own calls by outcome: a row whose
+    calls fail at once measures a storm of refusals, not the work it names)."""
     import signal
 
     ended = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: ended.set())
     app = App(url)
-    targets, statuses = attackers(app, photo)
+    targets, statuses, outcomes = attackers(app, photo)
     stop, workers = attack(targets[row], seconds, ROWS[row])
     print("started", flush=True)  # the visitor starts 2 s after this line
     while not stop.wait(0.2) and not ended.is_set():
@@ -254,7 +276,8 @@ def run_attack(url: str, row: str, seconds: float, photo: str) -> int:
     for w in workers:
         w.join(35)
     print(json.dumps({"attack_threads_left": sum(w.is_alive() for w in workers),
-                      "attack_answers": {str(k): v for k, v in sorted(statuses.items())}}), flush=True)
+                      "attack_answers": {str(k): v for k, v in sorted(statuses.items())},
+                      "attack_calls": dict(sorted(outcomes.items(), key=lambda kv: -kv[1])[:4])}), flush=True)
     return 0
 
 
