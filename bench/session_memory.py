@@ -17,7 +17,7 @@ then sends ``--step`` fresh sessions at a time (each its own session id and ``X-
 reconstruct of mae-tiny each, three at a time; ``bench/rows.py``'s fresh sessions) until ``--sessions``, and
 prints the app's resident memory after each step (its own process, and with its worker processes), the
 growth per step, and whether it is flat past the first step (issue 47: at most 100 MB per 300 sessions, and
-not growing from 300 to 1,500). ``VITVIZ_MAX_SESSIONS`` (1,000) bounds the sessions kept.
+not growing from 300 to 1,500). ``VITVIZ_MAX_SESSIONS`` bounds the sessions kept (auto: 300 in public mode).
 """
 
 from __future__ import annotations

@@ -80,6 +80,16 @@ def test_vitviz_max_sessions_holds_on_the_launched_app(monkeypatch):
         demo.close()
 
 
+@pytest.mark.parametrize("public,expected", [("1", 300), ("0", 1000)])
+def test_a_public_host_keeps_three_hundred_sessions_by_default(monkeypatch, public, expected):
+    """Each kept session costs about 60 kB: a public host's memory stops growing at 300 of them."""
+    from vitviz.ui import launch_options
+
+    monkeypatch.delenv("VITVIZ_MAX_SESSIONS", raising=False)
+    monkeypatch.setenv("VITVIZ_PUBLIC", public)
+    assert launch_options()["state_session_capacity"] == expected
+
+
 def _scoped(peer: str, xff: str | None) -> SimpleNamespace:
     headers = {"x-forwarded-for": xff} if xff is not None else {}
     return SimpleNamespace(client=SimpleNamespace(host=peer), headers=headers)

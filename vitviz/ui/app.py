@@ -141,7 +141,7 @@ def launch_options() -> dict:
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
         max_file_size=settings.max_upload_bytes(),
-        state_session_capacity=settings.get("VITVIZ_MAX_SESSIONS"),  # launch sets its own (10,000) otherwise
+        state_session_capacity=settings.max_sessions(),  # launch sets its own (10,000) otherwise
         share=False,
         **js.page(inline=False),  # the page module: a cached file whose tag serve.middleware() puts in the page
         css=css.page(),  # vitviz/ui/css/app.css
