@@ -7,6 +7,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 #: A checkout whose ``vitviz`` the benchmarks import instead of this one's (``bench/compare.py``
 #: sets it to time the same script on a "before" worktree and on this tree, side by side).
@@ -111,3 +112,18 @@ def peak_mib(fn: Callable[[], object]) -> float:
     with torch.inference_mode(), TensorMemoryTracker() as tracker:
         fn()
     return tracker.peak / 2**20
+
+
+#: The log line of the warm-up's last step (done or skipped), :mod:`vitviz.ui.warmup`.
+LAST_WARMUP_STEP = "warm-up (swin)"
+
+
+def warmed(log: Path, timeout: float = 120.0) -> float:
+    """Wait until the app's log shows its warm-up's last step (at most ``timeout`` s; an app without a warm-up
+    waits that long); returns the seconds waited. A measurement taken during the warm-up shares the cores with
+    it, so a figure "alone" taken then is not alone."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout and LAST_WARMUP_STEP not in log.read_text(errors="replace"):
+        time.sleep(0.2)
+    time.sleep(1.0)  # the last step's own tail
+    return time.perf_counter() - t0

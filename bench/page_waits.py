@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import APP_COMMAND, stop  # noqa: E402
+from common import APP_COMMAND, stop, warmed  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run"]
@@ -194,20 +194,6 @@ def tabs(page, url: str, photo: Path) -> dict[str, float]:  # noqa: ANN001
             out[f"{label} tab opened with the new photo: {what} shown"] = shown.get(what, float("nan")) / 1000
         out[f"{label} tab opened with the new photo"] = ms / 1000
     return out
-
-
-#: The log line of the warm-up's last step (done or skipped), :mod:`vitviz.ui.warmup`.
-LAST_WARMUP_STEP = "warm-up (swin)"
-
-
-def warmed(log: Path, timeout: float = 120.0) -> float:
-    """Wait until the app's log shows its warm-up's last step (at most ``timeout`` s; an app without a warm-up
-    waits that long); returns the seconds waited."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout and LAST_WARMUP_STEP not in log.read_text(errors="replace"):
-        time.sleep(0.2)
-    time.sleep(1.0)  # the last step's own tail
-    return time.perf_counter() - t0
 
 
 def run_tree(tree: Path, scenario: str, port: int, tmp: Path, extra_env: dict[str, str] | None = None,

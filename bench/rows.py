@@ -467,6 +467,9 @@ def run_app(root: Path, args: Any) -> dict[str, Any]:
             report["error"] = "the app did not start in time" if proc.poll() is None else "the app exited"
             return report
         report["start_s"] = round(time.monotonic() - t_start, 1)
+        from common import warmed
+
+        report["warm_up_wait_s"] = round(warmed(work / "app.log", timeout=args.start_seconds), 1)
         app = App(url)
         report["page_config_kb"] = round(len(app.http.get(url + "config").content) / 1000)
         visitor(app, 3, rng)  # warm: the model in memory
