@@ -383,7 +383,7 @@ def test_a_generator_run_that_fails_is_cancelled_or_is_dropped_between_yields_gi
 @cost(Cost.VIEW)
 def _steps(x: float):
     """A generator handler of a gated class: three yields; from the second on, it notes how many joins wait at the
-    door once one does (or a second has passed); with ``x`` 3 each later yield takes half a second instead."""
+    door once one does (or five seconds have passed); with ``x`` 3 each later yield takes half a second instead."""
     yield x
     for _ in range(2):
         if x == 3:
@@ -391,7 +391,7 @@ def _steps(x: float):
             time.sleep(0.5)
             yield x
             continue
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + 5.0
         while admission.ADMISSION.waiting(Cost.VIEW) < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         SEEN_WAITING.append(admission.ADMISSION.waiting(Cost.VIEW))
@@ -438,11 +438,12 @@ def test_through_the_served_app_a_generator_handler_holds_its_place_until_it_end
                 app_kwargs={"middleware": [Middleware(http.Hardening)]})
     url = f"http://127.0.0.1:{port}/"
     try:
-        generating = Client(url, verbose=False, headers={"X-Forwarded-For": "10.0.0.1"}).submit(1, api_name="/steps")
+        first, second = (Client(url, verbose=False, headers={"X-Forwarded-For": a}) for a in ("10.0.0.1", "10.0.0.2"))
+        generating = first.submit(1, api_name="/steps")
         deadline = time.monotonic() + 30
         while not gate.classes[Cost.VIEW].running and time.monotonic() < deadline:
             time.sleep(0.02)
-        other = Client(url, verbose=False, headers={"X-Forwarded-For": "10.0.0.2"}).submit(2, api_name="/record")
+        other = second.submit(2, api_name="/record")
         assert generating.result(timeout=30) == 1 and other.result(timeout=30) == 2
         assert SEEN_WAITING == [1, 1]  # the second join waited at the door through the generator's later yields
         assert gate._in_flight(Cost.VIEW) == 0 and gate.owners == {}
