@@ -64,3 +64,7 @@ def test_mask_names_are_those_of_masking():
     assert masking.PATTERNS is mask_names.PATTERNS
     assert masking.NESTED_PATTERNS is mask_names.NESTED_PATTERNS
     assert masking.MAX_RATIO == mask_names.MAX_RATIO
+    defined = {n for n, v in vars(masking).items()
+               if not n.startswith("_") and getattr(v, "__module__", None) == masking.__name__}
+    constants = {"BLOCK_MAX_SHARE", "HIDDEN_GREY", "MAX_RATIO", "NESTED_PATTERNS", "PATTERNS"}
+    assert set(masking.__all__) == defined | constants  # its public API: every function defined there, the limits

@@ -256,7 +256,7 @@ def test_a_run_of_an_address_with_other_calls_in_flight_is_crowding_and_its_view
         with gate.running(VIEW, "a2") as alone_now:  # its other call ended
             pass
         assert gate.owners == {}  # nothing remembered past the runs
-        return flooding, visitor, alone_now
+        return flooding.crowded, visitor.crowded, alone_now.crowded
 
     assert asyncio.run(scenario()) == (True, False, False)
     mark = admission.CROWDED.set(True)
@@ -292,3 +292,169 @@ def test_a_crowding_address_leaves_the_last_place_to_a_visitor_with_one_call(mon
         assert isinstance(await asyncio.wait_for(second, 2), int)
 
     asyncio.run(scenario())
+
+
+class _Fn:
+    """A block function as Gradio's method that runs an event sees it (only its concurrency group is read)."""
+
+    concurrency_id = VIEW
+
+
+def _generator_steps(gate: Admission, steps: int, fail_at: int | None = None):
+    """Gradio's method that runs an event, as :func:`.errors.in_sentences` wraps it, for a generator handler of
+    ``steps`` yields: called once per yield (``iterator`` set after the first), ``is_generating`` until the last;
+    the call ``fail_at`` raises. Returns the wrapped method and the in-flight count each call saw."""
+    from vitviz.ui.serve.errors import in_sentences
+
+    seen: list[int] = []
+
+    async def process_api(self, block_fn, inputs, state=None, request=None, iterator=None, session_hash=None,
+                          event_id=None, **kwargs):
+        seen.append(gate._in_flight(Cost.VIEW))
+        if fail_at is not None and len(seen) == fail_at:
+            raise ValueError("the handler's step failed")
+        return {"data": [len(seen)], "is_generating": len(seen) < steps, "iterator": "the handler's iterator"}
+
+    return in_sentences(process_api), seen
+
+
+def test_a_generator_run_holds_its_place_from_its_first_yield_to_its_last(monkeypatch):
+    """Gradio runs a generator handler's event with one call per yield: the run counts once, from the first call to
+    the last (a join waiting for the class's one place goes in only then), and steals no other event's place."""
+    async def scenario() -> None:
+        gate = Admission()
+        monkeypatch.setattr(admission, "ADMISSION", gate)
+        wrapped, seen = _generator_steps(gate, 3)
+        token = await gate.enter(Cost.VIEW, "10.0.0.1")
+        gate.named(Cost.VIEW, token, "gen")
+        waiter = asyncio.ensure_future(gate.enter(Cost.VIEW, "10.0.0.2"))
+        await _waiting(gate, Cost.VIEW, 1)
+        out = await wrapped(None, block_fn=_Fn(), inputs=[], iterator=None, event_id="gen")
+        assert out["is_generating"]
+        for _ in range(2):
+            await asyncio.sleep(0.15)  # the door's checks come and go: the place stays held
+            assert gate.waiting(Cost.VIEW) == 1 and not waiter.done()
+            out = await wrapped(None, block_fn=_Fn(), inputs=[], iterator="the handler's iterator", event_id="gen")
+        assert not out["is_generating"] and seen == [1, 1, 1]
+        assert isinstance(await asyncio.wait_for(waiter, 2), int)  # the generator ended: its place is free
+        assert gate._in_flight(Cost.VIEW) == 1 and gate.owners == {waiter.result(): "10.0.0.2"}
+
+    asyncio.run(scenario())
+
+
+def test_a_generator_run_that_fails_is_cancelled_or_is_dropped_between_yields_gives_its_place_back(monkeypatch):
+    monkeypatch.setattr(admission, "BETWEEN_S", 0.2)
+
+    async def scenario() -> None:
+        gate = Admission()
+        monkeypatch.setattr(admission, "ADMISSION", gate)
+        failing, _ = _generator_steps(gate, 3, fail_at=2)
+        await failing(None, block_fn=_Fn(), inputs=[], event_id="fails")
+        assert gate._in_flight(Cost.VIEW) == 1
+        with pytest.raises(gr.Error):
+            await failing(None, block_fn=_Fn(), inputs=[], iterator="it", event_id="fails")
+        assert gate._in_flight(Cost.VIEW) == 0
+
+        async def slow(self, *args, **kwargs):
+            await asyncio.sleep(10)
+
+        from vitviz.ui.serve.errors import in_sentences
+
+        cancelled, _ = _generator_steps(gate, 3)
+        await cancelled(None, block_fn=_Fn(), inputs=[], event_id="cancelled")
+        step = asyncio.ensure_future(in_sentences(slow)(None, block_fn=_Fn(), inputs=[], iterator="it",
+                                                        event_id="cancelled"))
+        await asyncio.sleep(0.05)
+        assert gate._in_flight(Cost.VIEW) == 1
+        step.cancel()  # the visitor stopped it (Gradio cancels the task)
+        with pytest.raises(asyncio.CancelledError):
+            await step
+        assert gate._in_flight(Cost.VIEW) == 0
+
+        dropped, _ = _generator_steps(gate, 3)
+        await dropped(None, block_fn=_Fn(), inputs=[], event_id="dropped")  # the client leaves: no next call
+        waiter = asyncio.ensure_future(gate.enter(Cost.VIEW, "10.0.0.2"))
+        assert isinstance(await asyncio.wait_for(waiter, 2), int)  # after BETWEEN_S the place is given back
+        assert gate._in_flight(Cost.VIEW) == 1
+
+    asyncio.run(scenario())
+
+
+@cost(Cost.VIEW)
+def _steps(x: float):
+    """A generator handler of a gated class: three yields; from the second on, it notes how many joins wait at the
+    door once one does (or five seconds have passed); with ``x`` 3 each later yield takes half a second instead."""
+    yield x
+    for _ in range(2):
+        if x == 3:
+            STOPPED_STEPS.append(x)
+            time.sleep(0.5)
+            yield x
+            continue
+        deadline = time.monotonic() + 5.0
+        while admission.ADMISSION.waiting(Cost.VIEW) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        SEEN_WAITING.append(admission.ADMISSION.waiting(Cost.VIEW))
+        time.sleep(0.1)
+        yield x
+
+
+SEEN_WAITING: list[int] = []
+STOPPED_STEPS: list[float] = []
+
+
+def test_through_the_served_app_a_generator_handler_holds_its_place_until_it_ends(monkeypatch):
+    """Gradio (the installed one) runs a gated generator handler's event with one call per yield: the door keeps a
+    second address's join waiting until the generator ends, then lets it in; nothing stays counted."""
+    from gradio_client import Client
+    from starlette.middleware import Middleware
+
+    from tools.appserver import free_port
+    from vitviz.ui.binder import Binder
+    from vitviz.ui.serve import contacts, http, limits
+
+    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
+    monkeypatch.setattr(limits, "JOINS", limits.Joins())
+    monkeypatch.setattr(http, "JOINS", limits.JOINS)
+    gate = Admission()
+    monkeypatch.setattr(admission, "ADMISSION", gate)
+    monkeypatch.setattr(http, "ADMISSION", gate)
+    contacts.install()
+    SEEN_WAITING.clear()
+    STOPPED_STEPS.clear()
+    with gr.Blocks() as demo:
+        ui = Binder()
+        ui.x, ui.out = gr.Number(), gr.Number()
+        gr.Button().click(_steps, [ui.x], [ui.out], concurrency_id=VIEW, concurrency_limit=1, api_name="steps",
+                          api_visibility="public")
+        limits.name_endpoint("steps", _steps)
+        gr.Button().click(**ui.bind(_record, "out", inputs=["x"], quick=False, api_name="record",
+                                    api_visibility="public"))
+    demo.queue(max_size=64, api_open=False)
+    monkeypatch.setattr(limits, "_SERVED", {})
+    limits.serve_events(demo.config)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": [Middleware(http.Hardening)]})
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        first, second = (Client(url, verbose=False, headers={"X-Forwarded-For": a}) for a in ("10.0.0.1", "10.0.0.2"))
+        generating = first.submit(1, api_name="/steps")
+        deadline = time.monotonic() + 30
+        while not gate.classes[Cost.VIEW].running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        other = second.submit(2, api_name="/record")
+        assert generating.result(timeout=30) == 1 and other.result(timeout=30) == 2
+        assert SEEN_WAITING == [1, 1]  # the second join waited at the door through the generator's later yields
+        assert gate._in_flight(Cost.VIEW) == 0 and gate.owners == {}
+        stopped = Client(url, verbose=False, headers={"X-Forwarded-For": "10.0.0.3"}).submit(3, api_name="/steps")
+        while not stopped.outputs() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stopped.cancel()  # the visitor stops it while its second yield computes (Gradio waits for that yield)
+        while gate._in_flight(Cost.VIEW) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert gate._in_flight(Cost.VIEW) == 0 and gate.owners == {}
+        time.sleep(0.6)
+        assert STOPPED_STEPS == [3]  # stopped: its last yield never ran
+    finally:
+        demo.close()

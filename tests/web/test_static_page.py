@@ -162,6 +162,29 @@ def test_no_request_leaves_the_folder(page, site):
         assert (folder / path).is_file(), r
 
 
+def test_where_workers_are_forbidden_the_model_runs_on_the_pages_thread(page, site):
+    """Served with a Content-Security-Policy that forbids workers, ONNX Runtime's proxy worker cannot start: the
+    page loads the model again on its own thread (``proxy`` false, 1 thread) and draws its panels."""
+    *_, browser = page
+    folder, _ = site
+    messages: list[str] = []
+    context = browser.new_context()  # a fresh profile: no service worker answers for this origin
+    try:
+        with serving_folder(folder, free_port(), headers={"Content-Security-Policy": "worker-src 'none'"}) as url:
+            pg = context.new_page()
+            pg.on("console", lambda m: messages.append(m.text))
+            pg.goto(url)
+            ready_or_failed = "document.body.dataset.ready === '1' || !!document.getElementById('error').textContent"
+            pg.wait_for_function(ready_or_failed, timeout=180_000)
+            assert not pg.inner_text("#error"), pg.inner_text("#error")
+            assert pg.evaluate("[window.maePage.stats.proxy, window.maePage.stats.threads]") == [False, 1]
+            assert any("worker did not start" in m for m in messages), messages  # the worker was tried, and failed
+            assert _rgb(pg.evaluate(READ_CANVAS, "reconstruction")).std() > 0
+            assert pg.inner_text("#psnr").split()[1][0].isdigit()
+    finally:
+        context.close()
+
+
 def test_the_page_opens_and_runs_offline_after_the_first_visit(page):
     """The service worker caches the folder's files: with the network off, a reload reconstructs again."""
     _, url, _, _, browser = page

@@ -26,7 +26,12 @@ import numpy as np
 import torch
 
 from .blocks import sample_rectangle
-from .mask_names import MAX_RATIO, NESTED_PATTERNS, PATTERNS  # noqa: F401 - re-exported; their home
+from .mask_names import MAX_RATIO, NESTED_PATTERNS, PATTERNS
+
+#: The mask names and limits are re-exported from :mod:`.mask_names` (their home, free of torch).
+__all__ = ["BLOCK_MAX_SHARE", "HIDDEN_GREY", "MAX_RATIO", "NESTED_PATTERNS", "PATTERNS", "block_order", "check_mask",
+           "check_pattern", "grid_mask", "make_mask", "mask_to_ids", "masked_image", "nested_block_mask",
+           "num_hidden", "paste_visible", "random_mask", "random_noise", "upsample_mask", "validate_ratio"]
 
 #: Grey of hidden patches in the encoder's view.
 HIDDEN_GREY = 128

@@ -36,7 +36,10 @@ from ..render.beit import (CodebookLayout, codebook_mosaic, confidence_map, corr
                            token_map)
 from ..render.mae import grid_overlay
 from .common import as_seed, model_label
-from .mae import model_note  # noqa: F401 - the BEiT tab's note on the picked model
+from .mae import model_note
+
+#: Re-exported: the BEiT tab's note on the picked model is the MAE tab's.
+__all__ = ["model_note"]
 
 TOKENIZER = "vq-tiny"
 BEIT_MODEL = "beit-tiny"

@@ -11,23 +11,26 @@ never for their backlog); and a *crowding* address's join (one whose address has
 waiting) may not take the last :data:`RESERVED` places, so a visitor with one call starts at once. Gradio's
 queue then holds at most :data:`SLACK` waiting events per class, so its order no longer matters.
 
-In flight is counted from both sides: :meth:`Admission.enter` adds an event when its join is let in (the door
-names it by its event id once Gradio answers: :meth:`Admission.named`), and each run of an event (Gradio's method
-that runs one, wrapped by :func:`.errors.in_sentences`, a contact) marks it running, from its inputs' checks to
-its outputs, and ends it (:meth:`Admission.running`). An event that never runs (Gradio refused the join, or the
-visitor closed the page and Gradio dropped it) is given back by the door when its join fails
-(:meth:`Admission.give_back`), else stops counting after :data:`UNSTARTED_S`. A waiting join re-checks every
-:data:`POLL_S`, and the door lets it in anyway after :data:`MAX_WAIT_S` (a counting error can slow a class, never
-stop it). A join that waits is part of the queue: past ``VITVIZ_MAX_QUEUE`` joins waiting or let in and not
-started, the next is refused unless its address has none waiting (so a full queue is no refusal for a visitor
-who waits for nothing: :meth:`Admission.enter`). A run with no join behind it (a direct call, MCP)
-counts while it runs.
+In flight is counted from both sides: :meth:`Admission.enter` adds an event when its join is let in (the door names
+it by its event id once Gradio answers: :meth:`Admission.named`), and each run of an event (Gradio's method that
+runs one, wrapped by :func:`.errors.in_sentences`, a contact) marks it running, from its inputs' checks to its
+outputs, and ends it (:meth:`Admission.running`). Gradio runs a generator handler's event with one such run per
+yield (the next one continues the handler's iterator): the event counts once, from its first run to the run that
+ends the generator (or fails, or is cancelled); between two runs it stays in flight, and a generator whose next run
+never comes (its client left between yields) stops counting after :data:`BETWEEN_S`. An event that never runs
+(Gradio refused the join, or the visitor closed the page and Gradio dropped it) is given back by the door when its
+join fails (:meth:`Admission.give_back`), else stops counting after :data:`UNSTARTED_S`. A waiting join re-checks
+every :data:`POLL_S`, and the door lets it in anyway after :data:`MAX_WAIT_S` (a counting error can slow a class,
+never stop it). A join that waits is part of the queue: past ``VITVIZ_MAX_QUEUE`` joins waiting or let in and not
+started, the next is refused unless its address has none waiting (so a full queue is no refusal for a visitor who
+waits for nothing: :meth:`Admission.enter`). A run with no join behind it (a direct call, MCP) counts while it
+runs.
 
 A run also learns whether its address is *crowding*: it has other calls of a gated class let in or waiting at
-the door (:meth:`Admission.running` yields it; :data:`CROWDED` holds it for the run's handler). With model
-work in worker processes, a crowding address's views run in the worker at the lowest OS priority
-(:mod:`.model_workers`), so a flood of one address's views neither stands in the view pool's line nor takes
-the cores from a visitor with one call (``bench/rows.py``'s rows 2 and 11).
+the door (:attr:`Run.crowded`, of :meth:`Admission.running`; :data:`CROWDED` holds it for the run's handler).
+With model work in worker processes, a crowding address's views run in the worker at the lowest OS priority
+(:mod:`.model_workers`), so a flood of one address's views neither stands in the view pool's line nor takes the
+cores from a visitor with one call (``bench/rows.py``'s rows 2 and 11).
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ SLACK = 0
 RESERVED = 1
 #: Seconds an event let in counts before it runs: longer means it was dropped without running.
 UNSTARTED_S = {Cost.VIEW: 10.0, Cost.HEAVY: 60.0}
+#: Seconds a generator's event counts between one of its runs and the next (Gradio starts the next at once; longer
+#: means it was dropped between yields).
+BETWEEN_S = 10.0
 #: Seconds between a waiting join's checks (the time passes; a dropped event stops counting).
 POLL_S = 1.0
 #: Seconds a join waits at most before it is let in whatever the count says.
@@ -82,13 +88,38 @@ class _Waiter:
 
 
 @dataclass
+class _Between:
+    """A generator's event between two of its runs: its token, since when, and whether its address crowds."""
+
+    token: int
+    since: float
+    crowded: bool
+
+
+@dataclass
 class _Class:
-    """One gated class: events let in and not running (token -> when), running (token), joins waiting."""
+    """One gated class: events let in and not running (token -> when), running (token), generators between two
+    runs, joins waiting."""
 
     unstarted: dict[int, float] = field(default_factory=dict)
     named: dict[str, int] = field(default_factory=dict)  # event id -> its token, while unstarted
     running: set[int] = field(default_factory=set)
+    between: dict[str, _Between] = field(default_factory=dict)  # event id -> its generator's run, between yields
     waiting: list[_Waiter] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """One run of an event, as :meth:`Admission.running` counts it.
+
+    Attributes:
+        crowded: whether the run's address is crowding (it has other events let in, running or waiting).
+        goes_on: set by the block when the run is one yield of a generator whose next yield Gradio runs next: the
+            event then stays in flight after the block, until the run that ends the generator.
+    """
+
+    crowded: bool = False
+    goes_on: bool = False
 
 
 class Refused(Exception):
@@ -168,36 +199,58 @@ class Admission:
                 state.named[event_id] = token
 
     @contextmanager
-    def running(self, group: str | None, event_id: str | None = None) -> Iterator[bool]:
-        """The block is one run of an event of concurrency group ``group``: the event let in as ``event_id``,
-        else the oldest of its class not running, else one with no join behind it, counts as running until
-        the block ends. A group not gated counts nothing. Yields whether the run's address is crowding (it has
-        other events let in, running or waiting at the door)."""
-        crowded = False
+    def running(self, group: str | None, event_id: str | None = None, continued: bool = False) -> Iterator[Run]:
+        """The block is one run of an event of concurrency group ``group``, and counts as running until it ends.
+        The event is, first, a generator's event ``event_id`` between two runs (``continued``: the run goes on
+        with the handler's iterator); else the event let in as ``event_id``; else (a first run) the oldest of
+        its class not running; else one with no join behind it (a continued run never takes another event's
+        place). A group not gated counts nothing. Yields the :class:`Run`; when the block sets its ``goes_on``
+        and ends without an exception, the event (with an id) stays in flight for its next run."""
+        run = Run()
         with self.lock:
-            found = next(((c, s.named.pop(event_id)) for c, s in self.classes.items()
-                          if event_id is not None and event_id in s.named), None)
-            c = found[0] if found else CLASSES.get(group or "")
-            if c not in self.classes:
-                c = None
-            else:
-                state = self.classes[c]
-                token = found[1] if found and found[1] in state.unstarted else min(
-                    state.unstarted, key=state.unstarted.__getitem__, default=None)
-                if token is None:
-                    token = next(self._tokens)
-                else:
-                    del state.unstarted[token]
-                state.running.add(token)
-                crowded = self._crowding(self.owners.get(token), token)
+            c, token = self._started(group, event_id, continued, run)
         try:
-            yield crowded
+            yield run
+        except BaseException:
+            run.goes_on = False  # failed or cancelled: the generator ends here
+            raise
         finally:
             if c is not None:
                 with self.lock:
+                    state = self.classes[c]
                     state.running.discard(token)
-                    self.owners.pop(token, None)
-                    self._release(c, time.monotonic())
+                    if run.goes_on and event_id is not None:
+                        state.between[event_id] = _Between(token, time.monotonic(), run.crowded)
+                    else:
+                        self.owners.pop(token, None)
+                        self._release(c, time.monotonic())
+
+    def _started(self, group: str | None, event_id: str | None, continued: bool,
+                 run: Run) -> tuple[Cost | None, int]:
+        """The class and token of a run starting now (:meth:`running`; the lock held), marked running; sets
+        ``run.crowded``."""
+        if continued and event_id is not None:
+            for c, state in self.classes.items():
+                held = state.between.pop(event_id, None)
+                if held is not None:
+                    state.running.add(held.token)
+                    run.crowded = held.crowded
+                    return c, held.token
+        found = next(((c, s.named.pop(event_id)) for c, s in self.classes.items()
+                      if event_id is not None and event_id in s.named), None)
+        c = found[0] if found else CLASSES.get(group or "")
+        if c not in self.classes:
+            return None, 0
+        state = self.classes[c]
+        token = found[1] if found and found[1] in state.unstarted else None if continued else min(
+            state.unstarted, key=state.unstarted.__getitem__, default=None)
+        if token is None:
+            token = next(self._tokens)
+        else:
+            del state.unstarted[token]
+        state.running.add(token)
+        run.crowded = self._crowding(self.owners.get(token), token)
+        return c, token
 
     def waiting(self, c: Cost) -> int:
         """Joins of class ``c`` waiting at the door now."""
@@ -220,7 +273,7 @@ class Admission:
 
     def _in_flight(self, c: Cost) -> int:
         state = self.classes[c]
-        return len(state.unstarted) + len(state.running)
+        return len(state.unstarted) + len(state.running) + len(state.between)
 
     def _queued(self) -> int:
         return sum(len(s.waiting) + len(s.unstarted) for s in self.classes.values())
@@ -230,6 +283,8 @@ class Admission:
             for token in [t for t, since in state.unstarted.items() if now - since > UNSTARTED_S[c]]:
                 del state.unstarted[token]
                 self.owners.pop(token, None)
+            for event_id in [e for e, held in state.between.items() if now - held.since > BETWEEN_S]:
+                self.owners.pop(state.between.pop(event_id).token, None)
             if len(state.named) > len(state.unstarted):
                 state.named = {e: t for e, t in state.named.items() if t in state.unstarted}
 

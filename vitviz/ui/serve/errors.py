@@ -41,7 +41,9 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original``, Gradio's method that runs an event (async), answering every failure that is not a
     ``gr.Error`` with :func:`sentence`; each run is counted by the door's admission while it lasts
     (:meth:`.admission.Admission.running`: from the inputs' checks to the outputs), and its handler sees whether
-    its address is crowding (:data:`.admission.CROWDED`)."""
+    its address is crowding (:data:`.admission.CROWDED`). A generator handler's event is run once per yield
+    (the method's ``iterator`` is set from the second run on, and its answer's ``is_generating`` says whether
+    another run follows): the admission counts the event once, until the run that ends the generator."""
     import gradio as gr
 
     from . import admission
@@ -53,13 +55,16 @@ def in_sentences(original: Callable[..., Any]) -> Callable[..., Any]:
     async def answering(self: Any, *args: Any, **kwargs: Any) -> Any:
         block_fn = kwargs.get("block_fn", args[0] if args else None)
         group = None if block_fn is None or isinstance(block_fn, int) else block_fn.concurrency_id  # its keyword
+        continued = kwargs.get("iterator") is not None  # a generator's next yield
         try:
-            with admission.ADMISSION.running(group, kwargs.get("event_id")) as crowded:
-                mark = admission.CROWDED.set(crowded)  # the handler's thread runs in a copy of this context
+            with admission.ADMISSION.running(group, kwargs.get("event_id"), continued) as run:
+                mark = admission.CROWDED.set(run.crowded)  # the handler's thread runs in a copy of this context
                 try:
-                    return await original(self, *args, **kwargs)
+                    output = await original(self, *args, **kwargs)
                 finally:
                     admission.CROWDED.reset(mark)
+                run.goes_on = isinstance(output, dict) and bool(output.get("is_generating"))
+                return output
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure outside a handler becomes a sentence

@@ -350,6 +350,11 @@ export function errorImage(errorMap, size, patch, peak) {
 /**
  * Load ONNX Runtime Web (WASM backend) and the graph.
  *
+ * Where the proxy worker cannot start (a Content-Security-Policy that forbids workers, a browser whose module
+ * workers fail), the graph is loaded again on the page's thread with 1 thread, and the answer says `proxy: false`:
+ * the page runs, only less smoothly. ONNX Runtime keeps a failed backend failed, so the retry imports a fresh
+ * instance of its module.
+ *
  * @param {string} vendorUrl  folder of ort.wasm.min.mjs and its WASM (absolute URL, ending in /)
  * @param {string} modelUrl   the .onnx file
  * @param {{proxy?: boolean, threads?: number}} options  `proxy`: run the graph in ONNX Runtime's worker, off
@@ -358,7 +363,6 @@ export function errorImage(errorMap, size, patch, peak) {
  * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, proxy: boolean, bytes: number}>}
  */
 export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
-  const ort = await import(vendorUrl + "ort.wasm.min.mjs");
   // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
   // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11 on a busy
   // machine; with the proxy worker, 1.3-1.4x faster than 1 thread at load 3.3 but half as fast from load 3.6 on
@@ -367,13 +371,35 @@ export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   const threads = options.threads
     ?? (self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1);
   const proxy = options.proxy ?? (typeof Worker === "function");
+  let bytes = await fetchModel(modelUrl);
+  const length = bytes.length;
+  try {
+    return await startSession(vendorUrl, "ort.wasm.min.mjs", bytes, size, threads, proxy, length);
+  } catch (err) {
+    if (!proxy) throw err;
+    console.warn(`ONNX Runtime's worker did not start (${err?.message || err}): the model runs on the page's thread`);
+    if (!bytes.byteLength) bytes = await fetchModel(modelUrl);  // the worker took the buffer before it failed
+    return startSession(vendorUrl, "ort.wasm.min.mjs?proxy=0", bytes, size, 1, false, length);
+  }
+}
+
+/** The .onnx file's bytes. */
+async function fetchModel(modelUrl) {
+  const response = await fetch(modelUrl);
+  if (!response.ok) throw new Error(`could not load the model (${response.status})`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+/**
+ * One instance of ONNX Runtime Web's module (`module`, in `vendorUrl`; another query string is another instance)
+ * set to `threads` and `proxy`, and a session of the graph `bytes` (which the proxy worker takes: transferred,
+ * not copied): the model as {@link loadModel} answers it.
+ */
+async function startSession(vendorUrl, module, bytes, size, threads, proxy, length) {
+  const ort = await import(vendorUrl + module);
   ort.env.wasm.wasmPaths = vendorUrl;
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = proxy;
-  const response = await fetch(modelUrl);
-  if (!response.ok) throw new Error(`could not load the model (${response.status})`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  const length = bytes.length;  // the proxy worker takes the buffer (transferred, not copied)
   const session = await ort.InferenceSession.create(bytes, {
     executionProviders: ["wasm"], graphOptimizationLevel: "all",
   });
