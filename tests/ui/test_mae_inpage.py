@@ -288,6 +288,8 @@ def test_the_camera_in_the_page_streams_with_no_server_request(app_url, tmp_path
     y4m = write_y4m(tmp_path / "pan.y4m", pan_frames(count=20))
     with sync_playwright() as p:
         browser, page, sent = _in_page(p, app_url, camera_args(y4m))
+        isolated, threads, cores = page.evaluate(THREADS)
+        path = page.inner_text("#mae-path")
         page.click("#mae-live-box button")  # open the live accordion
         page.wait_for_selector("#mae-inpage-live button", state="visible", timeout=60_000)
         time.sleep(1.0)  # anything the accordion's opening asked for is over
@@ -309,3 +311,43 @@ def test_the_camera_in_the_page_streams_with_no_server_request(app_url, tmp_path
     assert running["button"] == "Stop the camera" and running["drawn"], running
     assert "computed in your browser" in running["rate"], running
     assert int(frames) >= 8
+    # the page is cross-origin isolated (vitviz.ui.serve.http.PAGE_ISOLATION): the model runs the default threads
+    assert isolated is True
+    assert threads == max(1, min(4, cores - 1)) and f"WebAssembly, {threads} thread" in path, (threads, cores, path)
+
+
+#: Whether the page is cross-origin isolated, the in-page model's WASM threads, and the cores the browser reports.
+THREADS = """async () => [self.crossOriginIsolated, (await window.vitviz.inpage.load()).state.model.threads,
+  navigator.hardwareConcurrency]"""
+
+
+def test_threads_asked_in_the_address_run_and_a_frame_that_is_not_isolated_runs_one(app_url):
+    """``?threads=2`` runs the tab's model on two WebAssembly threads (the page is isolated) and computes there;
+    the app inside another site's frame that is not isolated (a Space on huggingface.co) computes on one thread."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser, page, sent = _in_page(p, app_url + "?threads=2")
+        isolated, threads, _ = page.evaluate(THREADS)
+        path = page.inner_text("#mae-path")
+        page.evaluate(SET, ["#mae-seed input", 4])
+        _settle(page, 147, 0)
+        assert sent == [], sent[:3]
+        framed = browser.new_page(viewport={"width": 1280, "height": 720})
+        framed.set_content(f"<iframe src='{app_url}' style='width:1260px;height:3000px;border:0'></iframe>")
+        frame = None
+        for _ in range(600):
+            frame = next((f for f in framed.frames if f.url.startswith(app_url)), None)
+            if frame is not None:
+                break
+            framed.wait_for_timeout(100)
+        assert frame is not None
+        frame.wait_for_selector("#mae-ratio input[type=range]", timeout=300_000)
+        frame.hover("#mae-ratio input[type=range]")
+        frame.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                                timeout=300_000)
+        in_frame = frame.evaluate(THREADS)
+        framed_path = frame.inner_text("#mae-path")
+        browser.close()
+    assert isolated is True and threads == 2 and "WebAssembly, 2 threads" in path, (isolated, threads, path)
+    assert in_frame[:2] == [False, 1] and "WebAssembly, 1 thread;" in framed_path, (in_frame, framed_path)
