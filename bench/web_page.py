@@ -31,7 +31,8 @@ the slider), which fetches mae-tiny for the page.
 ``--app URL --breakdown`` times one camera frame's stages in the page (normalise, the graph, the panels, the
 error map, drawing), on the photo the tab shows.
 
-``--app URL`` measures the app's MAE tab instead (an app already running at URL): once mae-tiny is in the
+``--app URL`` measures the app's MAE tab instead (an app already running at URL; ``URL?threads=2`` asks the tab's
+model for 2 WASM threads, which the app's cross-origin isolated page allows): once mae-tiny is in the
 page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
 and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
 ``bench/rows.py``'s attack ROW (e.g. ``"11 eight addresses together"``) against the same app during the
@@ -181,13 +182,18 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             f1, t1 = page.evaluate(f"Promise.all([{frames}, performance.now()])")
             load_after = os.getloadavg()
             ms = page.evaluate("(async () => (await window.vitviz.inpage.load()).state.camera.ms)()")
+            isolated, threads = page.evaluate("(async () => [self.crossOriginIsolated,"
+                                              " (await window.vitviz.inpage.load()).state.model.threads])()")
             page.click("#mae-inpage-live button")
             browser.close()
     if attacker is not None:
         attacker.terminate()
         attacker.wait(timeout=60)
     return {
-        "where": "the app's MAE tab, camera computed in the page (mae-tiny, 1 WASM thread: not cross-origin isolated)",
+        "where": "the app's MAE tab, camera computed in the page (mae-tiny)",
+        "url": url,
+        "isolated": isolated,
+        "threads": threads,
         "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
         "camera_frames_measured": f1 - f0,
         "fake_camera_fps": 30,
