@@ -58,7 +58,8 @@ def unfold(src: Path, out: Path) -> Path:
     inits = {i.name: i for i in proto.graph.initializer}
     keep, fp32 = [], []
     for node in proto.graph.node:
-        if node.op_type == "Cast" and node.input[0] in inits and inits[node.input[0]].data_type == onnx.TensorProto.FLOAT16:
+        source = inits.get(node.input[0]) if node.op_type == "Cast" else None
+        if source is not None and source.data_type == onnx.TensorProto.FLOAT16:
             half = numpy_helper.to_array(inits.pop(node.input[0]))
             fp32.append(numpy_helper.from_array(half.astype(np.float32), node.output[0]))
             continue

@@ -313,7 +313,8 @@ def test_the_camera_in_the_page_streams_with_no_server_request(app_url, tmp_path
     assert int(frames) >= 8
     # the page is cross-origin isolated (vitviz.ui.serve.http.PAGE_ISOLATION): the model runs the default threads
     assert isolated is True
-    assert threads == (max(1, cores) if cores <= 2 else min(4, cores - 1)) and f"WebAssembly, {threads} thread" in path, (threads, cores, path)
+    assert threads == (max(1, cores) if cores <= 2 else min(4, cores - 1)), (threads, cores)  # defaultThreads
+    assert f"WebAssembly, {threads} thread" in path, path
 
 
 #: Whether the page is cross-origin isolated, the in-page model's WASM threads, and the cores the browser reports.
