@@ -367,7 +367,7 @@ export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   // Threads need cross-origin isolation (the app's page and /in-browser/ are; a page framed by a site that is not,
   // such as a Space inside huggingface.co, gets 1). From 3 cores one stays with the page (camera, drawing, the
   // panels' arithmetic): cores - 1, at most 4. On 2 cores both: with the proxy worker the page's thread is nearly
-  // idle, and the tab's camera ran at 24.4-26.8 frames/s on 2 threads against 18.6-19.3 on 1 (load 2.4-4.2), though
+  // idle, and the tab's camera ran at 24.4-28.4 frames/s on 2 threads against 18.6-20.7 on 1 (load 1.5-4.2), though
   // at half of 1 thread's rate on a machine busy with other work (load 9-11: 7.3 and 10.5 against 12.8 and 18.5)
   // (bench/README.md, 2026-12-06 evening: the tab's camera with threads).
   const cores = navigator.hardwareConcurrency || 1;
