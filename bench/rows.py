@@ -197,7 +197,9 @@ def attackers(app: App, photo: str) -> tuple[dict[str, Any], dict[int, int]]:
             return
         with httpx.Client(timeout=600) as http:
             while not stop.is_set():
-                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0], address, http=http, stop=stop)
+                # attention_query's inputs: ..., row, col, then the photo's own shape (off) and its longer side
+                app.call(attn, [app.file(photo), "mae-tiny", "encoder", 0.0, k, 4, "cls", 0, 0, False, "224"],
+                         address, http=http, stop=stop)
 
     def row3(stop: threading.Event, k: int) -> None:
         with httpx.Client(timeout=600) as http:

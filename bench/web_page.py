@@ -168,11 +168,19 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             while page.evaluate(frames) < 3 and time.time() < deadline:
                 time.sleep(0.5)
             if flood:
+                # the attack's calls name a photo the app has: uploaded first (a local path is refused, as a
+                # file the server does not serve); its URL without the page's query (?threads=2)
+                sys.path.insert(0, str(ROOT / "bench"))
+                from rows import App
+
+                base = url.split("?")[0].rstrip("/") + "/"
+                photo = App(base).upload((ROOT / "assets" / "examples" / "chelsea.jpg").read_bytes(),
+                                         "10.9.0.1").json()[0]
                 attacker = subprocess.Popen([sys.executable, str(ROOT / "bench" / "rows.py"), "--attack", flood,
-                                             "--url", url, "--seconds", str(seconds + 10),
-                                             "--photo", str(ROOT / "assets" / "examples" / "chelsea.jpg")],
+                                             "--url", base, "--seconds", str(seconds + 10), "--photo", photo],
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                attacker.stdout.readline()  # "started"
+                if attacker.stdout.readline().strip() != "started":
+                    raise SystemExit(f"the flood {flood!r} did not start")
             time.sleep(3)
             sent: list[str] = []
             page.on("request", lambda r: sent.append(r.url) if r.url.startswith("http") else None)
