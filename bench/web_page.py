@@ -31,7 +31,8 @@ the slider), which fetches mae-tiny for the page.
 ``--app URL --breakdown`` times one camera frame's stages in the page (normalise, the graph, the panels, the
 error map, drawing), on the photo the tab shows.
 
-``--app URL`` measures the app's MAE tab instead (an app already running at URL): once mae-tiny is in the
+``--app URL`` measures the app's MAE tab instead (an app already running at URL; ``URL?threads=2`` asks the tab's
+model for 2 WASM threads, which the app's cross-origin isolated page allows): once mae-tiny is in the
 page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
 and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
 ``bench/rows.py``'s attack ROW (e.g. ``"11 eight addresses together"``) against the same app during the
@@ -82,8 +83,8 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False, sit
                              ready_ms=300_000) as (_, page):
                 first = page.evaluate("window.maePage.stats")
                 downloaded = dict(sizes)
-                page.evaluate(f"(r) => {{ const s = document.querySelector('#ratio'); s.value = r; "
-                              f"s.dispatchEvent(new Event('input')); }}", ratio)
+                page.evaluate("(r) => { const s = document.querySelector('#ratio'); s.value = r; "
+                              "s.dispatchEvent(new Event('input')); }", ratio)
                 page.click("#camera")
                 page.wait_for_function("window.maePage.stats.frames >= 3", timeout=120_000)
                 time.sleep(3)
@@ -167,11 +168,19 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             while page.evaluate(frames) < 3 and time.time() < deadline:
                 time.sleep(0.5)
             if flood:
+                # the attack's calls name a photo the app has: uploaded first (a local path is refused, as a
+                # file the server does not serve); its URL without the page's query (?threads=2)
+                sys.path.insert(0, str(ROOT / "bench"))
+                from rows import App
+
+                base = url.split("?")[0].rstrip("/") + "/"
+                photo = App(base).upload((ROOT / "assets" / "examples" / "chelsea.jpg").read_bytes(),
+                                         "10.9.0.1").json()[0]
                 attacker = subprocess.Popen([sys.executable, str(ROOT / "bench" / "rows.py"), "--attack", flood,
-                                             "--url", url, "--seconds", str(seconds + 10),
-                                             "--photo", str(ROOT / "assets" / "examples" / "chelsea.jpg")],
+                                             "--url", base, "--seconds", str(seconds + 10), "--photo", photo],
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                attacker.stdout.readline()  # "started"
+                if attacker.stdout.readline().strip() != "started":
+                    raise SystemExit(f"the flood {flood!r} did not start")
             time.sleep(3)
             sent: list[str] = []
             page.on("request", lambda r: sent.append(r.url) if r.url.startswith("http") else None)
@@ -181,13 +190,18 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             f1, t1 = page.evaluate(f"Promise.all([{frames}, performance.now()])")
             load_after = os.getloadavg()
             ms = page.evaluate("(async () => (await window.vitviz.inpage.load()).state.camera.ms)()")
+            isolated, threads = page.evaluate("(async () => [self.crossOriginIsolated,"
+                                              " (await window.vitviz.inpage.load()).state.model.threads])()")
             page.click("#mae-inpage-live button")
             browser.close()
     if attacker is not None:
         attacker.terminate()
         attacker.wait(timeout=60)
     return {
-        "where": "the app's MAE tab, camera computed in the page (mae-tiny, 1 WASM thread: not cross-origin isolated)",
+        "where": "the app's MAE tab, camera computed in the page (mae-tiny)",
+        "url": url,
+        "isolated": isolated,
+        "threads": threads,
         "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
         "camera_frames_measured": f1 - f0,
         "fake_camera_fps": 30,

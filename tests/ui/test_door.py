@@ -355,3 +355,39 @@ def test_layer_sliders_follow_the_model_for_api_clients():
         ratio.preprocess(5.0)  # a fixed range is still Gradio's to check
     with pytest.raises(gr.Error, match="finite"):
         layer.preprocess(float("inf"))
+
+
+def _door_headers(kind: bytes, extra: tuple = (), path: str = "/") -> dict:
+    """The headers the door sends for an app's answer of content type ``kind`` (and ``extra`` headers)."""
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind), *extra]})
+        await send({"type": "http.response.body", "body": b"x"})
+
+    sent: list[dict] = []
+
+    async def send(message):  # noqa: ANN001, ANN202
+        sent.append(message)
+
+    async def receive():  # noqa: ANN202
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [], "client": ("127.0.0.1", 1),
+             "query_string": b""}
+    asyncio.run(http.Hardening(app)(scope, receive, send))
+    return {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+
+
+def test_the_page_is_cross_origin_isolated_and_other_answers_are_left_alone():
+    """The app's HTML answers carry COOP same-origin and COEP credentialless (WASM threads for the in-page model);
+    a picture or JSON does not need them; the in-browser route's own require-corp is kept."""
+    page = _door_headers(b"text/html; charset=utf-8")
+    assert page["cross-origin-opener-policy"] == "same-origin"
+    assert page["cross-origin-embedder-policy"] == "credentialless"
+    assert page["x-content-type-options"] == "nosniff"
+    for kind in (b"image/png", b"application/json", b"text/javascript"):
+        assert "cross-origin-embedder-policy" not in _door_headers(kind)
+    own = _door_headers(b"text/html; charset=utf-8", ((b"cross-origin-opener-policy", b"same-origin"),
+                                                      (b"cross-origin-embedder-policy", b"require-corp")),
+                        "/in-browser/")
+    assert own["cross-origin-embedder-policy"] == "require-corp"

@@ -6,12 +6,14 @@ from __future__ import annotations
 import base64
 import io
 import os
+import time
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
+from tools.fake_camera import camera_args, pan_frames, write_y4m
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 
@@ -58,10 +60,11 @@ def _drag(page, y: float, x_from: float, x_to: float, steps: int) -> None:  # no
     page.mouse.up()
 
 
-def _in_page(p, app_url: str) -> tuple:  # noqa: ANN001
+def _in_page(p, app_url: str, args: list[str] | None = None) -> tuple:  # noqa: ANN001
     """A browser on the app once mae-tiny is in the page and has read the photo (the first view and sweep are the
-    server's: a new photo); the browser, the page, and the list of the app's requests from then on."""
-    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+    server's: a new photo); the browser, the page, and the list of the app's requests from then on. ``args``:
+    more Chromium switches (a fake camera)."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS + (args or []))
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(app_url)
     _want(page)
@@ -266,3 +269,86 @@ def test_a_seed_chosen_in_the_page_redraws_the_sweep_chart_there_and_the_path_li
     model = load_model("mae-tiny")
     want = [reconstruct(model, photo, mask_ratio=round(x) / 100, seed=3).masked_mse for x in chart["x"]]
     assert chart["y"] == pytest.approx(want, rel=0.02)
+
+
+#: The camera computed in the page (#mae-inpage-live): its rate line, its button, and whether its panels are drawn.
+CAMERA = """() => { const root = document.querySelector('#mae-inpage-live');
+  const drawn = (k) => root.querySelector('canvas[data-panel=' + k + ']').getContext('2d')
+    .getImageData(0, 0, 224, 224).data.some((v, i) => i % 4 !== 3 && v !== 0);
+  return {rate: root.querySelector('[data-rate]').textContent, button: root.querySelector('button').textContent,
+          drawn: ['original', 'masked', 'pasted', 'error'].every(drawn)}; }"""
+
+
+def test_the_camera_in_the_page_streams_with_no_server_request(app_url, tmp_path):
+    """The tab's camera on mae-tiny (Chromium's fake camera: a pan across a photo) reconstructs frame after frame
+    in the page and draws its four panels; while it runs, and once stopped, the page makes no request to the server.
+    No timing is asserted (bench/web_page.py --app measures the rate)."""
+    from playwright.sync_api import sync_playwright
+
+    y4m = write_y4m(tmp_path / "pan.y4m", pan_frames(count=20))
+    with sync_playwright() as p:
+        browser, page, sent = _in_page(p, app_url, camera_args(y4m))
+        isolated, threads, cores = page.evaluate(THREADS)
+        path = page.inner_text("#mae-path")
+        page.click("#mae-live-box button")  # open the live accordion
+        page.wait_for_selector("#mae-inpage-live button", state="visible", timeout=60_000)
+        time.sleep(1.0)  # anything the accordion's opening asked for is over
+        sent.clear()
+        page.click("#mae-inpage-live button")
+        page.wait_for_function("Number(document.body.dataset.vitvizInpageFrames || 0) >= 8"
+                               " && document.querySelector('#mae-inpage-live [data-rate]').textContent"
+                               ".includes('frames a second')", timeout=240_000)
+        running = page.evaluate(CAMERA)
+        page.click("#mae-inpage-live button")  # stop
+        page.wait_for_function("document.querySelector('#mae-inpage-live button').textContent.startsWith('Start')",
+                               timeout=60_000)
+        time.sleep(1.5)  # a frame in flight when stopped is finished
+        frames = page.evaluate("document.body.dataset.vitvizInpageFrames")
+        time.sleep(1.0)
+        assert page.evaluate("document.body.dataset.vitvizInpageFrames") == frames  # stopped: no more frames
+        assert sent == [], f"{len(sent)} requests reached the server while the camera ran: {sent[:3]}"
+        browser.close()
+    assert running["button"] == "Stop the camera" and running["drawn"], running
+    assert "computed in your browser" in running["rate"], running
+    assert int(frames) >= 8
+    # the page is cross-origin isolated (vitviz.ui.serve.http.PAGE_ISOLATION): the model runs the default threads
+    assert isolated is True
+    assert threads == (max(1, cores) if cores <= 2 else min(4, cores - 1)), (threads, cores)  # defaultThreads
+    assert f"WebAssembly, {threads} thread" in path, path
+
+
+#: Whether the page is cross-origin isolated, the in-page model's WASM threads, and the cores the browser reports.
+THREADS = """async () => [self.crossOriginIsolated, (await window.vitviz.inpage.load()).state.model.threads,
+  navigator.hardwareConcurrency]"""
+
+
+def test_threads_asked_in_the_address_run_and_a_frame_that_is_not_isolated_runs_one(app_url):
+    """``?threads=2`` runs the tab's model on two WebAssembly threads (the page is isolated) and computes there;
+    the app inside another site's frame that is not isolated (a Space on huggingface.co) computes on one thread."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser, page, sent = _in_page(p, app_url + "?threads=2")
+        isolated, threads, _ = page.evaluate(THREADS)
+        path = page.inner_text("#mae-path")
+        page.evaluate(SET, ["#mae-seed input", 4])
+        _settle(page, 147, 0)
+        assert sent == [], sent[:3]
+        framed = browser.new_page(viewport={"width": 1280, "height": 720})
+        framed.set_content(f"<iframe src='{app_url}' style='width:1260px;height:3000px;border:0'></iframe>")
+        frame = None
+        for _ in range(600):
+            frame = next((f for f in framed.frames if f.url.startswith(app_url)), None)
+            if frame is not None:
+                break
+            framed.wait_for_timeout(100)
+        assert frame is not None
+        frame.wait_for_selector("#mae-ratio input[type=range]", timeout=300_000)
+        frame.hover("#mae-ratio input[type=range]")
+        frame.wait_for_function("(document.querySelector('#mae-path') || {dataset: {}}).dataset.path === 'browser'",
+                                timeout=300_000)
+        in_frame = frame.evaluate(THREADS)
+        framed_path = frame.inner_text("#mae-path")
+        browser.close()
+    assert isolated is True and threads == 2 and "WebAssembly, 2 threads" in path, (isolated, threads, path)
+    assert in_frame[:2] == [False, 1] and "WebAssembly, 1 thread;" in framed_path, (in_frame, framed_path)

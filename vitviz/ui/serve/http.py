@@ -2,6 +2,9 @@
 
 * every response says ``X-Content-Type-Options: nosniff``, so an uploaded file served back is never
   sniffed into HTML or script by a browser;
+* the page (every HTML answer outside ``/in-browser/``, which sends its own) is cross-origin isolated
+  (:data:`PAGE_ISOLATION`): the MAE tab's in-page model (``vitviz/web/static/mae_tab.js``) may then run several
+  WebAssembly threads;
 * an upload carries one file, an image (or a video the live section plays), within the address's disk
   budget (:mod:`.uploads`), checked before Gradio writes anything;
 * every other request body is capped at ``VITVIZ_MAX_REQUEST`` (a queue join needs kilobytes), except a
@@ -122,6 +125,24 @@ async def _refuse(send: Send, status: int, text: str, kind: bytes = b"text/plain
     await _respond(send, status, text, kind)
 
 
+#: Headers that make the app's page cross-origin isolated (``self.crossOriginIsolated``), which WebAssembly threads
+#: need. COEP ``credentialless`` rather than ``require-corp``: a cross-origin file the page loads without CORS (none
+#: in the app itself: Gradio's fonts, Plotly and the in-browser model are the app's own) still loads, without the
+#: visitor's cookies, instead of needing a ``Cross-Origin-Resource-Policy`` header. Where the page is embedded in
+#: another site's frame (a Hugging Face Space inside huggingface.co, which is not isolated) the frame is not isolated
+#: either: the tab then runs its model on one thread, as it did before these headers.
+PAGE_ISOLATION = ((b"cross-origin-opener-policy", b"same-origin"), (b"cross-origin-embedder-policy", b"credentialless"))
+
+
+def _isolated(headers: list) -> list:
+    """An HTML answer's headers with :data:`PAGE_ISOLATION` added (unless it says its own: ``/in-browser/``)."""
+    names = {k.lower() for k, _ in headers}
+    kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+    if not kind.lower().startswith(b"text/html") or b"cross-origin-embedder-policy" in names:
+        return headers
+    return [*headers, *(h for h in PAGE_ISOLATION if h[0] not in names)]
+
+
 class Hardening:
     """ASGI middleware: the door (the module's text)."""
 
@@ -136,7 +157,7 @@ class Hardening:
         async def nosniff(message: Message) -> None:
             if message.get("type") == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-content-type-options"]
-                message["headers"] = [*headers, (b"x-content-type-options", b"nosniff")]
+                message["headers"] = _isolated([*headers, (b"x-content-type-options", b"nosniff")])
             await send(message)
 
         if long_session(scope):

@@ -3,8 +3,8 @@
 The app then offers the MAE that runs in the visitor's browser (``/in-browser/``) beside its own tabs,
 with no server work after the files are sent. Its responses carry ``Cross-Origin-Opener-Policy:
 same-origin`` and ``Cross-Origin-Embedder-Policy: require-corp``, so the page is cross-origin isolated
-and ONNX Runtime Web runs several WebAssembly threads; only this route's responses carry them (the
-Gradio page keeps its own headers). Every file carries an ``ETag`` (a digest of its bytes) with
+and ONNX Runtime Web runs several WebAssembly threads (the Gradio page is isolated too, with COEP
+``credentialless``: :data:`vitviz.ui.serve.http.PAGE_ISOLATION`). Every file carries an ``ETag`` (a digest of its bytes) with
 ``Cache-Control: no-cache``: a returning visitor's browser asks again and gets ``304 Not Modified`` instead
 of the model and the runtime again (26.7 MB). Everything else is passed on untouched.
 """

@@ -347,6 +347,11 @@ export function errorImage(errorMap, size, patch, peak) {
   return out;
 }
 
+/** WASM threads for a cross-origin isolated page on `cores` cores: all of 1 or 2, else cores - 1, at most 4. */
+export function defaultThreads(cores) {
+  return cores <= 2 ? Math.max(1, cores) : Math.min(4, cores - 1);
+}
+
 /**
  * Load ONNX Runtime Web (WASM backend) and the graph.
  *
@@ -359,17 +364,18 @@ export function errorImage(errorMap, size, patch, peak) {
  * @param {string} modelUrl   the .onnx file
  * @param {{proxy?: boolean, threads?: number}} options  `proxy`: run the graph in ONNX Runtime's worker, off
  *   the page's thread (default: yes, where the browser has module workers); `threads`: WASM threads (default:
- *   `cores - 1`, at most 4, when the page is cross-origin isolated; else 1)
+ *   `defaultThreads(cores)` when the page is cross-origin isolated; else 1)
  * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, proxy: boolean, bytes: number}>}
  */
 export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
-  // Threads need cross-origin isolation. One core stays with the page (camera, drawing, the panels'
-  // arithmetic): on 2 cores, 2 threads ran the camera at 6.6-7.4 frames/s against 1 thread's 10-11 on a busy
-  // machine; with the proxy worker, 1.3-1.4x faster than 1 thread at load 3.3 but half as fast from load 3.6 on
-  // (bench/README.md, 2026-12-06: the in-page camera).
+  // Threads need cross-origin isolation (the app's page and /in-browser/ are; a page framed by a site that is not,
+  // such as a Space inside huggingface.co, gets 1). From 3 cores one stays with the page (camera, drawing, the
+  // panels' arithmetic): cores - 1, at most 4. On 2 cores both: with the proxy worker the page's thread is nearly
+  // idle, and the tab's camera ran at 24.4-28.4 frames/s on 2 threads against 18.6-20.7 on 1 (load 1.5-4.2), though
+  // at half of 1 thread's rate on a machine busy with other work (load 9-11: 7.3 and 10.5 against 12.8 and 18.5)
+  // (bench/README.md, 2026-12-06 evening: the tab's camera with threads).
   const cores = navigator.hardwareConcurrency || 1;
-  const threads = options.threads
-    ?? (self.crossOriginIsolated ? Math.max(1, Math.min(4, cores - 1)) : 1);
+  const threads = options.threads ?? (self.crossOriginIsolated ? defaultThreads(cores) : 1);
   const proxy = options.proxy ?? (typeof Worker === "function");
   let bytes = await fetchModel(modelUrl);
   const length = bytes.length;

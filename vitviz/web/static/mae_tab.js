@@ -43,7 +43,13 @@ export function create() {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     state.config = await (await fetch(base + "config.json")).json();
     state.tables = await (await fetch(base + "masks.json")).json();
-    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size);
+    // ?threads=N&proxy=0|1 on the app's address override loadModel's defaults (as on the static page; for
+    // benchmarks: bench/web_page.py --app URL?threads=2).
+    const query = new URL(window.location.href).searchParams;
+    const options = {};
+    if (query.has("threads")) options.threads = Math.max(1, Math.min(16, Math.floor(Number(query.get("threads"))) || 1));
+    if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
+    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size, options);
   })().catch((err) => { state.error = String(err.message || err); })
     .finally(() => { document.body.dataset.vitvizInpage = state.model ? "ready" : "off"; });  // for tests
   // The model's view is read as soon as the server shows it, so a later change waits on nothing.
@@ -265,6 +271,7 @@ export function create() {
           canvas("error").putImageData(new ImageData(errorPanel(out, mask, size, patch), size, size), 0, 0);
           cam.frames += 1;
           cam.ms = performance.now() - t0;
+          document.body.dataset.vitvizInpageFrames = String(cam.frames);  // for tests: frames drawn so far
         },
       };
     }, (fps) => {
