@@ -298,10 +298,10 @@ def encoder_help(config: MAEConfig = MAE_TINY_CONFIG, name: str = "mae-tiny") ->
 
 
 def sweep_stops(image: Any, model_name: str, seed: int, pattern: str,
-                progress: Callable[[float], Any] | None = None) -> tuple[go.Figure, list, dict]:
-    """Every slider stop in batched passes (cached) -> the chart, the thumbnails and the chart's data."""
+                progress: Callable[[float], Any] | None = None) -> None:
+    """Every slider stop in batched passes, into the sweep cache; :func:`sweep_outputs` then draws them (built
+    once, by the caller that keeps them: the chart and thumbnails are most of a cached sweep's time)."""
     sweep(load_model(model_name), image, seed, pattern, STOPS, progress=progress)
-    return sweep_outputs(image, model_name, seed, pattern)
 
 
 def sweep_outputs(image: Any, model_name: str, seed: int, pattern: str) -> tuple[go.Figure, list, dict]:
