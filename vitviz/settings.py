@@ -274,8 +274,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "Reverse proxies in front of the app whose X-Forwarded-For is trusted to name the client; "
             "auto: 1 on a Hugging Face Space, else 0 (the socket peer is the client)."),
     Setting("VITVIZ_MAX_SESSIONS", "auto", _auto_int(10, 10**6),
-            "Browser sessions whose state the app keeps (the least recently used go first); auto: 300 on a "
-            "public host, else 1000."),
+            "Browser sessions whose state the app keeps (the least recently used go first); auto: 300 on a public host, else 1000."),  # noqa: E501
     Setting("VITVIZ_LIVE_STREAMS", "auto", _auto_int(1, 64),
             "Live-camera streams (the MAE tab's live section) computed at once, each in its own slot beside "
             "the other requests; one per browser session always. auto: 1 on a public host, else 2."),
@@ -428,19 +427,6 @@ def threads() -> int:
     gives each model call its share, vitviz.ui.serve.threads)."""
     value = get("VITVIZ_THREADS")
     return value if value is not None else max(1, os.cpu_count() or 1)
-
-
-#: The sessions a public host keeps when VITVIZ_MAX_SESSIONS is auto: each holds Gradio's copy of the page's
-#: tables and its inputs' last values (about 60 kB, bench/session_memory.py), so the server's memory stops growing
-#: at 300 sessions; a session dropped for a newer one keeps working, with its remembered picks (a point, a
-#: painted mask) back at their first values.
-PUBLIC_MAX_SESSIONS = 300
-
-
-def max_sessions() -> int:
-    """``VITVIZ_MAX_SESSIONS`` (auto: :data:`PUBLIC_MAX_SESSIONS` on a public host, else 1000)."""
-    value = get("VITVIZ_MAX_SESSIONS")
-    return value if value is not None else (PUBLIC_MAX_SESSIONS if public() else 1000)
 
 
 def trusted_proxies() -> int:

@@ -141,7 +141,9 @@ def launch_options() -> dict:
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))),
         max_file_size=settings.max_upload_bytes(),
-        state_session_capacity=settings.max_sessions(),  # launch sets its own (10,000) otherwise
+        # launch sets its own (10,000) otherwise; auto: 300 on a public host, where each kept session's ~60 kB
+        # (Gradio's per-session tables, its inputs' last values; bench/session_memory.py) adds up
+        state_session_capacity=settings.get("VITVIZ_MAX_SESSIONS") or (300 if settings.public() else 1000),
         share=False,
         **js.page(inline=False),  # the page module: a cached file whose tag serve.middleware() puts in the page
         css=css.page(),  # vitviz/ui/css/app.css
