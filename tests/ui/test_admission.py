@@ -176,10 +176,10 @@ def _record(x: float) -> float:
 STARTS: list[float] = []
 
 
-def test_through_the_served_app_a_visitor_waits_for_no_flooders_backlog(monkeypatch):
-    """A served app behind the door: one address keeps eight joins waiting; a second address's join runs after
-    at most the events already let in (room), not after the backlog."""
-    from gradio_client import Client
+def _served(monkeypatch, events) -> tuple:  # noqa: ANN001
+    """A launched app behind the door with a fresh admission (Gradio's run counted, as the app's serve.install
+    does): ``events(ui)`` registers its events on a Binder with a number ``x`` and ``out``. Returns
+    ``(demo, url, gate)``; the caller closes ``demo``."""
     from starlette.middleware import Middleware
 
     from tools.appserver import free_port
@@ -192,20 +192,33 @@ def test_through_the_served_app_a_visitor_waits_for_no_flooders_backlog(monkeypa
     gate = Admission()
     monkeypatch.setattr(admission, "ADMISSION", gate)
     monkeypatch.setattr(http, "ADMISSION", gate)
-    contacts.install()  # Gradio's method that runs an event, counted by the admission (the app's serve.install)
-    STARTS.clear()
+    contacts.install()
     with gr.Blocks() as demo:
         ui = Binder()
         ui.x, ui.out = gr.Number(), gr.Number()
-        gr.Button().click(**ui.bind(_record, "out", inputs=["x"], quick=False, api_name="record",
-                                    api_visibility="public"))
+        events(ui)
     demo.queue(max_size=64, api_open=False)
     monkeypatch.setattr(limits, "_SERVED", {})
     limits.serve_events(demo.config)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 app_kwargs={"middleware": [Middleware(http.Hardening)]})
-    url, stop = f"http://127.0.0.1:{port}/", threading.Event()
+    return demo, f"http://127.0.0.1:{port}/", gate
+
+
+def test_through_the_served_app_a_visitor_waits_for_no_flooders_backlog(monkeypatch):
+    """A served app behind the door: one address keeps eight joins waiting; a second address's join runs after
+    at most the events already let in (room), not after the backlog."""
+    from gradio_client import Client
+
+    STARTS.clear()
+
+    def events(ui) -> None:  # noqa: ANN001
+        gr.Button().click(**ui.bind(_record, "out", inputs=["x"], quick=False, api_name="record",
+                                    api_visibility="public"))
+
+    demo, url, gate = _served(monkeypatch, events)
+    stop = threading.Event()
     try:
         def flood() -> None:
             client = Client(url, verbose=False, headers={"X-Forwarded-For": "10.9.9.9"})
@@ -407,36 +420,20 @@ def test_through_the_served_app_a_generator_handler_holds_its_place_until_it_end
     """Gradio (the installed one) runs a gated generator handler's event with one call per yield: the door keeps a
     second address's join waiting until the generator ends, then lets it in; nothing stays counted."""
     from gradio_client import Client
-    from starlette.middleware import Middleware
 
-    from tools.appserver import free_port
-    from vitviz.ui.binder import Binder
-    from vitviz.ui.serve import contacts, http, limits
+    from vitviz.ui.serve import limits
 
-    monkeypatch.setenv("VITVIZ_TRUSTED_PROXIES", "1")
-    monkeypatch.setattr(limits, "JOINS", limits.Joins())
-    monkeypatch.setattr(http, "JOINS", limits.JOINS)
-    gate = Admission()
-    monkeypatch.setattr(admission, "ADMISSION", gate)
-    monkeypatch.setattr(http, "ADMISSION", gate)
-    contacts.install()
     SEEN_WAITING.clear()
     STOPPED_STEPS.clear()
-    with gr.Blocks() as demo:
-        ui = Binder()
-        ui.x, ui.out = gr.Number(), gr.Number()
+
+    def events(ui) -> None:  # noqa: ANN001
         gr.Button().click(_steps, [ui.x], [ui.out], concurrency_id=VIEW, concurrency_limit=1, api_name="steps",
                           api_visibility="public")
         limits.name_endpoint("steps", _steps)
         gr.Button().click(**ui.bind(_record, "out", inputs=["x"], quick=False, api_name="record",
                                     api_visibility="public"))
-    demo.queue(max_size=64, api_open=False)
-    monkeypatch.setattr(limits, "_SERVED", {})
-    limits.serve_events(demo.config)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                app_kwargs={"middleware": [Middleware(http.Hardening)]})
-    url = f"http://127.0.0.1:{port}/"
+
+    demo, url, gate = _served(monkeypatch, events)
     try:
         first, second = (Client(url, verbose=False, headers={"X-Forwarded-For": a}) for a in ("10.0.0.1", "10.0.0.2"))
         generating = first.submit(1, api_name="/steps")

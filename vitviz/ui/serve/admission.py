@@ -242,8 +242,10 @@ class Admission:
         if c not in self.classes:
             return None, 0
         state = self.classes[c]
-        token = found[1] if found and found[1] in state.unstarted else None if continued else min(
-            state.unstarted, key=state.unstarted.__getitem__, default=None)
+        if found and found[1] in state.unstarted:
+            token = found[1]
+        else:  # a first run takes the oldest let in; a continued one never takes another event's place
+            token = None if continued else min(state.unstarted, key=state.unstarted.__getitem__, default=None)
         if token is None:
             token = next(self._tokens)
         else:

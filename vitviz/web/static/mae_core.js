@@ -347,6 +347,19 @@ export function errorImage(errorMap, size, patch, peak) {
   return out;
 }
 
+/**
+ * {@link loadModel}'s options asked for by a page's address: `?threads=N` (1-16) and `?proxy=0|1` override its
+ * defaults, for benchmarks (bench/web_page.py: `--compare SITE?threads=2`, `--app URL?threads=2`).
+ * @param {string} search  the address's query string (`location.search`)
+ */
+export function modelOptions(search) {
+  const query = new URLSearchParams(search);
+  const options = {};
+  if (query.has("threads")) options.threads = Math.max(1, Math.min(16, Math.floor(Number(query.get("threads"))) || 1));
+  if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
+  return options;
+}
+
 /** WASM threads for a cross-origin isolated page on `cores` cores: all of 1 or 2, else cores - 1, at most 4. */
 export function defaultThreads(cores) {
   return cores <= 2 ? Math.max(1, cores) : Math.min(4, cores - 1);

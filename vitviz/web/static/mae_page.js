@@ -1,6 +1,7 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
 import {
-  cameraLoop, errorPanel, loadModel, makeMask, reconstructOnce, squareView as drawSquare, startReconstruction,
+  cameraLoop, errorPanel, loadModel, makeMask, modelOptions, reconstructOnce, squareView as drawSquare,
+  startReconstruction,
 } from "./mae_core.js";
 
 const $ = (id) => document.getElementById(id);
@@ -202,12 +203,7 @@ let model = null;
 const t0 = performance.now();
 window.maePage.ready = (async () => {
   try {
-    // ?threads=N&proxy=0|1 override the defaults (for benchmarks: bench/web_page.py --variant).
-    const query = new URLSearchParams(location.search);
-    const options = {};
-    if (query.has("threads")) options.threads = Number(query.get("threads"));
-    if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
-    model = await loadModel(base + "vendor/", base + config.model, size, options);
+    model = await loadModel(base + "vendor/", base + config.model, size, modelOptions(location.search));
     stats.proxy = model.proxy;
     stats.modelBytes = model.bytes;
     stats.threads = model.threads;

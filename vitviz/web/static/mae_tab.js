@@ -5,8 +5,8 @@
 // Anything else (another model, a comparison, a seed the page carries no mask for, a browser without
 // WebAssembly) returns null: the caller then uses the server.
 import {
-  cameraLoop, errorPanel, loadModel, makeMask, maskCode, originalPanel, paintStroke, reconstructOnce, squareView,
-  startReconstruction,
+  cameraLoop, errorPanel, loadModel, makeMask, maskCode, modelOptions, originalPanel, paintStroke, reconstructOnce,
+  squareView, startReconstruction,
 } from "./mae_core.js";
 
 const base = new URL("./", import.meta.url).href;
@@ -43,13 +43,8 @@ export function create() {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     state.config = await (await fetch(base + "config.json")).json();
     state.tables = await (await fetch(base + "masks.json")).json();
-    // ?threads=N&proxy=0|1 on the app's address override loadModel's defaults (as on the static page; for
-    // benchmarks: bench/web_page.py --app URL?threads=2).
-    const query = new URL(window.location.href).searchParams;
-    const options = {};
-    if (query.has("threads")) options.threads = Math.max(1, Math.min(16, Math.floor(Number(query.get("threads"))) || 1));
-    if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
-    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size, options);
+    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size,
+                                  modelOptions(window.location.search));
   })().catch((err) => { state.error = String(err.message || err); })
     .finally(() => { document.body.dataset.vitvizInpage = state.model ? "ready" : "off"; });  // for tests
   // The model's view is read as soon as the server shows it, so a later change waits on nothing.
