@@ -144,7 +144,7 @@ def compare(variants: list[str], rounds: int, seconds: float, ratio: float, isol
                                               "cpus": os.cpu_count()}
 
 
-def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None) -> dict:
+def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None, flood_nice: int = 0) -> dict:
     """The app's MAE tab camera computed in the page (see the module docstring)."""
     from playwright.sync_api import sync_playwright
 
@@ -178,7 +178,8 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
                                          "10.9.0.1").json()[0]
                 attacker = subprocess.Popen([sys.executable, str(ROOT / "bench" / "rows.py"), "--attack", flood,
                                              "--url", base, "--seconds", str(seconds + 10), "--photo", photo],
-                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                            preexec_fn=(lambda: os.nice(flood_nice)) if flood_nice else None)
                 if attacker.stdout.readline().strip() != "started":
                     raise SystemExit(f"the flood {flood!r} did not start")
             time.sleep(3)
@@ -208,6 +209,7 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
         "last_frame_ms": round(ms, 1),
         "requests_during_measurement": len(sent),
         "flood": flood,
+        "flood_client_nice": flood_nice if flood else None,
         "ratio": ratio,
         "seconds": seconds,
         "loadavg_before": [round(x, 2) for x in load_before],
@@ -306,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP: WASM threads")
     ap.add_argument("--app", help="measure the app's MAE tab at this URL (an app already running) instead")
     ap.add_argument("--flood", help="with --app: bench/rows.py's attack row run against the app meanwhile")
+    ap.add_argument("--flood-nice", type=int, default=0,
+                    help="with --flood: OS priority added to the attack's client process (its clients are other "
+                         "machines on a real host; here they share the page's cores)")
     ap.add_argument("--page-bytes", action="store_true",
                     help="with --app: bytes a page load downloads, idle for --seconds, then after the first intent")
     ap.add_argument("--breakdown", action="store_true", help="with --app: where a camera frame's time goes")
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_page_bytes(args.app, args.seconds), indent=1))
         return 0
     if args.app:
-        print(json.dumps(measure_app(args.app, args.seconds, args.ratio, args.flood), indent=1))
+        print(json.dumps(measure_app(args.app, args.seconds, args.ratio, args.flood, args.flood_nice), indent=1))
         return 0
     print(json.dumps(measure(args.port or free_port(), args.seconds, args.ratio, args.isolated), indent=1))
     return 0
