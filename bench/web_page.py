@@ -102,6 +102,7 @@ def measure(port: int, seconds: float, ratio: float, isolated: bool = False, sit
         "wasm_bytes": sum(v for k, v in downloaded.items() if k.endswith(".wasm")),
         "isolated": isolated,
         "threads": first["threads"],
+        "lanes": first.get("lanes"),
         "proxy": first.get("proxy"),
         "query": query,
         "model_ready_ms": round(first["loadMs"]),
@@ -138,7 +139,7 @@ def compare(variants: list[str], rounds: int, seconds: float, ratio: float, isol
                   file=sys.stderr, flush=True)
     return {label: {"camera_fps": [m["camera_fps"] for m in ms],
                     "page_ms_per_frame_median": [m["page_ms_per_frame_median"] for m in ms],
-                    "threads": ms[0]["threads"], "proxy": ms[0]["proxy"],
+                    "threads": ms[0]["threads"], "lanes": ms[0].get("lanes"), "proxy": ms[0]["proxy"],
                     "loadavg_1min_before_after": [[m["loadavg_before"][0], m["loadavg_after"][0]] for m in ms]}
             for label, ms in runs.items()} | {"rounds": rounds, "seconds": seconds, "isolated": isolated,
                                               "cpus": os.cpu_count()}
@@ -191,8 +192,9 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
             f1, t1 = page.evaluate(f"Promise.all([{frames}, performance.now()])")
             load_after = os.getloadavg()
             ms = page.evaluate("(async () => (await window.vitviz.inpage.load()).state.camera.ms)()")
-            isolated, threads = page.evaluate("(async () => [self.crossOriginIsolated,"
-                                              " (await window.vitviz.inpage.load()).state.model.threads])()")
+            isolated, threads, lanes = page.evaluate(
+                "(async () => { const m = (await window.vitviz.inpage.load()).state.model;"
+                " return [self.crossOriginIsolated, m.threads, m.lanes]; })()")
             page.click("#mae-inpage-live button")
             browser.close()
     if attacker is not None:
@@ -203,6 +205,7 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
         "url": url,
         "isolated": isolated,
         "threads": threads,
+        "lanes": lanes,
         "camera_fps": round((f1 - f0) * 1000 / (t1 - t0), 2),
         "camera_frames_measured": f1 - f0,
         "fake_camera_fps": 30,

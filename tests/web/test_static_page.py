@@ -153,6 +153,41 @@ def test_fake_camera_streams_through_the_model(page):
     assert pg.inner_text("#camera") == "Start camera" and not errors
 
 
+def test_two_lanes_run_frames_side_by_side_with_the_same_predictions(page, site):
+    """``?lanes=2``: two instances of ONNX Runtime, each with its own worker. Two graphs asked for at once go one to
+    each lane and give the same predictions (lane 0's are checked against the library above), and the camera keeps
+    both lanes busy."""
+    *_, browser = page
+    folder, url = site
+    context = browser.new_context()  # a fresh profile: the page's own model load, with the address's options
+    try:
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(url + "?lanes=2")
+        pg.wait_for_selector("body[data-ready='1']", timeout=180_000)
+        assert pg.evaluate("[window.maePage.stats.lanes, window.maePage.stats.threads]") == [2, 1]
+        assert "in each of 2 workers" in pg.inner_text("#status")
+        same, calls = pg.evaluate("""async () => {
+          const m = window.maePage.model;
+          const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i / 97));
+          const visible = () => BigInt64Array.from([0n, 5n, 17n, 40n, 101n, 150n, 195n]);
+          const before = [...m.calls];
+          const [a, b] = await Promise.all([m.run(image.slice(), visible()), m.run(image.slice(), visible())]);
+          return [a.length > 0 && a.every((v, i) => v === b[i]), m.calls.map((c, k) => c - before[k])];
+        }""")
+        assert calls == [1, 1] and same
+        before = pg.evaluate("[...window.maePage.model.calls]")
+        pg.click("#camera")
+        pg.wait_for_function("window.maePage.stats.frames >= 8", timeout=120_000)
+        pg.click("#camera")
+        after = pg.evaluate("[...window.maePage.model.calls]")
+        assert all(a - b >= 2 for a, b in zip(after, before)), (before, after)  # both lanes ran frames
+        assert not errors and not pg.inner_text("#error")
+    finally:
+        context.close()
+
+
 def test_no_request_leaves_the_folder(page, site):
     pg, url, requests, _, _ = page
     folder, _ = site

@@ -260,20 +260,22 @@ export function squareView(canvas, source, width, height, size) {
 /**
  * Every frame the camera delivers, reconstructed back to back: `step(video)` captures the newest frame and starts
  * its graph, returning `{graph, finish}` (`graph` a promise settled when the graph is done, `finish()` drawing the
- * frame). One graph runs at a time; while it runs, the previous frame is finished (its panels and drawing, on the
- * page's thread while the graph runs in ONNX Runtime's worker). A frame that arrived while the page was busy is
- * taken at once, without waiting for the next one. `onRate(fps)` about once a second with the frames drawn over
- * that second. Runs while `going()`.
+ * frame). Up to `inFlight` graphs run at once (one per lane of the model: {@link loadModel}); while they run, the
+ * frames whose graphs are done are finished, oldest first (their panels and drawing, on the page's thread while the
+ * graphs run in ONNX Runtime's workers), so frames are drawn in the order they were captured. A frame that arrived
+ * while the page was busy is taken at once, without waiting for the next one. `onRate(fps)` about once a second
+ * with the frames drawn over that second. Runs while `going()`.
  */
-export async function cameraLoop(video, going, step, onRate) {
+export async function cameraLoop(video, going, step, onRate, inFlight = 1) {
   let shown = 0;
   let since = performance.now();
   let presented = 0;  // frames the video has presented (requestVideoFrameCallback), or animation frames
   let taken = -1;     // the value of `presented` when the last frame was captured
   let wake = null;
+  const rouse = () => { if (wake) wake(); };
   const onFrame = (now, meta) => {
     presented = meta && Number.isFinite(meta.presentedFrames) ? meta.presentedFrames : presented + 1;
-    if (wake) wake();
+    rouse();
     if (going()) watch();
   };
   const watch = () => (video.requestVideoFrameCallback
@@ -287,35 +289,35 @@ export async function cameraLoop(video, going, step, onRate) {
       since = now;
     }
   };
+  const pending = [];  // frames started and not yet finished, oldest first: {finish, done, settled}
+  const finishOldest = async () => {
+    await pending.shift().finish();
+    drawn();
+  };
   watch();
-  let last = null;
   while (going()) {
-    if (video.readyState < 2 || presented === taken) {
-      if (last) {
-        await last.finish();
-        drawn();
-        last = null;
-        continue;
-      }
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, 250);  // the camera may stop delivering: look at going() again
-        wake = () => { clearTimeout(timer); wake = null; resolve(); };
-      });
+    const running = pending.filter((f) => !f.done).length;
+    if (video.readyState >= 2 && presented !== taken && running < Math.max(1, inFlight)) {
+      taken = presented;
+      const current = step(video);
+      const frame = { finish: current.finish, done: false };
+      const settle = () => { frame.done = true; rouse(); };
+      frame.settled = Promise.resolve(current.graph).then(settle, settle);
+      pending.push(frame);
       continue;
     }
-    taken = presented;
-    const current = step(video);
-    if (last) {
-      await last.finish();
-      drawn();
+    if (pending.length && pending[0].done) {
+      await finishOldest();
+      continue;
     }
-    last = null;
-    await current.graph;
-    last = current;
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 250);  // the camera may stop delivering: look at going() again
+      wake = () => { clearTimeout(timer); wake = null; resolve(); };
+    });
   }
-  if (last) {
-    await last.finish();
-    drawn();
+  while (pending.length) {
+    await pending[0].settled;
+    await finishOldest();
   }
 }
 
@@ -348,16 +350,24 @@ export function errorImage(errorMap, size, patch, peak) {
 }
 
 /**
- * {@link loadModel}'s options asked for by a page's address: `?threads=N` (1-16) and `?proxy=0|1` override its
- * defaults, for benchmarks (bench/web_page.py: `--compare SITE?threads=2`, `--app URL?threads=2`).
+ * {@link loadModel}'s options asked for by a page's address: `?threads=N` (1-16), `?lanes=N` (1-4) and
+ * `?proxy=0|1` override its defaults, for benchmarks (bench/web_page.py: `--compare SITE?threads=2`,
+ * `--app URL?lanes=2`).
  * @param {string} search  the address's query string (`location.search`)
  */
 export function modelOptions(search) {
   const query = new URLSearchParams(search);
   const options = {};
-  if (query.has("threads")) options.threads = Math.max(1, Math.min(16, Math.floor(Number(query.get("threads"))) || 1));
+  const count = (name, most) => Math.max(1, Math.min(most, Math.floor(Number(query.get(name))) || 1));
+  if (query.has("threads")) options.threads = count("threads", 16);
+  if (query.has("lanes")) options.lanes = count("lanes", 4);
   if (query.has("proxy")) options.proxy = query.get("proxy") === "1";
   return options;
+}
+/** How the model runs, for the page's sentence: "WebAssembly, 2 threads" or "... 1 thread in each of 2 workers". */
+export function engineText(model) {
+  const t = `${model.threads} thread${model.threads > 1 ? "s" : ""}`;
+  return `WebAssembly, ${t}${model.lanes > 1 ? ` in each of ${model.lanes} workers` : ""}`;
 }
 
 /** WASM threads for a cross-origin isolated page on `cores` cores: all of 1 or 2, else cores - 1, at most 4. */
@@ -366,19 +376,27 @@ export function defaultThreads(cores) {
 }
 
 /**
- * Load ONNX Runtime Web (WASM backend) and the graph.
+ * Load ONNX Runtime Web (WASM backend) and the graph, in one or more lanes.
+ *
+ * A lane is its own instance of ONNX Runtime's module (its own proxy worker, WASM memory and session of the graph):
+ * `run` gives each call to the lane with the fewest calls running, so the camera can have one frame's graph in
+ * each lane at once (cameraLoop's `inFlight`). Lanes need no cross-origin isolation and share nothing: on a busy
+ * machine one preempted lane does not stall the others, as a preempted WASM thread stalls its partners.
  *
  * Where the proxy worker cannot start (a Content-Security-Policy that forbids workers, a browser whose module
- * workers fail), the graph is loaded again on the page's thread with 1 thread, and the answer says `proxy: false`:
- * the page runs, only less smoothly. ONNX Runtime keeps a failed backend failed, so the retry imports a fresh
- * instance of its module.
+ * workers fail), the graph is loaded again on the page's thread with 1 thread and 1 lane, and the answer says
+ * `proxy: false`: the page runs, only less smoothly. ONNX Runtime keeps a failed backend failed, so the retry
+ * imports a fresh instance of its module.
  *
  * @param {string} vendorUrl  folder of ort.wasm.min.mjs and its WASM (absolute URL, ending in /)
  * @param {string} modelUrl   the .onnx file
- * @param {{proxy?: boolean, threads?: number}} options  `proxy`: run the graph in ONNX Runtime's worker, off
- *   the page's thread (default: yes, where the browser has module workers); `threads`: WASM threads (default:
- *   `defaultThreads(cores)` when the page is cross-origin isolated; else 1)
- * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, threads: number, proxy: boolean, bytes: number}>}
+ * @param {{proxy?: boolean, threads?: number, lanes?: number}} options  `proxy`: run the graph in ONNX Runtime's
+ *   worker, off the page's thread (default: yes, where the browser has module workers); `threads`: WASM threads
+ *   of each lane (default: `defaultThreads(cores)` when the page is cross-origin isolated; else 1); `lanes`:
+ *   instances running graphs side by side (default 1; only with `proxy`)
+ * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, calls: number[], threads: number,
+ *   lanes: number, proxy: boolean, bytes: number}>}  `run(image (3*S*S,), visible (V,) int64) -> pred (L * p*p*3,)`;
+ *   `calls`: the calls each lane was given
  */
 export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   // Threads need cross-origin isolation (the app's page and /in-browser/ are; a page framed by a site that is not,
@@ -390,16 +408,42 @@ export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
   const cores = navigator.hardwareConcurrency || 1;
   const threads = options.threads ?? (self.crossOriginIsolated ? defaultThreads(cores) : 1);
   const proxy = options.proxy ?? (typeof Worker === "function");
+  const lanes = proxy ? Math.max(1, options.lanes ?? 1) : 1;
   let bytes = await fetchModel(modelUrl);
   const length = bytes.length;
   try {
-    return await startSession(vendorUrl, "ort.wasm.min.mjs", bytes, size, threads, proxy, length);
+    // the proxy worker takes (transfers) the buffer it is given: every lane but the last gets a copy
+    const runs = await Promise.all(Array.from({ length: lanes }, (_, k) => startSession(
+      vendorUrl, k ? `ort.wasm.min.mjs?lane=${k}` : "ort.wasm.min.mjs", k < lanes - 1 ? bytes.slice() : bytes,
+      size, threads, proxy)));
+    return { ...pooled(runs), threads, lanes, proxy, bytes: length };
   } catch (err) {
     if (!proxy) throw err;
     console.warn(`ONNX Runtime's worker did not start (${err?.message || err}): the model runs on the page's thread`);
     if (!bytes.byteLength) bytes = await fetchModel(modelUrl);  // the worker took the buffer before it failed
-    return startSession(vendorUrl, "ort.wasm.min.mjs?proxy=0", bytes, size, 1, false, length);
+    const run = await startSession(vendorUrl, "ort.wasm.min.mjs?proxy=0", bytes, size, 1, false);
+    return { ...pooled([run]), threads: 1, lanes: 1, proxy: false, bytes: length };
   }
+}
+
+/**
+ * One `run` over several lanes' `runs`: each call goes to the lane with the fewest calls running. `calls` counts
+ * the calls each lane was given (the page's numbers, for tests and benchmarks).
+ */
+function pooled(runs) {
+  const busy = runs.map(() => 0);
+  const calls = runs.map(() => 0);
+  const run = async (image, visible) => {
+    const k = busy.indexOf(Math.min(...busy));
+    busy[k] += 1;
+    calls[k] += 1;
+    try {
+      return await runs[k](image, visible);
+    } finally {
+      busy[k] -= 1;
+    }
+  };
+  return { run, calls };
 }
 
 /** The .onnx file's bytes. */
@@ -412,9 +456,9 @@ async function fetchModel(modelUrl) {
 /**
  * One instance of ONNX Runtime Web's module (`module`, in `vendorUrl`; another query string is another instance)
  * set to `threads` and `proxy`, and a session of the graph `bytes` (which the proxy worker takes: transferred,
- * not copied): the model as {@link loadModel} answers it.
+ * not copied): its `run(image (3*S*S,), visible (V,) int64) -> pred (L * p*p*3,)`.
  */
-async function startSession(vendorUrl, module, bytes, size, threads, proxy, length) {
+async function startSession(vendorUrl, module, bytes, size, threads, proxy) {
   const ort = await import(vendorUrl + module);
   ort.env.wasm.wasmPaths = vendorUrl;
   ort.env.wasm.numThreads = threads;
@@ -422,7 +466,7 @@ async function startSession(vendorUrl, module, bytes, size, threads, proxy, leng
   const session = await ort.InferenceSession.create(bytes, {
     executionProviders: ["wasm"], graphOptimizationLevel: "all",
   });
-  const run = async (image, visible) => {
+  return async (image, visible) => {
     const feeds = {
       image: new ort.Tensor("float32", image, [1, 3, size, size]),
       visible: new ort.Tensor("int64", visible, [visible.length]),
@@ -430,5 +474,4 @@ async function startSession(vendorUrl, module, bytes, size, threads, proxy, leng
     const out = await session.run(feeds);
     return out.pred.data;
   };
-  return { run, threads, proxy, bytes: length };
 }

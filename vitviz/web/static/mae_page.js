@@ -1,6 +1,6 @@
 // The static page: a photo, a camera, the mask controls and the five panels, all computed in the page.
 import {
-  cameraLoop, errorPanel, loadModel, makeMask, modelOptions, reconstructOnce, squareView as drawSquare,
+  cameraLoop, engineText, errorPanel, loadModel, makeMask, modelOptions, reconstructOnce, squareView as drawSquare,
   startReconstruction,
 } from "./mae_core.js";
 
@@ -12,9 +12,9 @@ const { size, patch } = config;
 const grid = tables.grid[0] * tables.grid[1];
 
 // What the page exposes to tests and benchmarks (no behaviour depends on it).
-const stats = { runs: 0, lastMs: 0, frames: 0, modelBytes: 0, threads: 0, proxy: false, loadMs: 0, firstFrameMs: 0,
+const stats = { runs: 0, lastMs: 0, frames: 0, modelBytes: 0, threads: 0, lanes: 0, proxy: false, loadMs: 0, firstFrameMs: 0,
   last: null };
-window.maePage = { stats, ready: null, busy: false };
+window.maePage = { stats, ready: null, busy: false, model: null };  // model: loadModel's answer, once loaded
 
 const state = { rgba: null, painted: null, busy: false, pending: false, camera: null, cameraOn: false };
 
@@ -169,7 +169,7 @@ async function startCamera() {
           stats.frames += 1;
         },
       };
-    }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; });
+    }, (fps) => { $("fps").textContent = `${fps.toFixed(1)} frames a second, in your browser`; }, model.lanes);
   } catch (err) {
     showError(String(err.message || err));
   } finally {
@@ -204,11 +204,13 @@ const t0 = performance.now();
 window.maePage.ready = (async () => {
   try {
     model = await loadModel(base + "vendor/", base + config.model, size, modelOptions(location.search));
+    window.maePage.model = model;
     stats.proxy = model.proxy;
     stats.modelBytes = model.bytes;
     stats.threads = model.threads;
     stats.loadMs = performance.now() - t0;
-    $("status").textContent = `in your browser (WebAssembly, ${model.threads} thread${model.threads > 1 ? "s" : ""}; `
+    stats.lanes = model.lanes;
+    $("status").textContent = `in your browser (${engineText(model)}; `
       + `model ${(model.bytes / 1e6).toFixed(1)} MB)`;
     $("status").classList.add("ready");
     const first = config.examples[0];

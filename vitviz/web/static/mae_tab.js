@@ -5,8 +5,8 @@
 // Anything else (another model, a comparison, a seed the page carries no mask for, a browser without
 // WebAssembly) returns null: the caller then uses the server.
 import {
-  cameraLoop, errorPanel, loadModel, makeMask, maskCode, modelOptions, originalPanel, paintStroke, reconstructOnce,
-  squareView, startReconstruction,
+  cameraLoop, engineText, errorPanel, loadModel, makeMask, maskCode, modelOptions, originalPanel, paintStroke,
+  reconstructOnce, squareView, startReconstruction,
 } from "./mae_core.js";
 
 const base = new URL("./", import.meta.url).href;
@@ -200,8 +200,7 @@ export function create() {
   /** Which path the tab runs for a model, as one sentence. */
   function describe(model) {
     if (state.model && model === state.config.name) {
-      const t = state.model.threads;
-      return `Computed in your browser (WebAssembly, ${t} thread${t > 1 ? "s" : ""}; `
+      return `Computed in your browser (${engineText(state.model)}; `
         + `${model} ${(state.model.bytes / 1e6).toFixed(1)} MB): ratio, seed, pattern and painting make no server call.`;
     }
     if (state.error) return `Computed on the server (the model could not start in this browser: ${state.error}).`;
@@ -272,7 +271,7 @@ export function create() {
     }, (fps) => {
       cam.fps = fps;
       rate.textContent = `${fps.toFixed(1)} frames a second, computed in your browser (${cam.ms.toFixed(0)} ms a frame)`;
-    }).catch((err) => { rate.textContent = String(err.message || err); });
+    }, state.model.lanes).catch((err) => { rate.textContent = String(err.message || err); });
   }
 
   return { ready, state, panels, paint, chart, describe, camera };
