@@ -313,8 +313,14 @@ def test_the_camera_in_the_page_streams_with_no_server_request(app_url, tmp_path
     assert int(frames) >= 8
     # the page is cross-origin isolated (vitviz.ui.serve.http.PAGE_ISOLATION): the model runs the default threads
     assert isolated is True
-    assert threads == (max(1, cores) if cores <= 2 else min(4, cores - 1)), (threads, cores)  # defaultThreads
+    assert threads == default_threads(cores), (threads, cores)
     assert f"WebAssembly, {threads} thread" in path, path
+
+
+def default_threads(cores: int) -> int:
+    """mae_core.js's defaultThreads(cores, defaultLanes(cores)): the WASM threads of each lane of an isolated page."""
+    lanes = 2 if cores >= 2 else 1
+    return max(1, (max(1, cores) if cores <= 2 else min(4, cores - 1)) // lanes)
 
 
 #: Whether the page is cross-origin isolated, the in-page model's WASM threads, and the cores the browser reports.
@@ -351,4 +357,4 @@ def test_threads_asked_in_the_address_run_and_a_frame_that_is_not_isolated_runs_
         framed_path = frame.inner_text("#mae-path")
         browser.close()
     assert isolated is True and threads == 2 and "WebAssembly, 2 threads" in path, (isolated, threads, path)
-    assert in_frame[:2] == [False, 1] and "WebAssembly, 1 thread;" in framed_path, (in_frame, framed_path)
+    assert in_frame[:2] == [False, 1] and "WebAssembly, 1 thread" in framed_path, (in_frame, framed_path)

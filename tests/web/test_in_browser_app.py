@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.ui.test_mae_inpage import default_threads
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
@@ -27,7 +28,7 @@ def test_in_browser_page_on_the_app_is_isolated_and_silent(app_url):
         assert pg.evaluate("self.crossOriginIsolated") is True
         threads = pg.evaluate("window.maePage.stats.threads")
         cores = pg.evaluate("navigator.hardwareConcurrency")
-        assert threads == (max(1, cores) if cores <= 2 else min(4, cores - 1))  # mae_core.js defaultThreads
+        assert threads == default_threads(cores)
         assert f"{threads} thread" in pg.inner_text("#status")
         assert all(r.startswith(base) for r in requests), requests
         time.sleep(1.0)  # the service worker's first caching requests, if any, are over

@@ -170,6 +170,7 @@ def test_two_lanes_run_frames_side_by_side_with_the_same_predictions(page, site)
         assert "in each of 2 workers" in pg.inner_text("#status")
         same, calls = pg.evaluate("""async () => {
           const m = window.maePage.model;
+          await m.ready;  // the second lane starts after the first has answered
           const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i / 97));
           const visible = () => BigInt64Array.from([0n, 5n, 17n, 40n, 101n, 150n, 195n]);
           const before = [...m.calls];

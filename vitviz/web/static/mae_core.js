@@ -370,9 +370,18 @@ export function engineText(model) {
   return `WebAssembly, ${t}${model.lanes > 1 ? ` in each of ${model.lanes} workers` : ""}`;
 }
 
-/** WASM threads for a cross-origin isolated page on `cores` cores: all of 1 or 2, else cores - 1, at most 4. */
-export function defaultThreads(cores) {
-  return cores <= 2 ? Math.max(1, cores) : Math.min(4, cores - 1);
+/** Lanes of the in-page model on `cores` cores: 2 from 2 cores (the camera keeps a frame's graph in each), else 1. */
+export function defaultLanes(cores) {
+  return cores >= 2 ? 2 : 1;
+}
+
+/**
+ * WASM threads of each of `lanes` lanes on a cross-origin isolated page with `cores` cores: all of 1 or 2 cores,
+ * else cores - 1 (one stays with the page), at most 4, shared among the lanes; at least 1 a lane.
+ */
+export function defaultThreads(cores, lanes = 1) {
+  const total = cores <= 2 ? Math.max(1, cores) : Math.min(4, cores - 1);
+  return Math.max(1, Math.floor(total / lanes));
 }
 
 /**
@@ -392,47 +401,58 @@ export function defaultThreads(cores) {
  * @param {string} modelUrl   the .onnx file
  * @param {{proxy?: boolean, threads?: number, lanes?: number}} options  `proxy`: run the graph in ONNX Runtime's
  *   worker, off the page's thread (default: yes, where the browser has module workers); `threads`: WASM threads
- *   of each lane (default: `defaultThreads(cores)` when the page is cross-origin isolated; else 1); `lanes`:
- *   instances running graphs side by side (default 1; only with `proxy`)
- * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, calls: number[], threads: number,
- *   lanes: number, proxy: boolean, bytes: number}>}  `run(image (3*S*S,), visible (V,) int64) -> pred (L * p*p*3,)`;
- *   `calls`: the calls each lane was given
+ *   of each lane (default: `defaultThreads(cores, lanes)` when the page is cross-origin isolated; else 1); `lanes`:
+ *   instances running graphs side by side (default: `defaultLanes(cores)`; 1 without `proxy`)
+ * @returns {Promise<{run: (Float32Array, BigInt64Array) => Promise<Float32Array>, calls: number[], ready: Promise,
+ *   threads: number, lanes: number, proxy: boolean, bytes: number}>}  once the first lane runs:
+ *   `run(image (3*S*S,), visible (V,) int64) -> pred (L * p*p*3,)`; `calls`: the calls each lane was given so far
+ *   (one entry a running lane); `ready`: settled when every lane asked for has started or failed
  */
 export async function loadModel(vendorUrl, modelUrl, size, options = {}) {
-  // Threads need cross-origin isolation (the app's page and /in-browser/ are; a page framed by a site that is not,
-  // such as a Space inside huggingface.co, gets 1). From 3 cores one stays with the page (camera, drawing, the
-  // panels' arithmetic): cores - 1, at most 4. On 2 cores both: with the proxy worker the page's thread is nearly
-  // idle, and the tab's camera ran at 24.4-28.4 frames/s on 2 threads against 18.6-20.7 on 1 (load 1.5-4.2), though
-  // at half of 1 thread's rate on a machine busy with other work (load 9-11: 7.3 and 10.5 against 12.8 and 18.5)
-  // (bench/README.md, 2026-12-06 evening: the tab's camera with threads).
+  // Lanes need workers only; threads need cross-origin isolation (the app's page and /in-browser/ are; a page
+  // framed by a site that is not, such as a Space inside huggingface.co, gets 1 a lane). On 2 cores, 2 lanes of
+  // 1 thread: on a busy machine two WASM threads of one graph stall each other (a preempted thread holds up its
+  // partner at every operator), two lanes do not (bench/README.md, "the in-page model in lanes").
   const cores = navigator.hardwareConcurrency || 1;
-  const threads = options.threads ?? (self.crossOriginIsolated ? defaultThreads(cores) : 1);
   const proxy = options.proxy ?? (typeof Worker === "function");
-  const lanes = proxy ? Math.max(1, options.lanes ?? 1) : 1;
+  const lanes = proxy ? Math.max(1, options.lanes ?? defaultLanes(cores)) : 1;
+  const threads = options.threads ?? (self.crossOriginIsolated ? defaultThreads(cores, lanes) : 1);
   let bytes = await fetchModel(modelUrl);
   const length = bytes.length;
+  const copy = lanes > 1 ? bytes.slice() : null;  // the proxy worker takes (transfers) the buffer it is given
+  let pool;
   try {
-    // the proxy worker takes (transfers) the buffer it is given: every lane but the last gets a copy
-    const runs = await Promise.all(Array.from({ length: lanes }, (_, k) => startSession(
-      vendorUrl, k ? `ort.wasm.min.mjs?lane=${k}` : "ort.wasm.min.mjs", k < lanes - 1 ? bytes.slice() : bytes,
-      size, threads, proxy)));
-    return { ...pooled(runs), threads, lanes, proxy, bytes: length };
+    pool = pooled(await startSession(vendorUrl, "ort.wasm.min.mjs", bytes, size, threads, proxy));
   } catch (err) {
     if (!proxy) throw err;
     console.warn(`ONNX Runtime's worker did not start (${err?.message || err}): the model runs on the page's thread`);
     if (!bytes.byteLength) bytes = await fetchModel(modelUrl);  // the worker took the buffer before it failed
     const run = await startSession(vendorUrl, "ort.wasm.min.mjs?proxy=0", bytes, size, 1, false);
-    return { ...pooled([run]), threads: 1, lanes: 1, proxy: false, bytes: length };
+    return { ...pooled(run), ready: Promise.resolve(), threads: 1, lanes: 1, proxy: false, bytes: length };
   }
+  // The first lane answers at once; the others start after it (the first reconstruction does not wait for them)
+  // and join as they are ready. A lane that cannot start leaves the others running.
+  const ready = (async () => {
+    for (let k = 1; k < lanes; k++) {
+      try {
+        pool.add(await startSession(vendorUrl, `ort.wasm.min.mjs?lane=${k}`, k < lanes - 1 ? copy.slice() : copy,
+                                    size, threads, proxy));
+      } catch (err) {
+        console.warn(`lane ${k} of the in-page model did not start (${err?.message || err})`);
+      }
+    }
+  })();
+  return { run: pool.run, calls: pool.calls, ready, threads, lanes, proxy, bytes: length };
 }
 
 /**
- * One `run` over several lanes' `runs`: each call goes to the lane with the fewest calls running. `calls` counts
- * the calls each lane was given (the page's numbers, for tests and benchmarks).
+ * One `run` over the lanes' runs (`first`, then each `add`ed): a call goes to the lane with the fewest calls
+ * running. `calls` counts the calls each lane was given (for tests and benchmarks).
  */
-function pooled(runs) {
-  const busy = runs.map(() => 0);
-  const calls = runs.map(() => 0);
+function pooled(first) {
+  const runs = [first];
+  const busy = [0];
+  const calls = [0];
   const run = async (image, visible) => {
     const k = busy.indexOf(Math.min(...busy));
     busy[k] += 1;
@@ -443,7 +463,8 @@ function pooled(runs) {
       busy[k] -= 1;
     }
   };
-  return { run, calls };
+  const add = (more) => { runs.push(more); busy.push(0); calls.push(0); };
+  return { run, calls, add };
 }
 
 /** The .onnx file's bytes. */

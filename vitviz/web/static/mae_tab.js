@@ -43,8 +43,10 @@ export function create() {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     state.config = await (await fetch(base + "config.json")).json();
     state.tables = await (await fetch(base + "masks.json")).json();
-    state.model = await loadModel(base + "vendor/", base + state.config.model, state.config.size,
+    const model = await loadModel(base + "vendor/", base + state.config.model, state.config.size,
                                   modelOptions(window.location.search));
+    await model.ready;  // every lane: once the tab computes in the page, it fetches nothing more
+    state.model = model;
   })().catch((err) => { state.error = String(err.message || err); })
     .finally(() => { document.body.dataset.vitvizInpage = state.model ? "ready" : "off"; });  // for tests
   // The model's view is read as soon as the server shows it, so a later change waits on nothing.
