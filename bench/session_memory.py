@@ -24,6 +24,10 @@ per 300 sessions, and not growing from 300 to 1,500). ``VITVIZ_MAX_SESSIONS`` bo
 app's per-image caches (decoded uploads, slider stops: bounded by entry counts and ``VITVIZ_CACHE_BUDGET``)
 fill while the sessions arrive, with malloc's free space around their entries; ``one``, one photo for the
 whole run, so what grows is what each new session and address leaves behind.
+
+``--probe`` loads ``bench/memory_probe.py`` into the app and adds to each step what its memory is made of
+(malloc's arenas in use and free, Python's heap, Gradio's per-session tables, vitviz's caches);
+``--probe-trim`` also the resident memory after ``malloc_trim(0)`` (which then changes the steps after).
 """
 
 from __future__ import annotations
@@ -105,7 +109,8 @@ def _rss_tree_mb(pid: int) -> float:
     return total
 
 
-def served(sessions: int, step: int, port: int, env: list[str], seconds: float, photo: str = "step") -> dict:
+def served(sessions: int, step: int, port: int, env: list[str], seconds: float, photo: str = "step",
+           probe: str | None = None) -> dict:
     """The served app's memory after each ``step`` fresh sessions up to ``sessions`` (the module's text)."""
     import random
 
@@ -117,6 +122,10 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float, 
                     GRADIO_TEMP_DIR=str(work / "gradio"), GRADIO_SERVER_PORT=str(port),
                     GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
     full_env.update(dict(kv.split("=", 1) for kv in env))
+    if probe:
+        import memory_probe
+
+        full_env.update(memory_probe.environment(work / "probe"))
     log = (work / "app.log").open("w")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -130,6 +139,8 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float, 
         rows.visitor(app, 3, rng)  # the model in memory, its first caches filled
         report["warm_rss_mb"] = round(rows.rss_mb(proc.pid))
         report["warm_rss_with_workers_mb"] = round(_rss_tree_mb(proc.pid))
+        if probe:
+            report["warm_anatomy"] = memory_probe.request(work / "probe", "warm", probe == "trim")
         done, one = 0, rows.new_photo(rng) if photo == "one" else None
         while done < sessions:
             got = rows.fresh_sessions(app, proc.pid, step, rng, seconds, photo_bytes=one, first=done)
@@ -137,6 +148,8 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float, 
             report["steps"].append({"sessions": done, "errors": got["errors"], "rss_mb": got["rss_after_mb"],
                                     "growth_mb": got["growth_mb"], "peak_mb": got["peak_mb"],
                                     "rss_with_workers_mb": round(_rss_tree_mb(proc.pid))})
+            if probe:
+                report["steps"][-1]["anatomy"] = memory_probe.request(work / "probe", str(done), probe == "trim")
             if got["sessions"] < step:  # out of time: the rest would not be comparable
                 break
         steps = report["steps"]
@@ -163,12 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=7321)
     ap.add_argument("--photo", choices=("step", "one"), default="step",
                     help="a new photo for each step's sessions (the per-image caches fill), or one for the run")
+    ap.add_argument("--probe", action="store_true", help="what the app's memory is made of, after each step")
+    ap.add_argument("--probe-trim", action="store_true", help="--probe, and the memory after malloc_trim(0)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for the app (repeatable)")
     args = ap.parse_args(argv)
     if not args.served:
         per_session_report()
         return 0
-    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds, args.photo)
+    probe = "trim" if args.probe_trim else "measure" if args.probe else None
+    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds, args.photo, probe)
     print(json.dumps(report, indent=1))
     return 0
 
