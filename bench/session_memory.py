@@ -28,6 +28,8 @@ whole run, so what grows is what each new session and address leaves behind.
 ``--probe`` loads ``bench/memory_probe.py`` into the app and adds to each step what its memory is made of
 (malloc's arenas in use and free, Python's heap, Gradio's per-session tables, vitviz's caches);
 ``--probe-trim`` also the resident memory after ``malloc_trim(0)`` (which then changes the steps after).
+``--idle-seconds S`` adds the resident memory after the last step and ``S`` seconds without requests (the
+memory the app keeps after a flood).
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def _rss_tree_mb(pid: int) -> float:
 
 
 def served(sessions: int, step: int, port: int, env: list[str], seconds: float, photo: str = "step",
-           probe: str | None = None) -> dict:
+           probe: str | None = None, idle: float = 0.0) -> dict:
     """The served app's memory after each ``step`` fresh sessions up to ``sessions`` (the module's text)."""
     import random
 
@@ -156,6 +158,9 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float, 
         if steps:
             report["first_step_growth_mb"] = steps[0]["rss_mb"] - report["warm_rss_mb"]
             report["growth_after_first_step_mb"] = steps[-1]["rss_mb"] - steps[0]["rss_mb"]
+        if idle > 0:
+            time.sleep(idle)
+            report["idle_rss_mb"] = round(rows.rss_mb(proc.pid))
     finally:
         report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
         report["wall_s"] = round(time.monotonic() - t0)
@@ -178,13 +183,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="a new photo for each step's sessions (the per-image caches fill), or one for the run")
     ap.add_argument("--probe", action="store_true", help="what the app's memory is made of, after each step")
     ap.add_argument("--probe-trim", action="store_true", help="--probe, and the memory after malloc_trim(0)")
+    ap.add_argument("--idle-seconds", type=float, default=0.0, help="then the memory after this long idle")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for the app (repeatable)")
     args = ap.parse_args(argv)
     if not args.served:
         per_session_report()
         return 0
     probe = "trim" if args.probe_trim else "measure" if args.probe else None
-    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds, args.photo, probe)
+    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds, args.photo, probe,
+                    args.idle_seconds)
     print(json.dumps(report, indent=1))
     return 0
 

@@ -4,7 +4,7 @@ glibc's malloc keeps freed blocks in its arenas for later allocations and gives 
 from the top of an arena. In the served app, cache entries that live long (decoded uploads, slider stops, the
 queue's per-session tables) sit among the short-lived blocks of every request, so the free space between them
 stays resident: it grew from 15 to 53 MB over 1,500 fresh sessions that looked at a new photo every 300
-(``bench/session_memory.py --served --probe``), while the blocks in use grew by 14 MB. ``malloc_trim(0)`` hands
+(``bench/session_memory.py --served --probe``), more than the blocks in use grew. ``malloc_trim(0)`` hands
 every whole free page of every arena back (``madvise``) without moving a block: that free space stops counting
 as the app's memory. It takes each arena's lock while it walks it (milliseconds for tens of MB; the pages it
 gives back are faulted in again when used), so it runs from one thread, at most every :data:`EVERY_S`. Where
