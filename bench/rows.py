@@ -397,13 +397,15 @@ def _disk(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def fresh_sessions(app: App, pid: int, n: int, rng: random.Random, seconds: float = 180.0, threads: int = 3) -> dict:
-    """``n`` fresh sessions (each its own address), one reconstruct each, ``threads`` at a time, stopped after
-    ``seconds``; the server's RSS before, at its peak and after."""
+def fresh_sessions(app: App, pid: int, n: int, rng: random.Random, seconds: float = 180.0, threads: int = 3,
+                   photo_bytes: bytes | None = None, first: int = 0) -> dict:
+    """``n`` fresh sessions (each its own address: the ``first``-th to the ``first + n - 1``-th of
+    :func:`fresh_address`), one reconstruct each, ``threads`` at a time, stopped after ``seconds``, all on one
+    photo uploaded first (``photo_bytes``, else a new one); the server's RSS before, at its peak and after."""
     import httpx
 
     idx, _ = app.fn(lambda name, dep: name == "reconstruct")
-    photo = app.upload(new_photo(rng), "10.10.0.1").json()[0]
+    photo = app.upload(photo_bytes if photo_bytes is not None else new_photo(rng), "10.10.0.1").json()[0]
     before, peak = rss_mb(pid), [0.0]
     done, errors = [0], [0]
     end = time.monotonic() + seconds
@@ -415,7 +417,7 @@ def fresh_sessions(app: App, pid: int, n: int, rng: random.Random, seconds: floa
                 if time.monotonic() > end:
                     return
                 ok, _ = app.call(idx, [app.file(photo), "mae-tiny", 0.75, i % 8, "random"],
-                                 f"10.11.{i // 250}.{i % 250}", http=http, deadline=end)
+                                 fresh_address(first + i), http=http, deadline=end)
                 with lock:
                     done[0] += 1
                     errors[0] += not ok
@@ -428,6 +430,11 @@ def fresh_sessions(app: App, pid: int, n: int, rng: random.Random, seconds: floa
         w.join(seconds + 60)
     return {"sessions": done[0], "of": n, "errors": errors[0], "rss_before_mb": round(before),
             "rss_after_mb": round(rss_mb(pid)), "growth_mb": round(rss_mb(pid) - before), "peak_mb": round(peak[0])}
+
+
+def fresh_address(k: int) -> str:
+    """The ``k``-th address of the fresh sessions (``10.11.0.0`` on; 62,500 per second octet)."""
+    return f"10.{11 + k // 62500}.{k // 250 % 250}.{k % 250}"
 
 
 def run_app(root: Path, args: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ fresh sessions arrive (300 at a time, up to 1,500).
 Usage::
 
     python bench/session_memory.py                      # one session's memory and the page configuration
-    python bench/session_memory.py --served [--sessions 1500 --step 300 --port 7321 --env NAME=VALUE]
+    python bench/session_memory.py --served [--sessions 1500 --step 300 --photo step|one --port 7321 --env NAME=VALUE]
 
 The first builds the app, creates 50 sessions each way and prints the Python memory each holds
 (tracemalloc): Gradio copies every component's configuration into each session, vitviz keeps only the
@@ -13,11 +13,23 @@ session's own state. Then the page configuration as the page receives it (compac
 level 1 as the app sends it), with vitviz.ui.serve.pageconfig and as Gradio builds it, and its largest components.
 
 ``--served`` starts ``app.py`` in public mode (offline, trusting one proxy hop), warms it with one visitor,
-then sends ``--step`` fresh sessions at a time (each its own session id and ``X-Forwarded-For`` address, one
-reconstruct of mae-tiny each, three at a time; ``bench/rows.py``'s fresh sessions) until ``--sessions``, and
-prints the app's resident memory after each step (its own process, and with its worker processes), the
-growth per step, and whether it is flat past the first step (issue 47: at most 100 MB per 300 sessions, and
-not growing from 300 to 1,500). ``VITVIZ_MAX_SESSIONS`` bounds the sessions kept (auto: 300 in public mode).
+then sends ``--step`` fresh sessions at a time (each its own session id and ``X-Forwarded-For`` address, never
+used before in the run, one reconstruct of mae-tiny each, three at a time; ``bench/rows.py``'s fresh sessions)
+until ``--sessions``, and prints the app's resident memory after each step (its own process, and with its
+worker processes), the growth per step, and whether it is flat past the first step (issue 47: at most 100 MB
+per 300 sessions, and not growing from 300 to 1,500). ``VITVIZ_MAX_SESSIONS`` bounds the sessions kept (auto:
+300 in public mode).
+
+``--photo`` says what the sessions look at: ``step`` (default), a new photo for each step's sessions, so the
+app's per-image caches (decoded uploads, slider stops: bounded by entry counts and ``VITVIZ_CACHE_BUDGET``)
+fill while the sessions arrive, with malloc's free space around their entries; ``one``, one photo for the
+whole run, so what grows is what each new session and address leaves behind.
+
+``--probe`` loads ``bench/memory_probe.py`` into the app and adds to each step what its memory is made of
+(malloc's arenas in use and free, Python's heap, Gradio's per-session tables, vitviz's caches);
+``--probe-trim`` also the resident memory after ``malloc_trim(0)`` (which then changes the steps after).
+``--idle-seconds S`` adds the resident memory after the last step and ``S`` seconds without requests (the
+memory the app keeps after a flood).
 """
 
 from __future__ import annotations
@@ -99,7 +111,8 @@ def _rss_tree_mb(pid: int) -> float:
     return total
 
 
-def served(sessions: int, step: int, port: int, env: list[str], seconds: float) -> dict:
+def served(sessions: int, step: int, port: int, env: list[str], seconds: float, photo: str = "step",
+           probe: str | None = None, idle: float = 0.0) -> dict:
     """The served app's memory after each ``step`` fresh sessions up to ``sessions`` (the module's text)."""
     import random
 
@@ -111,10 +124,15 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float) 
                     GRADIO_TEMP_DIR=str(work / "gradio"), GRADIO_SERVER_PORT=str(port),
                     GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
     full_env.update(dict(kv.split("=", 1) for kv in env))
+    if probe:
+        import memory_probe
+
+        full_env.update(memory_probe.environment(work / "probe"))
     log = (work / "app.log").open("w")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    report: dict = {"env": env, "loadavg_start": Path("/proc/loadavg").read_text().split()[:3], "steps": []}
+    report: dict = {"env": env, "photo": photo, "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
+                    "steps": []}
     t0 = time.monotonic()
     try:
         wait_for_page(url, proc, 300)
@@ -123,19 +141,26 @@ def served(sessions: int, step: int, port: int, env: list[str], seconds: float) 
         rows.visitor(app, 3, rng)  # the model in memory, its first caches filled
         report["warm_rss_mb"] = round(rows.rss_mb(proc.pid))
         report["warm_rss_with_workers_mb"] = round(_rss_tree_mb(proc.pid))
-        done = 0
+        if probe:
+            report["warm_anatomy"] = memory_probe.request(work / "probe", "warm", probe == "trim")
+        done, one = 0, rows.new_photo(rng) if photo == "one" else None
         while done < sessions:
-            got = rows.fresh_sessions(app, proc.pid, step, rng, seconds)
+            got = rows.fresh_sessions(app, proc.pid, step, rng, seconds, photo_bytes=one, first=done)
             done += got["sessions"]
             report["steps"].append({"sessions": done, "errors": got["errors"], "rss_mb": got["rss_after_mb"],
                                     "growth_mb": got["growth_mb"], "peak_mb": got["peak_mb"],
                                     "rss_with_workers_mb": round(_rss_tree_mb(proc.pid))})
+            if probe:
+                report["steps"][-1]["anatomy"] = memory_probe.request(work / "probe", str(done), probe == "trim")
             if got["sessions"] < step:  # out of time: the rest would not be comparable
                 break
         steps = report["steps"]
         if steps:
             report["first_step_growth_mb"] = steps[0]["rss_mb"] - report["warm_rss_mb"]
             report["growth_after_first_step_mb"] = steps[-1]["rss_mb"] - steps[0]["rss_mb"]
+        if idle > 0:
+            time.sleep(idle)
+            report["idle_rss_mb"] = round(rows.rss_mb(proc.pid))
     finally:
         report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
         report["wall_s"] = round(time.monotonic() - t0)
@@ -154,12 +179,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=int, default=300)
     ap.add_argument("--step-seconds", type=float, default=150.0, help="longest time for one step's sessions")
     ap.add_argument("--port", type=int, default=7321)
+    ap.add_argument("--photo", choices=("step", "one"), default="step",
+                    help="a new photo for each step's sessions (the per-image caches fill), or one for the run")
+    ap.add_argument("--probe", action="store_true", help="what the app's memory is made of, after each step")
+    ap.add_argument("--probe-trim", action="store_true", help="--probe, and the memory after malloc_trim(0)")
+    ap.add_argument("--idle-seconds", type=float, default=0.0, help="then the memory after this long idle")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for the app (repeatable)")
     args = ap.parse_args(argv)
     if not args.served:
         per_session_report()
         return 0
-    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds)
+    probe = "trim" if args.probe_trim else "measure" if args.probe else None
+    report = served(args.sessions, args.step, args.port, args.env, args.step_seconds, args.photo, probe,
+                    args.idle_seconds)
     print(json.dumps(report, indent=1))
     return 0
 

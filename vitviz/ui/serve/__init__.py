@@ -58,14 +58,16 @@ def check_gradio(version: str | None = None) -> None:
 
 
 def install_process() -> None:
-    """The process-wide part (idempotent): the contacts (:mod:`.contacts`); model calls inside ``spaces.GPU``
-    on ZeroGPU, else each on its share of the CPU's cores, or in worker processes with
-    ``VITVIZ_WORKERS=processes`` (Ray actors with ``ray``) (:mod:`.model_workers`)."""
+    """The process-wide part (idempotent): the contacts (:mod:`.contacts`); the memory malloc keeps after it
+    was freed handed back to the system now and then (:mod:`.memory`); model calls inside ``spaces.GPU`` on
+    ZeroGPU, else each on its share of the CPU's cores, or in worker processes with ``VITVIZ_WORKERS=processes``
+    (Ray actors with ``ray``) (:mod:`.model_workers`)."""
     check_gradio()
     from ...models import threads
-    from . import contacts, zerogpu
+    from . import contacts, memory, zerogpu
 
     contacts.install()
+    memory.start()
     if not zerogpu.install():
         threads.install()  # on the CPU: each model call on its share of the cores
         from ... import settings
