@@ -18,7 +18,6 @@ from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
 from ..views import attention_drawn as ad
-from ..views.attention_drawn import drawn
 from ..views import heads as hv
 from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, ImageViews,
                                QueryView, RolloutView, model_choices, model_note)
@@ -102,7 +101,7 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
     ``mask_ratio`` and ``seed`` apply to MAE models (encoder over the visible patches). ``native``: the
     photo at its own shape, uncropped, ``side`` px on its longer side (DINOv2, ViT, DeiT, DINO, MAE's encoder).
     """
-    return drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col)
+    return ad.drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col)
 
 
 @handler(native_cost(1, 7, 8))
@@ -124,21 +123,21 @@ def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: f
     Returns:
         The overlay (uint8 RGB) and a Markdown description of where the rollout is strongest.
     """
-    return drawn("rollout", image, model, part, mask_ratio, seed, native, side, head_fusion, discard_ratio)
+    return ad.drawn("rollout", image, model, part, mask_ratio, seed, native, side, head_fusion, discard_ratio)
 
 
 @handler(native_cost(1, 5, 6))
 def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float,
                        native: bool = False, side: str | None = None) -> go.Figure:
     """Endpoint ``attention_distance``: mean attention distance per head vs layer (Plotly)."""
-    return drawn("distance", image, model, part, mask_ratio, seed, native, side)
+    return ad.drawn("distance", image, model, part, mask_ratio, seed, native, side)
 
 
 @handler(native_cost(1, 10, 11))
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
                row: float, col: float, head: float, native: bool = False, side: str | None = None) -> QueryView:
     """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
-    return drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col, head)
+    return ad.drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col, head)
 
 
 @handler(native_cost(1, 13, 14))
@@ -226,7 +225,7 @@ def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mas
 def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
                native: bool = False, side: str | None = None) -> ClassView:
     """The class-token view alone (the DINO checkbox)."""
-    return drawn("class", image, model, part, mask_ratio, seed, native, side, bool(mass))
+    return ad.drawn("class", image, model, part, mask_ratio, seed, native, side, bool(mass))
 
 
 @handler(Cost.VIEW)
