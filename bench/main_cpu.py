@@ -4,7 +4,8 @@
 seconds depends on the machine's load; this measures the work the app's own process does for one such call:
 the CPU seconds (``/proc/<pid>/stat``) its main process uses over ``--calls`` calls of a kind, divided by them.
 The kinds are the calls of the flood rows: ``attention_query`` (rows 2 and 11), the Features tab's update_all
-(rows 1 and 2), ``sweep`` with a new seed each time (row 3), and, for scale, the visitor's ``reconstruct``.
+(rows 1 and 2; and with a new photo each time: what a flood of new photos costs), ``sweep`` with a new seed each
+time (row 3), and, for scale, the visitor's ``reconstruct``.
 
     python bench/main_cpu.py [--app-root CHECKOUT] [--before CHECKOUT] [--calls 20] [--port 7420]
 
@@ -40,6 +41,9 @@ def kinds(app: App, photo: str) -> dict[str, Any]:
                                                                     "cls", 0, 0]), "10.3.0.1"),
         "features update_all": lambda i: app.call(features, app.args(features, [app.file(photo), "vit-base:random", 6,
                                                                                  False, 7, 7][:n_features]), "10.2.0.1"),
+        "features update_all, new photo": lambda i: app.call(features, app.args(features, [
+            app.file(app.upload(new_photo(rng), "10.2.0.2").json()[0]), "vit-base:random", 6, False, 7, 7][:n_features]),
+            "10.2.0.2"),
         "sweep, new seed": lambda i: app.call(sweep, app.args(sweep, [app.file(photo), "mae-tiny", rng.randrange(10**9),
                                                                       "random"]), "10.4.0.1"),
         "reconstruct": lambda i: app.call(rec, app.args(rec, [app.file(photo), "mae-tiny", 0.75, i, "random"]),
@@ -82,7 +86,7 @@ def measure(root: Path, args: Any) -> dict[str, Any]:
         app = App(url)
         photo = app.upload(new_photo(random.Random(0)), "10.9.0.1").json()[0]
         for kind, call in kinds(app, photo).items():
-            n = args.calls if kind != "sweep, new seed" else max(2, args.calls // 3)
+            n = args.calls if "new" not in kind else max(2, args.calls // 3 if "sweep" in kind else args.calls // 6)
             for i in range(2):
                 call(10_000 + i)
             cpu0, walls, errors = cpu_s(proc.pid), [], 0
@@ -112,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--app-root", type=Path, default=ROOT)
     ap.add_argument("--before", type=Path, default=None, help="a second checkout, measured right after")
-    ap.add_argument("--calls", type=int, default=20, help="measured calls per kind (a third of them for sweeps)")
+    ap.add_argument("--calls", type=int, default=20,
+                    help="measured calls per kind (a third of them for sweeps, a sixth for new photos)")
     ap.add_argument("--port", type=int, default=7420)
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     args = ap.parse_args(argv)
