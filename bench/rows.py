@@ -304,11 +304,13 @@ def latency_rows(app: App, calls: int, seconds: float, rng: random.Random, only:
     import subprocess
     import sys
 
-    photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
     out = {}
     for name in ROWS:
         if only is not None and name.split()[0] not in only:
             continue
+        # each attack its own upload: one shared by every row outlived VITVIZ_CACHE_SECONDS (60 s here), and the
+        # later rows' calls failed at once on its deleted file ("no readable file")
+        photo = app.upload(new_photo(rng), "10.9.0.1").json()[0]
         child = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--attack", name, "--url", app.url,
                                   "--seconds", str(seconds + 3), "--photo", photo],  # until the visitor ends
                                  stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
