@@ -94,10 +94,10 @@ def _child(view: str) -> dict[str, float]:
     t2 = time.perf_counter()
     new = np.asarray(load_image(Path(os.environ["VITVIZ_BENCH_TREE"]) / "assets" / "examples" / "astronaut.jpg"))
     new = new[:, ::-1].copy()  # a photo no cache has seen and nothing ships
-    from vitviz.views import attention as av, features as fv, heads as hv, norms as nv, patches as pv
+    from vitviz.views import attention_drawn as ad, features as fv, heads as hv, norms as nv, patches as pv
 
     fns = dict(zip(VIEWS, (
-        lambda: av.all_views(new, "dinov2-small", "encoder", 0.0, 0, 12, "patch", 5, 6, False, "mean", 0.0),
+        lambda: ad.all_views(new, "dinov2-small", "encoder", 0.0, 0, 12, "patch", 5, 6, False, "mean", 0.0),
         lambda: hv.atlas_view(new, "dinov2-small", "image"),
         lambda: hv.qk_view(new, "dinov2-small", 12, 1),
         lambda: nv.norms_view(new, "dinov2-small", 11),

@@ -157,3 +157,23 @@ def no_own_models(monkeypatch):
     yield
     loading.CACHE.clear()
     local.DESCRIBED.clear()
+
+
+@pytest.fixture()
+def sent_calls() -> Iterator[list[str]]:
+    """A model-call dispatch (:func:`vitviz.models.runner.install_dispatch`) that runs every call it receives here,
+    as a worker would (:func:`~vitviz.models.runner.run_here`); yields the names of the calls it received, in order.
+    Inside a received call :func:`vitviz.models.runner.inside` is true: what runs there would run in the worker."""
+    from vitviz.models import runner
+
+    names: list[str] = []
+
+    def submit(fn, args, kwargs, cost):  # noqa: ANN001, ANN202
+        names.append(fn.__name__)
+        return runner.run_here(fn, args, kwargs)
+
+    runner.install_dispatch(submit)
+    try:
+        yield names
+    finally:
+        runner.install_dispatch(None)

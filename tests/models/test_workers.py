@@ -164,3 +164,21 @@ def test_a_large_model_runs_in_the_heavy_worker_whatever_its_class(dispatched, m
     monkeypatch.setattr(loading, "is_large", lambda spec: True)  # mae-tiny counted as large as MAE-Huge
     pid, _, _ = where_it_ran(mae)  # a view's call
     assert dispatched.pids("heavy") == [pid]
+
+
+def test_a_view_drawn_in_a_worker_is_the_one_drawn_here(dispatched, mae, photo_path):
+    import json
+
+    from vitviz.mae.sweep import sweep
+    from vitviz.views import attention_drawn as ad
+
+    args = (str(photo_path), "mae-tiny", "encoder", 0.0, 2, 3, "patch", 4, 5, False, "mean", 0.0)
+    there = ad.all_views(*args)
+    swept = sweep(mae, photo_path, seed=4, ratios=(0.3, 0.6), cache=None)
+    runner.install_dispatch(None)
+    here = ad.all_views(*args)
+    for name in ("overlay", "heads", "cls_heads", "rollout"):
+        assert getattr(here, name).tobytes() == getattr(there, name).tobytes()
+    assert (here.query_info, here.rollout_info, here.query) == (there.query_info, there.rollout_info, there.query)
+    assert json.loads(here.distance.to_json()) == json.loads(there.distance.to_json())
+    _equal(sweep(mae, photo_path, seed=4, ratios=(0.3, 0.6), cache=None), swept)

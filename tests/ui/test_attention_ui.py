@@ -59,6 +59,31 @@ def test_views_on_mae_tiny(photo_path):
     assert not np.array_equal(r2.rollout, out.rollout)
 
 
+def test_a_query_view_is_drawn_where_its_model_runs(photo_path, sent_calls, monkeypatch):
+    """With model workers, the capture and the drawing of a query's maps both run in the worker: the handler sends
+    one call (the drawn view) and the app's own process draws nothing; without them the same view is drawn here."""
+    from vitviz.models import runner
+    from vitviz.ui import attention_tab as t
+    from vitviz.views import attention as av
+
+    drawn_inside: list[bool] = []
+    query_view = av.query_view
+
+    def recorded(*args, **kwargs):
+        drawn_inside.append(runner.inside())
+        return query_view(*args, **kwargs)
+
+    monkeypatch.setattr(av, "query_view", recorded)
+    args = (str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4)
+    there = t.attention_query(*args)
+    assert sent_calls == ["_drawn"] and drawn_inside == [True]
+    runner.install_dispatch(None)
+    here = t.attention_query(*args)
+    assert drawn_inside == [True, False]
+    assert here.overlay.tobytes() == there.overlay.tobytes() and here.heads.tobytes() == there.heads.tobytes()
+    assert here.query_info == there.query_info
+
+
 def test_masked_encoder_and_clicks(photo_path):
     import gradio as gr
 

@@ -18,7 +18,7 @@ from ..core.patches import patchify, unpatchify
 from ..models.loading import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
 from ..models.precision import autocast
-from ..models.runner import runs_model
+from ..models.runner import runs_model, runs_with_model
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,28 @@ def assemble_stops(original: np.ndarray, pixels: torch.Tensor, masks: torch.Tens
     return out
 
 
+@runs_with_model
+def predict_stops(model: LoadedModel, original: np.ndarray, masks: torch.Tensor,
+                  max_batch: int = 8) -> list[Reconstruction]:
+    """:func:`predict` under each mask, then :func:`assemble_stops`: the results of one image under several masks.
+
+    One call marked :func:`~vitviz.models.runner.runs_with_model`: with model workers the panels are assembled in
+    the worker that predicted them, and the uint8 panels (smaller than the float predictions) cross back.
+
+    Args:
+        model: a loaded MAE.
+        original: ``(S, S, 3)`` uint8 model view.
+        masks: ``(B, gh, gw)`` bool, True = hidden.
+        max_batch: most masks run together (bounds memory).
+
+    Returns:
+        B results, in the order of ``masks``.
+    """
+    mae = as_mae(model)
+    pixels, losses = predict(model, original, masks, max_batch=max_batch, channels_last=True)
+    return assemble_stops(original, pixels, masks, losses, mae.patch_size, model.norm_pix)
+
+
 def reconstruct(
     model: LoadedModel,
     image: ImageInput,
@@ -260,6 +282,4 @@ def reconstruct(
         m = make_mask(grid, validate_ratio(mask_ratio), seed, pattern)
     else:
         m = check_mask(mask, grid)
-    original = prepare(model, image)
-    pixels, losses = predict(model, original, m.unsqueeze(0), channels_last=True)
-    return assemble_stops(original, pixels, m.unsqueeze(0), losses, mae.patch_size, model.norm_pix)[0]
+    return predict_stops(model, prepare(model, image), m.unsqueeze(0))[0]

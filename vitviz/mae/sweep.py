@@ -23,7 +23,7 @@ from ..cache import LRU
 from ..core.images import ImageInput, pixels_digest
 from ..core.masking import MAX_RATIO, check_pattern, make_mask, validate_ratio
 from ..models.loading import LoadedModel
-from .reconstruct import Reconstruction, as_mae, assemble_stops, predict, prepare
+from .reconstruct import Reconstruction, as_mae, predict_stops, prepare
 
 #: The slider's stops: 0.0, 0.05, ..., 0.95.
 STOPS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(int(round(MAX_RATIO / 0.05)) + 1))
@@ -186,8 +186,7 @@ def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern
     for start in range(0, len(todo), max(1, batch)):
         chunk = todo[start : start + batch]
         masks = torch.stack([make_mask(mae.config.grid, r, seed, pattern) for r in chunk])
-        pixels, losses = predict(model, original, masks, max_batch=batch, channels_last=True)
-        for r, res in zip(chunk, assemble_stops(original, pixels, masks, losses, mae.patch_size, model.norm_pix)):
+        for r, res in zip(chunk, predict_stops(model, original, masks, max_batch=batch)):
             done[r] = res
             if cache is not None:
                 cache.put(key, r, res)
@@ -198,8 +197,7 @@ def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern
         res = done.get(r) or (cache.get(key, r) if cache is not None else None)
         if res is None:  # evicted meanwhile by other users: recompute this one
             m = make_mask(mae.config.grid, r, seed, pattern)
-            px, ls = predict(model, original, m.unsqueeze(0), channels_last=True)
-            res = assemble_stops(original, px, m.unsqueeze(0), ls, mae.patch_size, model.norm_pix)[0]
+            res = predict_stops(model, original, m.unsqueeze(0))[0]
         results.append(res)
     return Sweep(rs, tuple(results))
 

@@ -23,6 +23,12 @@ code that knows its class can also say it with :func:`cost`. ``submit`` runs a c
 through :func:`run_here`. Nothing is dispatched by default: the library and its tests run every call in
 their own process.
 
+A function that runs marked calls and then works on their results -- draws a view's pictures, assembles
+panels -- is marked :func:`runs_with_model`: a dispatch receives it whole, so that work happens in the worker
+beside the model and only its small result crosses back (the host's own CPU, shared with every other
+visitor, does none of it); without a dispatch it is called directly, and its marked calls go through the
+installed runner as usual, so the work on their results stays out of a runner's lease of an accelerator.
+
 The installed decorator, dispatch and pause are the module's mutable state, each set by one explicit call
 under a lock (``install(None)``, ``install_dispatch(None)``, ``install_pause(None)`` remove them).
 """
@@ -158,6 +164,23 @@ def execute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return to_cpu(fn(*args, **kwargs))
     finally:
         _local.depth -= 1
+
+
+def runs_with_model(fn: F) -> F:
+    """Mark a function that runs marked calls and works on their results: sent whole to the installed dispatch
+    (:func:`install_dispatch`) like a marked call, with the cost class of a call made now; else, or from inside a
+    marked call, called directly (never through the installed runner: only its marked calls go there).
+
+    Its arguments are what a marked call's are (a loaded model, plain data), so a dispatch can name them."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        submit = _submit
+        if submit is None or inside():
+            return fn(*args, **kwargs)
+        return submit(call, args, kwargs, current_cost())
+
+    return call  # type: ignore[return-value]
 
 
 def runs_model(fn: F) -> F:

@@ -17,6 +17,7 @@ from ..core.masking import MAX_RATIO
 from ..explain.rollout import HEAD_FUSIONS
 from ..explain.attention import PARTS
 from ..views import attention as av
+from ..views import attention_drawn as ad
 from ..views import heads as hv
 from ..views.attention import (DEFAULT_MODEL, MASS, QUERY_CHOICES, VIEW_PX, AttentionViews, ClassView, ImageViews,
                                QueryView, RolloutView, model_choices, model_note)
@@ -100,8 +101,7 @@ def attention_query(image: str | None, model: str, part: str, mask_ratio: float,
     ``mask_ratio`` and ``seed`` apply to MAE models (encoder over the visible patches). ``native``: the
     photo at its own shape, uncropped, ``side`` px on its longer side (DINOv2, ViT, DeiT, DINO, MAE's encoder).
     """
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
-    return av.query_view(maps, layer, query, row, col)
+    return ad.drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col)
 
 
 @handler(native_cost(1, 7, 8))
@@ -123,31 +123,28 @@ def rollout(image: str | None, model: str, part: str, mask_ratio: float, seed: f
     Returns:
         The overlay (uint8 RGB) and a Markdown description of where the rollout is strongest.
     """
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
-    return av.rollout_view(maps, head_fusion, discard_ratio)
+    return ad.drawn("rollout", image, model, part, mask_ratio, seed, native, side, head_fusion, discard_ratio)
 
 
 @handler(native_cost(1, 5, 6))
 def attention_distance(image: str | None, model: str, part: str, mask_ratio: float, seed: float,
                        native: bool = False, side: str | None = None) -> go.Figure:
     """Endpoint ``attention_distance``: mean attention distance per head vs layer (Plotly)."""
-    m, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
-    return av.distance_view(m, maps)
+    return ad.drawn("distance", image, model, part, mask_ratio, seed, native, side)
 
 
 @handler(native_cost(1, 10, 11))
 def head_query(image: str | None, model: str, part: str, mask_ratio: float, seed: float, layer: float, query: str,
                row: float, col: float, head: float, native: bool = False, side: str | None = None) -> QueryView:
     """The query view with one head (1-based; 0 = mean of heads) on the left: the tab's own events."""
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
-    return av.query_view(maps, layer, query, row, col, head)
+    return ad.drawn("query", image, model, part, mask_ratio, seed, native, side, layer, query, row, col, head)
 
 
 @handler(native_cost(1, 13, 14))
 @memo_view()
 def update_all(c: Controls) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups); the top-5 box only with a classifier."""
-    v = av.all_views(c.image, c.model, c.part, c.mask_ratio, c.seed, c.layer, c.query, c.row, c.col, c.mass,
+    v = ad.all_views(c.image, c.model, c.part, c.mask_ratio, c.seed, c.layer, c.query, c.row, c.col, c.mass,
                      c.head_fusion, c.discard_ratio, c.head, c.native, c.side)
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
@@ -190,7 +187,7 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
     controls = on_model(model, state.layer if state.layer else layer, part, query)
     view: dict[str, Any] = dict(overlay=gr.skip(), heads=gr.skip(), query_info=gr.skip())
     try:
-        shown, q = av.first_query_view(image, model, controls.part["value"], mask_ratio, seed,
+        shown, q = ad.first_query_view(image, model, controls.part["value"], mask_ratio, seed,
                                        controls.layer["value"], controls.query["value"], row, col, head)
     except ValueError:  # a user error (no image, an unreadable one): image_views, next in the chain, says it
         pass
@@ -205,7 +202,7 @@ def on_load(model: str, layer: float, part: str, query: str | None, head: float,
 def image_views(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
                 head_fusion: str, discard_ratio: float, native: bool = False, side: str | None = None) -> ImageViews:
     """The views of :func:`update_all` that do not depend on the query (after :func:`on_load`'s query view)."""
-    v = av.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio, native, side)
+    v = ad.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio, native, side)
     return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
 
 
@@ -220,7 +217,7 @@ def on_part(model: str, part: str, layer: float) -> LayerRange:
 def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mask_ratio: float,
                seed: float, native: bool = False, side: str | None = None) -> Picked:
     """A click on the query overlay -> the clicked patch's grid (row, col); the query becomes that patch."""
-    r, c = av.patch_at_click(image, model, part, mask_ratio, seed, evt.index[0], evt.index[1], native, side)
+    r, c = ad.patch_at_click(image, model, part, mask_ratio, seed, evt.index[0], evt.index[1], native, side)
     return Picked(r, c, "patch")
 
 
@@ -228,8 +225,7 @@ def pick_patch(evt: gr.SelectData, image: str | None, model: str, part: str, mas
 def class_only(image: str | None, model: str, part: str, mask_ratio: float, seed: float, mass: bool,
                native: bool = False, side: str | None = None) -> ClassView:
     """The class-token view alone (the DINO checkbox)."""
-    _, maps = av.maps_for(image, model, part, mask_ratio, seed, native, side)
-    return av.class_view(maps, bool(mass))
+    return ad.drawn("class", image, model, part, mask_ratio, seed, native, side, bool(mass))
 
 
 @handler(Cost.VIEW)

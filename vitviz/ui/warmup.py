@@ -99,13 +99,16 @@ def warm() -> None:
 def _features() -> str:
     """The Features tab's first view (its default model, photo and controls, computed as the tab does), and
     what a new photo's probes share (fitted on every example photo)."""
+    from ..models import runner
+    from ..models.costs import Cost
     from ..views import features
     from ..views.common import trained_default
     from . import features_tab
     from .shared_image import default_image
 
     choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_image()
-    features.warm_probes(choice)
+    with runner.cost(Cost.HEAVY.value):  # where the tab's probes are fitted: with model workers, the heavy one
+        features.warm_probes(choice)
     if image is not None:
         other = next((name for name, path in features.example_choices() if path != image), None)
         features_tab.update_all(image, choice, features.depth_of(choice), False, 7, 7, other)

@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..core.patches import pixel_to_patch
 from ..explain.attention import PARTS, attention, masked_attention, num_layers, prefix_tokens
 from ..explain.maps import AttentionMaps
 from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.registry import RANDOM_SUFFIX, parse_choice
 from ..plots.attention import attention_distance_figure
-from ..render._draw import hw, panel_size
+from ..render._draw import panel_size
 from ..render.attention import head_grid, heat_overlay, side_by_side
 from .common import as_seed, model_label, require_image
 from .native import native_of
@@ -118,17 +117,23 @@ def model_note(choice: str | None) -> str:
 
 def maps_for(image: Any, choice: str | None, part: str, ratio: float, seed: Any, native: Any = False,
              side: Any = None) -> tuple[LoadedModel, AttentionMaps]:
-    """The picked model and its (cached) attention for the image; ratio, seed and part apply to MAEs. With
-    ``native`` (a model that takes any grid), the photo at its own shape, ``side`` px on its longer side: the
-    encoder over every patch (an MAE's mask and decoder are square-only)."""
+    """The picked model and its (cached) attention for the image (:func:`maps_of`)."""
     require_image(image)
     model = load_choice(choice)
+    return model, maps_of(model, image, part, ratio, seed, native, side)
+
+
+def maps_of(model: LoadedModel, image: Any, part: str, ratio: float, seed: Any, native: Any = False,
+            side: Any = None) -> AttentionMaps:
+    """A model's (cached) attention for the image; ratio, seed and part apply to MAEs. With ``native`` (a model
+    that takes any grid), the photo at its own shape, ``side`` px on its longer side: the encoder over every
+    patch (an MAE's mask and decoder are square-only)."""
     s = native_of(model, native, side)
     if s is not None:
-        return model, attention(model, image, aspect="native", max_side=s)
+        return attention(model, image, aspect="native", max_side=s)
     is_mae = model.family == "mae"
-    return model, masked_attention(model, image, float(ratio or 0.0) if is_mae else 0.0,
-                                   as_seed(seed if seed is not None else 0), part if is_mae else "encoder")
+    return masked_attention(model, image, float(ratio or 0.0) if is_mae else 0.0,
+                            as_seed(seed if seed is not None else 0), part if is_mae else "encoder")
 
 
 def view_size(maps: AttentionMaps) -> int | tuple[int, int]:
@@ -390,47 +395,3 @@ def shown_query(maps: AttentionMaps, query: str, row: Any, col: Any, head: Any =
     if q == "dist" and not maps.layout.has("dist"):
         q = "cls"
     return q, head if head and 1 <= int(head) <= maps.num_heads else 0
-
-
-def first_query_view(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str,
-                     row: Any, col: Any, head: Any = 0, native: Any = False, side: Any = None
-                     ) -> tuple[QueryView, str]:
-    """The query view of :func:`all_views` alone, and the query token it shows (:func:`shown_query`): what a
-    tab's first showing draws before the rest (:func:`image_views`)."""
-    _, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
-    q, h = shown_query(maps, query, row, col, head)
-    return query_view(maps, layer_value(layer, maps.depth), q, row, col, h), q
-
-
-def image_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, mass: bool, head_fusion: str,
-                discard_ratio: float, native: Any = False, side: Any = None) -> ImageViews:
-    """Every view of :func:`all_views` but the query's (one capture, then lookups)."""
-    m, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
-    return ImageViews(**vars(class_view(maps, bool(mass))), **vars(rollout_view(maps, head_fusion, discard_ratio)),
-                      distance=distance_view(m, maps), top5=top5_value(maps), top5_note=top5_note(m, maps))
-
-
-def all_views(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, layer: Any, query: str, row: Any,
-              col: Any, mass: bool, head_fusion: str, discard_ratio: float, head: Any = 0, native: Any = False,
-              side: Any = None) -> AttentionViews:
-    """Every view for the current controls (one capture, then lookups): :func:`first_query_view` and
-    :func:`image_views`."""
-    view, q = first_query_view(image, choice, part, mask_ratio, seed, layer, query, row, col, head, native, side)
-    return AttentionViews(**vars(view), **vars(image_views(image, choice, part, mask_ratio, seed, mass, head_fusion,
-                                                           discard_ratio, native, side)), query=q)
-
-
-def patch_at_click(image: Any, choice: str, part: str, mask_ratio: float, seed: Any, x: float, y: float,
-                   native: Any = False, side: Any = None) -> tuple[int, int]:
-    """The visible patch under a click at ``(x, y)`` of the query overlay.
-
-    Raises:
-        ValueError: the patch is hidden by the mask (the encoder never sees it).
-    """
-    _, maps = maps_for(image, choice, part, mask_ratio, seed, native, side)
-    h, w = hw(view_size(maps))
-    r, c = pixel_to_patch(float(x) / w, float(y) / h, maps.layout.grid, 1.0)
-    if maps.layout.token_of_patch(r, c) is None:
-        raise ValueError(f"Patch (row {r}, col {c}) is hidden by the mask: the encoder never sees it. "
-                         "Click a visible patch, or set the masking ratio to 0.")
-    return r, c

@@ -28,6 +28,7 @@ from ..features.similarity import correspondence
 from ..features.targets import TARGET_NAMES, TARGETS, patch_targets
 from ..features.layer_tokens import LayerTokens, layer_tokens, num_blocks
 from ..models.loading import LoadedModel, load_choice
+from ..models.runner import runs_with_model
 from ..plots.features import cls_gap_figure, llrd_figure, probe_figure
 from ..render.attention import heat_overlay
 from ..core.patches import pixel_to_patch
@@ -294,8 +295,10 @@ def similarity_view(image: Any, choice: str | None, layer: Any, row: Any, col: A
 _PROBES: LRU[tuple, tuple[ProbeTable, ProbeTable]] = LRU(8)
 
 
+@runs_with_model
 def probe_tables(model: LoadedModel, image: Any) -> tuple[ProbeTable, ProbeTable]:
-    """Probes of every layer and their shuffled-target control for an image (cached).
+    """Probes of every layer and their shuffled-target control for an image (cached where they are fitted: with
+    model workers, in the worker, beside the tokens: :func:`~vitviz.models.runner.runs_with_model`).
 
     Fitted on the example photos other than this image, scored on this image. A photo that is none of them
     is fitted on the same photos as the tab's first view (every example but :func:`vitviz.assets.default_example`),
