@@ -691,7 +691,10 @@
   // event-stream message, no re-render by Gradio. Gradio's client is told its frame was received. Every
   // KEEP_MS one frame goes to Gradio without its picture, which keeps its stream event open (the route
   // computes only for a stream Gradio runs: its slot, one per session, its time limit). Answered 410 (the
-  // stream stopped: a sentence) or not found (no such route), the stream's next frames go through Gradio.
+  // stream stopped: a sentence) or not found (no such route), the stream's next frames go through Gradio --
+  // except a 410 "not running" before the route has computed any frame of the stream, within START_MS of its
+  // join: Gradio has not started the stream's handler yet (a busy server), so that frame is dropped and the
+  // next ones try the route again.
   //
   // Flow control: a frame is sent only while fewer than FAST_IN_FLIGHT (through Gradio: IN_FLIGHT) are
   // unanswered; the others are held (answered here, as the server would, and dropped). Two in flight keep
@@ -701,10 +704,11 @@
   const live = (() => {
     const MARK = JSON.stringify(__LIVE_STAMP__), WINDOW = 3000;  // the placeholder as it appears in JSON
     const IN_FLIGHT = 8, HOLD_MS = 1000, PAUSED_TEXT = 'Paused';  // vitviz.ui.mae_live.PAUSED
-    const FAST_IN_FLIGHT = 2, KEEP_MS = 5000, CHUNK = /\/stream\/([0-9a-f]{8,64})$/;
+    const FAST_IN_FLIGHT = 2, KEEP_MS = 5000, START_MS = 10000, CHUNK = /\/stream\/([0-9a-f]{8,64})$/;
     let pending = [];  // send times of the frames sent and not yet answered
     let held = 0, pausedAt = 0, sent = 0;  // frames held back in the page; when the stream last paused; sent
     let gradioOnly = null, keptAt = 0, lastDrawn = 0, urls = [];  // a stream refused by the route; ...
+    let joinedAt = 0, computed = null;  // when the last stream joined; the last stream the route computed for
     const shown = [];  // [time, latency ms or null] of the panels shown, oldest first
     // every [time, latency ms, ms until the answer arrived, sent, server entered, server left] (at most 20,000;
     // the last two on the server's clock, the same as the page's when both run on one machine: bench/live.py)
@@ -795,14 +799,17 @@
           if (r.status !== 200) {
             pending = pending.filter((t) => t !== at);
             if (r.status === 204) return;  // dropped by the server: a newer frame came meanwhile
-            gradioOnly = id;  // stopped, or no such route: the next frames go through Gradio
+            if (r.status !== 410) gradioOnly = id;  // no such route: the next frames go through Gradio, at once
             const stop = await r.json().catch(() => ({}));
+            if (r.status === 410 && !stop.ended && computed !== id && Date.now() - joinedAt < START_MS) return;
+            gradioOnly = id;  // stopped: the next frames go through Gradio
             if (stop.stop) setLine(stop.stop);
             // the run's time limit: stop the camera (Gradio's webcam would open a new stream by itself)
             const camera = document.querySelector("#mae-live-camera button[aria-label='capture photo']");
             if (stop.ended && camera && camera.innerText.includes('Stop')) camera.click();
             return;
           }
+          computed = id;
           const data = await r.arrayBuffer();
           const sizes = (r.headers.get('x-vitviz-parts') || '').split(',').map(Number);
           answered.set(at, Date.now());
@@ -837,7 +844,7 @@
             const now = Date.now(), url = String(input.url || input);
             const chunk = url.match(CHUNK);
             pending = pending.filter((t) => t > now - HOLD_MS);
-            if (!chunk) keptAt = now;  // the stream's queue join: its first frame goes through Gradio
+            if (!chunk) keptAt = joinedAt = now;  // the stream's queue join: its first frame goes through Gradio
             if (chunk && chunk[1] !== gradioOnly) {
               if (now - keptAt > KEEP_MS) {
                 keptAt = now;
