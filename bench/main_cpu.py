@@ -100,11 +100,9 @@ def measure(root: Path, args: Any) -> dict[str, Any]:
                             "wall_p50_ms": round(1000 * statistics.median(walls), 1)}
     finally:
         report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        from common import stop
+
+        stop(proc, timeout=60)
         log.close()
         shutil.rmtree(work, ignore_errors=True)
     return report

@@ -509,11 +509,9 @@ def run_app(root: Path, args: Any) -> dict[str, Any]:
     finally:
         report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
         report["wall_s"] = round(time.monotonic() - t_start)
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        from common import stop
+
+        stop(proc, timeout=60)
         log.close()
         shutil.rmtree(work, ignore_errors=True)
     return report

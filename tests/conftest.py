@@ -177,3 +177,23 @@ def sent_calls() -> Iterator[list[str]]:
         yield names
     finally:
         runner.install_dispatch(None)
+
+
+@pytest.fixture()
+def where_run(monkeypatch):  # noqa: ANN201
+    """``where_run(module, name)`` wraps ``module.name`` for the test and returns a list that gets, at each call,
+    whether it ran inside a received model call (:func:`vitviz.models.runner.inside`: in the worker)."""
+    from vitviz.models import runner
+
+    def watch(module, name: str) -> list[bool]:  # noqa: ANN001
+        seen: list[bool] = []
+        original = getattr(module, name)
+
+        def recorded(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            seen.append(runner.inside())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, recorded)
+        return seen
+
+    return watch

@@ -9,16 +9,9 @@ from vitviz.models.loading import load_choice
 from vitviz.views import features as v
 
 
-def test_probes_are_fitted_inside_the_sent_call(photo_path, sent_calls, monkeypatch):
+def test_probes_are_fitted_inside_the_sent_call(photo_path, sent_calls, where_run):
     model = load_choice("mae-tiny")
-    fitted_inside: list[bool] = []
-    by_layer = v._by_layer
-
-    def recorded(*args, **kwargs):
-        fitted_inside.append(runner.inside())
-        return by_layer(*args, **kwargs)
-
-    monkeypatch.setattr(v, "_by_layer", recorded)
+    fitted_inside = where_run(v, "_by_layer")
     v._PROBES.clear()
     there, there_control = v.probe_tables(model, str(photo_path))
     assert sent_calls == ["probe_tables"] and fitted_inside == [True]  # the tokens' calls are not sent on their own

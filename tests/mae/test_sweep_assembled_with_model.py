@@ -8,16 +8,9 @@ from vitviz.models import runner
 from vitviz.models.loading import load_model
 
 
-def test_panels_are_assembled_inside_the_sent_call(photo_path, sent_calls, monkeypatch):
+def test_panels_are_assembled_inside_the_sent_call(photo_path, sent_calls, where_run):
     model = load_model("mae-tiny")
-    assembled_inside: list[bool] = []
-    assemble = rec.assemble_stops
-
-    def recorded(*args, **kwargs):
-        assembled_inside.append(runner.inside())
-        return assemble(*args, **kwargs)
-
-    monkeypatch.setattr(rec, "assemble_stops", recorded)
+    assembled_inside = where_run(rec, "assemble_stops")
     there = sweep(model, photo_path, seed=7, ratios=(0.25, 0.5, 0.75), cache=None)
     assert sent_calls == ["predict_stops"] and assembled_inside == [True]
     runner.install_dispatch(None)

@@ -59,21 +59,14 @@ def test_views_on_mae_tiny(photo_path):
     assert not np.array_equal(r2.rollout, out.rollout)
 
 
-def test_a_query_view_is_drawn_where_its_model_runs(photo_path, sent_calls, monkeypatch):
+def test_a_query_view_is_drawn_where_its_model_runs(photo_path, sent_calls, where_run):
     """With model workers, the capture and the drawing of a query's maps both run in the worker: the handler sends
     one call (the drawn view) and the app's own process draws nothing; without them the same view is drawn here."""
     from vitviz.models import runner
     from vitviz.ui import attention_tab as t
     from vitviz.views import attention as av
 
-    drawn_inside: list[bool] = []
-    query_view = av.query_view
-
-    def recorded(*args, **kwargs):
-        drawn_inside.append(runner.inside())
-        return query_view(*args, **kwargs)
-
-    monkeypatch.setattr(av, "query_view", recorded)
+    drawn_inside = where_run(av, "query_view")
     args = (str(photo_path), "mae-tiny", "encoder", 0.0, 0, 2, "patch", 3, 4)
     there = t.attention_query(*args)
     assert sent_calls == ["_drawn"] and drawn_inside == [True]
