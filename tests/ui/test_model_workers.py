@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from tools.appserver import running_app
@@ -89,3 +90,17 @@ def test_a_spawned_worker_importing_the_app_builds_no_page_and_starts_no_workers
     monkeypatch.setattr(model_workers, "install", lambda *a, **k: started.append(a))
     names = runpy.run_path(str(Path(__file__).resolve().parents[2] / "app.py"), run_name="__mp_main__")
     assert "demo" not in names and not started
+
+
+@pytest.mark.parametrize("public, started", [("1", 1), ("0", 0)])
+def test_a_public_host_runs_its_model_calls_in_workers_by_default(monkeypatch, public, started):
+    from vitviz.models import threads
+    from vitviz.ui import serve
+
+    monkeypatch.setenv("VITVIZ_PUBLIC", public)
+    monkeypatch.delenv("VITVIZ_WORKERS", raising=False)  # auto
+    calls = []
+    monkeypatch.setattr(model_workers, "install", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(threads, "install", lambda *a, **k: None)
+    serve.install_process()
+    assert len(calls) == started

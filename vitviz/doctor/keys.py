@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .. import settings
+from ..model_entries import LocalModelEntry, local_name
 from ..errors import ModelUnavailable
 from ..models import local
 from ..models.infer import found
@@ -97,7 +97,7 @@ def architecture(case: Case, path: Path) -> None:
     """Infer the architecture and name what kind of checkpoint this is."""
     ck = case.ck
     assert ck is not None
-    entry = settings.LocalModelEntry(settings.local_name(path.resolve()), path.resolve())
+    entry = LocalModelEntry(local_name(path.resolve()), path.resolve())
     try:
         la = case.la = local.describe(entry, dataclasses.replace(ck, dropped=list(ck.dropped)))
     except ModelUnavailable as exc:

@@ -27,7 +27,7 @@ from .. import settings
 from ..cache import LRU
 from ..core.images import DataConfig
 from ..errors import ModelUnavailable
-from ..settings import LocalModelEntry
+from ..model_entries import MODELS_SEPARATOR, LocalModelEntry, local_name, parse_model_entry
 from .beit import BEiTConfig
 from .infer import Arch, infer
 from .layouts import HF_FILES, Checkpoint, read_local
@@ -146,11 +146,11 @@ def add_local_models(values: Sequence[str], registered: Iterable[str]) -> list[s
         ModelUnavailable: a file that cannot be read or fits no layout.
     """
     for value in values:
-        settings.parse_model_entry(value)  # a sentence for a malformed one, before anything is set
+        parse_model_entry(value)  # a sentence for a malformed one, before anything is set
     if values and settings.public():
         raise ValueError(settings.PUBLIC_LOCAL_REFUSAL)
-    joined = settings.MODELS_SEPARATOR.join([os.environ.get("VITVIZ_MODELS", "").strip(), *values]).strip(
-        settings.MODELS_SEPARATOR)
+    joined = MODELS_SEPARATOR.join([os.environ.get("VITVIZ_MODELS", "").strip(), *values]).strip(
+        MODELS_SEPARATOR)
     previous = os.environ.get("VITVIZ_MODELS")
     os.environ["VITVIZ_MODELS"] = joined
     try:
@@ -177,7 +177,7 @@ def for_path(path: str | Path, heads: int | None = None, decoder_heads: int | No
     if settings.public():
         raise ValueError(settings.PUBLIC_LOCAL_REFUSAL)
     p = Path(path).expanduser().resolve()
-    return describe_entry(LocalModelEntry(settings.local_name(p), p, heads, decoder_heads))
+    return describe_entry(LocalModelEntry(local_name(p), p, heads, decoder_heads))
 
 
 def looks_like_path(name: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.images import DataConfig
-from ..settings import LocalModelEntry
+from ..model_entries import LocalModelEntry
 from .beit import BEiTConfig
 from .dinov2 import Dinov2Arch
 from .infer import Arch

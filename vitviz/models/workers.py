@@ -40,6 +40,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
@@ -105,27 +106,35 @@ def reference(value: Any) -> Any:
     """
     import torch
 
-    from .loading import LoadedModel, is_large
-
-    def ref(model: Any, part: str | None) -> ModelRef:
-        if model.name not in _names():  # a checkpoint opened by its path
-            raise _Unnamed(model.name)
-        return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.origin, part,
-                        is_large(model.spec))
+    from .loading import LoadedModel
 
     if isinstance(value, LoadedModel):
         if not any(m is value for m in _loaded_models()):
             raise _Unnamed(value.name)
-        return ref(value, None)
+        return _ref(value, None)
     if isinstance(value, torch.nn.Module):
         for model in reversed(_loaded_models()):
             if model.module is value:
-                return ref(model, "")
+                return _ref(model, "")
             for name, sub in model.module.named_modules():
                 if sub is value:
-                    return ref(model, name)
+                    return _ref(model, name)
         raise _Unnamed(type(value).__name__)
     return value
+
+
+def _ref(model: Any, part: str | None) -> ModelRef:
+    """The :class:`ModelRef` of a loaded model (or of its module ``part``).
+
+    Raises:
+        _Unnamed: a checkpoint opened by its path, which no name reaches.
+    """
+    from .loading import is_large
+
+    if model.name not in _names():
+        raise _Unnamed(model.name)
+    return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.origin, part,
+                    is_large(model.spec))
 
 
 def _names() -> set[str]:
@@ -199,15 +208,23 @@ def shape(cost: str, views: int, threads: int, heavy_nice: int) -> tuple[int, in
     return max(1, views), 0, threads
 
 
-def _start(nice: int, threads: int, parent: int) -> None:
-    """A worker's start: its OS priority, its intra-op threads, and a watch that ends it when ``parent`` (the
-    host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay."""
+def _start(nice: int, threads: int, parent: int, modules: tuple[str, ...] = ()) -> None:
+    """A worker's start: its OS priority, its intra-op threads, a watch that ends it when ``parent`` (the
+    host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay -- and
+    the imports of ``modules`` (the host's library modules), so that a call's first run does not wait for them."""
+    import importlib
+
     import torch
 
     if nice and hasattr(os, "nice"):
         os.nice(nice)
     torch.set_num_threads(max(1, threads))
     threading.Thread(target=_watch, args=(parent,), name="vitviz-parent-watch", daemon=True).start()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - only a head start: a call that needs the module raises its error then
+            pass
 
 
 def _watch(parent: int, every: float = 1.0) -> None:
@@ -242,6 +259,17 @@ def _work(payload: bytes) -> bytes:
     return pickle.dumps((result, filled), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _load(ref: ModelRef) -> None:
+    """In a worker: load the model ``ref`` names (:meth:`Workers.prefetch`)."""
+    resolve(ref)
+
+
+def host_modules() -> tuple[str, ...]:
+    """The library's modules this process has imported (``vitviz.*``, not its Gradio front end ``vitviz.ui``): what
+    a worker imports at its start (:class:`Workers`)."""
+    return tuple(sorted(n for n in list(sys.modules) if n.startswith("vitviz.") and not n.startswith("vitviz.ui")))
+
+
 def _ping() -> int:
     return os.getpid()
 
@@ -254,12 +282,15 @@ class Workers:
         threads: intra-op threads of a view or heavy worker (default ``VITVIZ_THREADS``; the live worker
             runs on one).
         heavy_nice: OS priority added to the heavy worker (:data:`HEAVY_NICE`; 0: none).
+        modules: modules each worker imports when it starts (:func:`host_modules`).
     """
 
-    def __init__(self, views: int | None = None, threads: int | None = None, heavy_nice: int = HEAVY_NICE) -> None:
+    def __init__(self, views: int | None = None, threads: int | None = None, heavy_nice: int = HEAVY_NICE,
+                 modules: tuple[str, ...] = ()) -> None:
         self.views = views if views is not None else settings.get("VITVIZ_VIEW_WORKERS")
         self.threads = threads if threads is not None else settings.threads()
         self.heavy_nice = heavy_nice
+        self.modules = tuple(modules)
         self._lock = threading.Lock()
         self._pools: dict[str, concurrent.futures.ProcessPoolExecutor] = {}
         self._closed = False
@@ -278,7 +309,7 @@ class Workers:
                 n, nice, threads = self._shape(cost)
                 found = concurrent.futures.ProcessPoolExecutor(
                     max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_start,
-                    initargs=(nice, threads, os.getpid()))
+                    initargs=(nice, threads, os.getpid(), self.modules))
                 self._pools[cost] = found
             return found
 
@@ -321,6 +352,23 @@ class Workers:
             pool.shutdown(wait=False, cancel_futures=True)
             raise crashed(cost, fn) from None
         return finish(reply, args, kwargs)
+
+    def prefetch(self, model: Any, cost: str = "view") -> None:
+        """Start loading ``model``, which this process has just loaded, in each worker of class ``cost`` (a large
+        model: the heavy worker); returns at once. The first call then finds it loaded, or loading beside this
+        process's load, rather than loading it after. A model no :class:`ModelRef` names is left out; a load that
+        fails there fails again, with its message, at the call that needs it."""
+        try:
+            ref = _ref(model, None)
+        except _Unnamed:
+            return
+        cost = "heavy" if ref.large else (cost if cost in COSTS else "view")
+        try:
+            pool = self.pool(cost)
+        except RuntimeError:  # closed
+            return
+        for _ in range(self._shape(cost)[0]):
+            pool.submit(_load, ref)
 
     def close(self) -> None:
         """End every worker process (waits for them; calls still queued are cancelled). Idempotent."""

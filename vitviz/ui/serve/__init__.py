@@ -60,8 +60,8 @@ def check_gradio(version: str | None = None) -> None:
 def install_process() -> None:
     """The process-wide part (idempotent): the contacts (:mod:`.contacts`); the memory malloc keeps after it
     was freed handed back to the system now and then (:mod:`.memory`); model calls inside ``spaces.GPU`` on
-    ZeroGPU, else each on its share of the CPU's cores, or in worker processes with ``VITVIZ_WORKERS=processes``
-    (Ray actors with ``ray``) (:mod:`.model_workers`)."""
+    ZeroGPU, else each on its share of the CPU's cores, or in worker processes (``VITVIZ_WORKERS``: by default on a
+    public host; Ray actors with ``ray``) (:mod:`.model_workers`)."""
     check_gradio()
     from ...models import threads
     from . import contacts, memory, zerogpu
@@ -72,7 +72,7 @@ def install_process() -> None:
         threads.install()  # on the CPU: each model call on its share of the cores
         from ... import settings
 
-        if settings.get("VITVIZ_WORKERS") != "off":
+        if settings.workers() != "off":
             from . import model_workers
 
             model_workers.install()  # model calls in worker processes (or Ray actors) by cost class

@@ -1,5 +1,5 @@
 """The served app's model calls in worker processes (``VITVIZ_WORKERS=processes``) or on Ray actors
-(``VITVIZ_WORKERS=ray``); off by default.
+(``VITVIZ_WORKERS=ray``); by default on a public host (:func:`vitviz.settings.workers`), else off.
 
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
 :class:`vitviz.models.workers.Workers`: the call's cost class is that of the handler's call it runs for
@@ -17,7 +17,7 @@ import threading
 
 from ... import settings
 from ...models import runner
-from ...models.workers import Workers
+from ...models.workers import Workers, host_modules
 
 _LOCK = threading.Lock()
 _WORKERS: list[Workers] = []
@@ -42,7 +42,7 @@ def install(start: bool = True) -> Workers:
             _WORKERS.append(_workers())
             atexit.register(uninstall)
         workers = _WORKERS[0]
-    runner.install_dispatch(workers.submit, cost_of)
+    runner.install_dispatch(workers.submit, cost_of, getattr(workers, "prefetch", None))
     if start and hasattr(workers, "connect"):
         workers.connect()  # Ray, from this (the main) thread: a local Ray ends with the thread that started it
     if start:
@@ -54,11 +54,11 @@ def _workers() -> Workers:
     """Ray actors where ``VITVIZ_WORKERS`` names ``ray`` (the cluster ``RAY_ADDRESS`` names, else a local one;
     :class:`vitviz.models.ray_workers.RayWorkers`, the same interface); worker processes otherwise, also when a
     caller installs them directly."""
-    if settings.get("VITVIZ_WORKERS") == "ray":
+    if settings.workers() == "ray":
         from ...models.ray_workers import RayWorkers
 
         return RayWorkers()  # type: ignore[return-value]
-    return Workers()
+    return Workers(modules=host_modules())
 
 
 def _start(workers: Workers) -> None:
