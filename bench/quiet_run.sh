@@ -3,7 +3,8 @@
 #   1. the flood rows (bench/rows.py: 1, 2, 3, 8, 11, 12) against the public-mode app, model calls in the app's
 #      process (VITVIZ_WORKERS=off) and then in worker processes (processes): the well-behaved visitor's p95
 #      beside each attack against its p95 alone, and its errors;
-#   2. the served app's memory per 300 fresh sessions up to 1,500 (bench/session_memory.py --served);
+#   2. the served app's memory per 300 fresh sessions up to 1,500 (bench/session_memory.py --served; public mode,
+#      so with its default worker processes);
 #   3. visitors per minute at p95 <= 2x alone: one replica, two behind nginx, one on Ray actors (bench/replicas.py).
 # Prints Markdown tables (and keeps the raw reports in OUT, default /tmp/vitviz-quiet-run), with the load average
 # at each start and end. About 12 minutes on a quiet 2-core machine; set SHORT=1 for a quicker, rougher run.
@@ -21,7 +22,7 @@ echo "quiet run: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadav
 
 echo "== 1. flood rows, VITVIZ_WORKERS=off then processes ($(date -u +%T))"
 python bench/load.py --rows --only 1,2,3,8,11,12 --calls "$CALLS" --seconds "$SECONDS_ROW" --port "$PORT" \
-    --then-env VITVIZ_WORKERS=processes > "$OUT/rows.json" 2> "$OUT/rows.log"
+    --env VITVIZ_WORKERS=off --then-env VITVIZ_WORKERS=processes > "$OUT/rows.json" 2> "$OUT/rows.log"
 echo "   rows: exit $?, $(( $(date +%s) - start )) s so far"
 
 echo "== 2. memory per fresh sessions ($(date -u +%T))"

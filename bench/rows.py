@@ -1,9 +1,9 @@
 """Issue 32's hostile rows against a public-mode app: one well-behaved visitor's latency beside each attack
 (rows 1-3, 8; issue 47's 11: eight flooding addresses, 12: a dozen live joins from one address), the
 server's memory and disk after the others (4-7), clean errors (9), sliders (10), then 300 fresh sessions
-and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``. ``--then-env
-VITVIZ_WORKERS=processes`` measures the same app again right after with that setting (model calls in
-worker processes).
+and the files left outside Gradio's cache. Run by ``python bench/load.py --rows``. A public-mode app runs its
+model calls in worker processes by default; ``--env VITVIZ_WORKERS=off --then-env VITVIZ_WORKERS=processes``
+measures it in-process, then again right after with the workers.
 
 Bounded: every call has a deadline (an unanswered call counts as an error, ``timeout``), every attack
 stops its threads and their connections after ``--seconds``, the fresh sessions stop at
