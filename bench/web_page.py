@@ -36,7 +36,11 @@ model for 2 WASM threads, which the app's cross-origin isolated page allows): on
 page, *Start the camera in your browser* (the live accordion) with the same fake camera; frames reconstructed
 and drawn a second over ``--seconds``, and the HTTP requests the page made meanwhile. ``--flood ROW`` runs
 ``bench/rows.py``'s attack ROW (e.g. ``"11 eight addresses together"``) against the same app during the
-measurement (the other visitors), and reports the load average with it.
+measurement (the other visitors), and reports the load average with it. ``--group-nice 10`` puts this shell
+session's scheduling group -- this script, the flood's clients, and an app started from the same shell -- behind the
+page for the run (Linux autogroups: Playwright starts Chromium in a session of its own, and without this the kernel
+gives each session half of a 2-core machine whatever the processes' own nice; a visitor's page runs on the
+visitor's own machine).
 """
 
 from __future__ import annotations
@@ -145,6 +149,26 @@ def compare(variants: list[str], rounds: int, seconds: float, ratio: float, isol
                                               "cpus": os.cpu_count()}
 
 
+def _autogroup() -> str | None:
+    """This process's scheduling group (``/proc/self/autogroup``: its session's, with the group's nice), where Linux
+    has autogroups; None elsewhere."""
+    try:
+        return Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return None
+
+
+def set_group_nice(nice: int) -> None:
+    """Lower this process's session's scheduling group to ``nice`` (Linux autogroups).
+
+    With autogroups on (``/proc/sys/kernel/sched_autogroup_enabled``), the kernel shares the CPU between sessions
+    first, and a process's own nice counts only inside its session: Playwright starts Chromium in a session of its
+    own, so an app started with ``nice -n 10`` from this shell still takes half the cores from the page. The group's
+    nice is what puts this session -- this script, the flood's clients it starts, and an app started from the same
+    shell -- behind the page, as a visitor's own machine would be."""
+    Path("/proc/self/autogroup").write_text(str(nice))
+
+
 def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None, flood_nice: int = 0) -> dict:
     """The app's MAE tab camera computed in the page (see the module docstring)."""
     from playwright.sync_api import sync_playwright
@@ -213,6 +237,7 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
         "requests_during_measurement": len(sent),
         "flood": flood,
         "flood_client_nice": flood_nice if flood else None,
+        "this_session_group": _autogroup(),
         "ratio": ratio,
         "seconds": seconds,
         "loadavg_before": [round(x, 2) for x in load_before],
@@ -314,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flood-nice", type=int, default=0,
                     help="with --flood: OS priority added to the attack's client process (its clients are other "
                          "machines on a real host; here they share the page's cores)")
+    ap.add_argument("--group-nice", type=int, default=None,
+                    help="the nice of this shell session's scheduling group (Linux autogroups): this script, the "
+                         "flood's clients and an app started from the same shell, behind the page (set_group_nice)")
     ap.add_argument("--page-bytes", action="store_true",
                     help="with --app: bytes a page load downloads, idle for --seconds, then after the first intent")
     ap.add_argument("--breakdown", action="store_true", help="with --app: where a camera frame's time goes")
@@ -321,6 +349,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="exported folders (and page queries) measured side by side, --rounds times, order alternating")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.group_nice is not None:
+        before = int((_autogroup() or "nice 0").rsplit(" ", 1)[-1])
+        set_group_nice(args.group_nice)
+        try:
+            return _run(args)
+        finally:
+            set_group_nice(before)  # the whole shell session's group: as it was
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.compare:
         print(json.dumps(compare(args.compare, args.rounds, args.seconds, args.ratio, args.isolated), indent=1))
         return 0
