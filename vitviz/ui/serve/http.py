@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import settings
 from ...cache import LRU
@@ -39,11 +39,10 @@ from ...ledger import RateLimiter
 from ...models.costs import Cost
 from . import uploads
 from .admission import ADMISSION, Refused
+from .asgi import TEXT, read_body, respond
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
-from .uploads import Message, Receive, Scope, capped, read_body
-
-Send = Callable[[Message], Awaitable[None]]
+from .uploads import capped
 
 UPLOAD_PATHS = ("/gradio_api/upload", "/upload")
 #: (method, path suffix) of the requests counted by the per-address rate limit.
@@ -113,16 +112,11 @@ def _session(body: bytes) -> tuple[str, Any]:
     return (session if isinstance(session, str) else ""), index
 
 
-async def _respond(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
-    await send({"type": "http.response.body", "body": text.encode()})
-
-
-async def _refuse(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
+async def _refuse(send: Send, status: int, text: str, kind: bytes = TEXT) -> None:
     """A refusal, answered after :data:`.limits.REFUSAL_PAUSE_S` (a flooding script waits instead of spinning);
     called outside every lock, so nobody waits behind a refusal."""
     await asyncio.sleep(REFUSAL_PAUSE_S)
-    await _respond(send, status, text, kind)
+    await respond(send, status, text, [(b"content-type", kind)])
 
 
 #: Headers that make the app's page cross-origin isolated (``self.crossOriginIsolated``), which WebAssembly threads
@@ -146,7 +140,7 @@ def _isolated(headers: list) -> list:
 class Hardening:
     """ASGI middleware: the door (the module's text)."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,12 +155,12 @@ class Hardening:
             await send(message)
 
         if long_session(scope):
-            await _respond(nosniff, 400, BAD_SESSION)
+            await respond(nosniff, 400, BAD_SESSION, [(b"content-type", TEXT)])
             return
         if scope.get("method") == "HEAD" and scope.get("path", "") in ("", "/"):
             # Gradio's launch asks for the page once (a HEAD, 3 s timeout: a start under load failed): the page is
             # there when the app answers, so nothing is rendered for nobody
-            await _respond(nosniff, 200, "", b"text/html; charset=utf-8")
+            await respond(nosniff, 200, b"", [(b"content-type", b"text/html; charset=utf-8")])
             return
         address = client_address(Request(scope), settings.trusted_proxies())
         if not _allowed(scope, address):
@@ -195,7 +189,7 @@ class Hardening:
                     receive = capped(scope, receive, _body_limit(path), TOO_LARGE_REQUEST)
             await self.app(scope, receive, nosniff)
         except uploads.RefusedUpload as refused:
-            await _respond(nosniff, refused.status, refused.message)
+            await respond(nosniff, refused.status, refused.message, [(b"content-type", TEXT)])
 
     async def _join(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
         """A queue join, admitted by the caps of :mod:`.limits` (refused: HTTP 503, as Gradio's full queue)."""
@@ -309,7 +303,7 @@ class StaticCache:
     ``Range`` or conditional request); anything else is passed on as it came.
     """
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], capacity: int = 512,
+    def __init__(self, app: ASGIApp, capacity: int = 512,
                  pages: int = 8) -> None:
         self.app = app
         self.responses: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(capacity)

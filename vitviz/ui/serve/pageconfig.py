@@ -38,6 +38,8 @@ import json
 import re
 from typing import Any
 
+from .asgi import respond
+
 #: Keys of a component's configuration that only the API description reads.
 API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inputs")
 #: Component props the page never reads.
@@ -228,11 +230,9 @@ class PageConfig:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         method = scope.get("method") if scope.get("type") == "http" else None
         if method in ("GET", "HEAD") and scope.get("path") == self.module_path:
-            await send({"type": "http.response.start", "status": 200, "headers": [
+            await respond(send, 200, self.module if method == "GET" else b"", length=len(self.module), headers=[
                 (b"content-type", b"application/javascript; charset=utf-8"),
-                (b"cache-control", b"public, max-age=31536000, immutable"),
-                (b"content-length", str(len(self.module)).encode())]})
-            await send({"type": "http.response.body", "body": self.module if method == "GET" else b""})
+                (b"cache-control", b"public, max-age=31536000, immutable")])
             return
         path = scope.get("path", "").rstrip("/")
         if method != "GET" or not (path == "" or path.endswith(("/config", "/info"))):
@@ -261,8 +261,6 @@ class PageConfig:
             at = body.find(b"</head>") if path == "" and html else -1
             if at >= 0:
                 body = body[:at] + self.tag + b"\n" + body[at:]
-            headers = [(k, v) for k, v in first.get("headers", []) if k.lower() != b"content-length"]
-            await send({**first, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await respond(send, 200, body, [h for h in first.get("headers", []) if h[0].lower() != b"content-length"])
 
         await self.app(scope, receive, rewritten)

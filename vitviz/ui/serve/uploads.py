@@ -23,18 +23,15 @@ callbacks and refuses, before Gradio writes anything:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
+from starlette.types import Message, Receive, Scope
 
 from ... import settings
 from ...core.video import looks_like_video
 from ...ledger import DiskBudget
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 
 #: Form fields (parts without a file) an upload may carry; the page sends none.
 MAX_FIELDS = 4
@@ -91,18 +88,6 @@ def capped(scope: Scope, receive: Receive, limit: int, sentence: str) -> Receive
         return message
 
     return wrapped
-
-
-async def read_body(receive: Receive) -> bytes | None:
-    """A request's whole body, or None when the client went away first."""
-    parts = []
-    while True:
-        message = await receive()
-        if message.get("type") != "http.request":
-            return None
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(parts)
 
 
 def _boundary(scope: Scope) -> bytes | None:
