@@ -66,16 +66,13 @@ ASSETS_PER_MINUTE = 240
 ASSETS = RateLimiter()
 
 
-def _costly(scope: Scope) -> bool:
-    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
-    return any(method == m and path.endswith(p) for m, p in COSTLY)
-
-
 def _allowed(scope: Scope, address: str) -> bool:
-    """False for a costly request or a front-end file asked beyond this address's rate."""
+    """False for a costly request (:data:`COSTLY`) or a front-end file asked beyond this address's rate."""
     if exempt(address):
         return True
-    if _costly(scope) and not LIMITER.allow(address, settings.get("VITVIZ_CLIENT_REQUESTS")):
+    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
+    if any(method == m and path.endswith(p) for m, p in COSTLY) and not LIMITER.allow(
+            address, settings.get("VITVIZ_CLIENT_REQUESTS")):
         return False
     if scope.get("method") == "GET" and scope.get("path", "").startswith(STATIC_PREFIXES):
         return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
