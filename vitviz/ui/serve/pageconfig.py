@@ -87,24 +87,17 @@ def choices_later(elem_id: str, keep: int = 1) -> None:
     CHOICES_LATER[elem_id] = keep
 
 
-def api_components(config: dict[str, Any]) -> set[int]:
-    """Ids of the components that are an input or output of an endpoint that is not private."""
-    return {i for event in config.get("dependencies", []) if event.get("backend_fn") is not False
-            and event.get("api_visibility") != "private" for i in (*event.get("inputs", ()), *event.get("outputs", ()))}
-
-
-def builtin_types() -> set[str]:
-    """The configuration's type names of Gradio's own blocks (a custom component's class id is kept)."""
-    import gradio as gr
-
-    return {name.lower() for name in dir(gr) if isinstance(getattr(gr, name), type)} | {"tabitem", "form"}
-
-
 def slim(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` (Gradio's page configuration, in place; returned) without what the page does not read (the
     module's text). Gradio's own components lose their ``component_class_id`` (a 64-character hash each: the
-    page loads them by type)."""
-    api_ids, builtin = api_components(config), builtin_types()
+    page loads them by type; a custom component's is kept)."""
+    import gradio as gr
+
+    events = config.get("dependencies", [])
+    # the inputs and outputs of the endpoints that are not private
+    api_ids = {i for e in events if e.get("backend_fn") is not False and e.get("api_visibility") != "private"
+               for i in (*e.get("inputs", ()), *e.get("outputs", ()))}
+    builtin = {name.lower() for name in dir(gr) if isinstance(getattr(gr, name), type)} | {"tabitem", "form"}
     for component in config.get("components", []):
         public = component.get("id") in api_ids
         info = component.get("api_info")
@@ -126,8 +119,8 @@ def slim(config: dict[str, Any]) -> dict[str, Any]:
             keep = CHOICES_LATER.get(str(props.get("elem_id")))
             if keep is not None and isinstance(props.get("choices"), list):
                 props["choices"] = props["choices"][:keep]
-    cancelled = {i for event in config.get("dependencies", []) for i in event.get("cancels") or ()}
-    for event in config.get("dependencies", []):
+    cancelled = {i for event in events for i in event.get("cancels") or ()}
+    for event in events:
         if event.get("api_visibility") == "private" and event.get("id") not in cancelled:
             # gradio_client names the cancelled events of a cancel by their api_name: those keep theirs
             event["api_name"] = PRIVATE_NAME
