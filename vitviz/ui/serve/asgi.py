@@ -1,14 +1,21 @@
-"""The two ASGI steps every middleware of the door takes by hand: reading a whole request body, and sending a
-whole answer (types: Starlette's public ``starlette.types``)."""
+"""What the door's ASGI middleware share: the wrapped app, reading a whole request body, and sending a whole
+answer (types: Starlette's public ``starlette.types``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from starlette.types import Receive, Send
+from starlette.types import ASGIApp, Receive, Send
 
 #: The content type of a plain-text answer.
 TEXT = b"text/plain; charset=utf-8"
+
+
+class Middleware:
+    """An ASGI middleware: what it does not answer itself goes on to ``app``, the application it wraps."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
 
 
 async def read_body(receive: Receive) -> bytes | None:

@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ... import settings
-from .asgi import read_body, respond
+from .asgi import Middleware, read_body, respond
 
 #: The path of a frame sent outside the queue (ends as Gradio's next-frame route, so the door's frame cap applies).
 PATH = re.compile(r"/vitviz-live/stream/([0-9a-f]{8,64})$")
@@ -174,11 +174,8 @@ async def frame(body: bytes) -> tuple[int, list, bytes]:
     return answer(meta, parts)
 
 
-class LiveFrames:
+class LiveFrames(Middleware):
     """ASGI middleware: ``POST .../vitviz-live/stream/EVENT_ID`` answered by :func:`frame`; all else passed on."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = PATH.search(scope.get("path", "")) if scope.get("type") == "http" else None

@@ -39,7 +39,7 @@ from ...ledger import RateLimiter
 from ...models.costs import Cost
 from . import uploads
 from .admission import ADMISSION, Refused
-from .asgi import TEXT, read_body, respond
+from .asgi import TEXT, Middleware, read_body, respond
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
 from .uploads import capped
@@ -134,11 +134,8 @@ def _isolated(headers: list) -> list:
     return [*headers, *(h for h in PAGE_ISOLATION if h[0] not in names)]
 
 
-class Hardening:
+class Hardening(Middleware):
     """ASGI middleware: the door (the module's text)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -283,7 +280,7 @@ ROOT_HEADERS = ("host", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-po
 STATIC_MAX_BYTES = 16 * 1024 * 1024  # Plotly's bundle is 4.6 MB
 
 
-class StaticCache:
+class StaticCache(Middleware):
     """ASGI middleware: the front end's files and the page, compressed once and then answered from memory.
 
     The page (``/``: the HTML with the page configuration and the API description, the same
@@ -302,7 +299,7 @@ class StaticCache:
 
     def __init__(self, app: ASGIApp, capacity: int = 512,
                  pages: int = 8) -> None:
-        self.app = app
+        super().__init__(app)
         self.responses: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(capacity)
         #: The page per root URL: few (a client choosing its Host header must not fill memory).
         self.pages: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(pages)

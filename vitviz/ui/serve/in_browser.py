@@ -17,9 +17,9 @@ import threading
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
-from .asgi import TEXT, respond
+from .asgi import TEXT, Middleware, respond
 
 #: Where the page is served.
 PREFIX = "/in-browser/"
@@ -66,11 +66,8 @@ def _matches(scope: Scope, tag: bytes) -> bool:
     return tag.decode() in names or "*" in names
 
 
-class InBrowserPage:
+class InBrowserPage(Middleware):
     """ASGI middleware: ``GET``/``HEAD`` under :data:`PREFIX` answered from the page's files; all else passed on."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope.get("type") == "http" else ""

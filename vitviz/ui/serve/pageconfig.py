@@ -38,7 +38,7 @@ import json
 import re
 from typing import Any
 
-from .asgi import respond
+from .asgi import Middleware, respond
 
 #: Keys of a component's configuration that only the API description reads.
 API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inputs")
@@ -195,7 +195,7 @@ def rewrite(path: str, body: bytes) -> bytes:
         return body
 
 
-class PageConfig:
+class PageConfig(Middleware):
     """ASGI middleware: the page module (``vitviz/ui/js``: ``page.js`` and ``tour.js``, 35 KB) as a file, and
     ``GET`` of the page (``/``), ``/config`` and ``/info`` answered through :func:`rewrite`.
 
@@ -215,7 +215,7 @@ class PageConfig:
     def __init__(self, app: Any) -> None:
         from .. import js
 
-        self.app = app
+        super().__init__(app)
         self.module_path = js.MODULE_PATH + js.module_file()
         self.module = js.module().encode()
         self.tag = js.module_tag().encode()
