@@ -28,9 +28,8 @@ runs.
 
 A run also learns whether its address is *crowding*: it has other calls of a gated class let in or waiting at
 the door (:attr:`Run.crowded`, of :meth:`Admission.running`; :data:`CROWDED` holds it for the run's handler).
-With model work in worker processes, a crowding address's views run in the worker at the lowest OS priority
-(:mod:`.model_workers`), so a flood of one address's views neither stands in the view pool's line nor takes the
-cores from a visitor with one call (``bench/rows.py``'s rows 2 and 11).
+With model work in worker processes, a crowding address's views run at the lowest OS priority (:mod:`.model_workers`;
+why: :mod:`vitviz.models.workers`, ``bench/rows.py``'s rows 2 and 11).
 """
 
 from __future__ import annotations

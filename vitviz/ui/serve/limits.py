@@ -173,8 +173,7 @@ class Joins:
 
     def others_busy(self, mine: set[str], now: float | None = None) -> bool:
         """True while a session (or address) other than ``mine``, and not itself streaming, holds a join (not a
-        camera stream's) or was
-        seen less than :data:`GIVE_WAY_S` ago. Marks ``mine``'s sessions as streaming."""
+        camera stream's) or was seen less than :data:`GIVE_WAY_S` ago. Marks ``mine``'s sessions as streaming."""
         now = time.monotonic() if now is None else now
         with self.lock:
             for who in mine:
