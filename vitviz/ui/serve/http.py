@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 from typing import Any
@@ -381,8 +382,6 @@ def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | 
 
             body = brotli.compress(body, quality=5)
         else:
-            import gzip
-
             body = gzip.compress(body, compresslevel=6)
         headers += [(b"content-encoding", encoding.encode()), (b"vary", b"Accept-Encoding")]
     headers.append((b"content-length", str(len(body)).encode()))
