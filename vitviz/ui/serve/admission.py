@@ -28,9 +28,8 @@ runs.
 
 A run also learns whether its address is *crowding*: it has other calls of a gated class let in or waiting at
 the door (:attr:`Run.crowded`, of :meth:`Admission.running`; :data:`CROWDED` holds it for the run's handler).
-With model work in worker processes, a crowding address's views run in the worker at the lowest OS priority
-(:mod:`.model_workers`), so a flood of one address's views neither stands in the view pool's line nor takes the
-cores from a visitor with one call (``bench/rows.py``'s rows 2 and 11).
+With model work in worker processes, a crowding address's views run at the lowest OS priority (:mod:`.model_workers`;
+why: :mod:`vitviz.models.workers`, ``bench/rows.py``'s rows 2 and 11).
 """
 
 from __future__ import annotations
@@ -82,8 +81,7 @@ FULL_MESSAGE = "The server is busy with other visitors' requests: try again in a
 class _Waiter:
     address: str
     arrived: float
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future
+    future: asyncio.Future  # of the event loop the join waits in
     token: int | None = None  # set when let in
 
 
@@ -149,7 +147,7 @@ class Admission:
                     w.address == address for state in self.classes.values() for w in state.waiting):
                 raise Refused(FULL_MESSAGE)  # a full queue takes one more join of an address with none waiting
             state = self.classes[c]
-            waiter = _Waiter(address, now, asyncio.get_running_loop(), asyncio.get_running_loop().create_future())
+            waiter = _Waiter(address, now, asyncio.get_running_loop().create_future())
             state.waiting.append(waiter)
             self._release(c, now)  # room (and its turn): let in at once
             if waiter.token is not None:
@@ -313,7 +311,7 @@ class Admission:
                 return  # only crowding joins wait, and the places left are kept for visitors
             state.waiting.remove(waiter)
             waiter.token = self._let_in(c, waiter.address, now)
-            waiter.loop.call_soon_threadsafe(_resolve, waiter.future, waiter.token)
+            waiter.future.get_loop().call_soon_threadsafe(_resolve, waiter.future, waiter.token)
 
 
 def _resolve(future: asyncio.Future, token: int) -> None:

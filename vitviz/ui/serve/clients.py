@@ -4,9 +4,10 @@ user (exempt from per-address caps), and how long a session id it may name."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
+
+from starlette.types import Scope
 
 #: Prefix of the address of a client that a proxy's ``X-Forwarded-For`` hop names as loopback (never exempt).
 FORWARDED_LOOPBACK = "forwarded:"
@@ -53,8 +54,7 @@ def exempt(address: str) -> bool:
         return False
 
 
-
-def long_session(scope: MutableMapping[str, Any]) -> bool:
+def long_session(scope: Scope) -> bool:
     """True when the query names a ``session_hash`` longer than :data:`MAX_SESSION_ID` (the queue's
     event stream, ``/queue/data?session_hash=...``; a queue join's body is checked by the queue's push (:mod:`.limits`))."""
     query = scope.get("query_string", b"")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,14 +96,6 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def replace(owner: Any, attribute: str, make: Callable[[Any], Any]) -> None:
-    """Set ``owner.attribute`` to ``make(original)``, which keeps the original as ``__wrapped__``."""
-    original = getattr(owner, attribute)
-    new = make(original)
-    new.__wrapped__ = original
-    setattr(owner, attribute, new)
-
-
 def install() -> None:
     """Make every replacing contact's change (idempotent); the example click is read where it is used
     (:func:`.examples.after_example_click`)."""
@@ -115,6 +106,9 @@ def install() -> None:
             if contact.make is not None:
                 module, _, function = contact.make.partition(":")
                 make = getattr(importlib.import_module(f"{__package__}.{module}"), function)
-                for owner in contact.owners:
-                    replace(resolve(owner), contact.attribute, make)
+                for owner in map(resolve, contact.owners):  # each replacement keeps the original as __wrapped__
+                    original = getattr(owner, contact.attribute)
+                    new = make(original)
+                    new.__wrapped__ = original
+                    setattr(owner, contact.attribute, new)
         _INSTALLED.append(True)

@@ -1,11 +1,7 @@
-"""The click on an example photo, an event Gradio creates for itself and vitviz chains onto.
-
-Gradio contact: ``gr.Examples`` (6.31, ``gradio/helpers.py``, ``Examples.create``) answers a click on
-an example with its dataset's ``click`` event, which puts the example in the input box, and keeps that
-event as an attribute of the ``Examples`` object; it is not a public API. The box's own ``upload``
-and ``input`` are not sent for an example, so the shared image (:mod:`vitviz.ui.shared_image`) listens
-here to publish the example (a contact, :data:`.contacts.EXAMPLE_CLICK`); tests/ui/test_serve_contacts.py fails
-if Gradio stops creating the event.
+"""The click on an example photo, an event Gradio creates for itself and vitviz chains onto: the contact
+:data:`.contacts.EXAMPLE_CLICK` says why. ``gr.Examples`` (6.31, ``gradio/helpers.py``, ``Examples.create``) keeps,
+as an attribute, the ``click`` event of its dataset that puts the example in the input box, where the shared
+image (:mod:`vitviz.ui.shared_image`) publishes it.
 """
 
 from __future__ import annotations

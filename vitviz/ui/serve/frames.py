@@ -39,15 +39,16 @@ import json
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from ... import settings
-from .http import Receive, Scope, Send
-from .uploads import read_body
+from .asgi import Middleware, read_body, respond
 
 #: The path of a frame sent outside the queue (ends as Gradio's next-frame route, so the door's frame cap applies).
 PATH = re.compile(r"/vitviz-live/stream/([0-9a-f]{8,64})$")
@@ -99,19 +100,15 @@ def fast(path: FastPath) -> Callable[[Any], Any]:
             session = getattr(request, "session_hash", None)
             if isinstance(session, str):
                 with _LOCK:
-                    _STREAMS[session] = _Stream(list(args[:-1]), request, path, time.monotonic(),
-                                                **_turn(_STREAMS.get(session)))
+                    old = _STREAMS.get(session)  # its frames' turn goes on: one frame at a time across Gradio's calls
+                    turn = {} if old is None else {"lock": old.lock, "newest": old.newest}
+                    _STREAMS[session] = _Stream(list(args[:-1]), request, path, time.monotonic(), **turn)
             return fn(*args)
 
         setattr(noted, ATTRIBUTE, path)
         return noted
 
     return mark
-
-
-def _turn(old: _Stream | None) -> dict:
-    """The frames' turn of a stream noted again (one frame at a time across Gradio's calls)."""
-    return {} if old is None else {"lock": old.lock, "newest": old.newest}
 
 
 @functools.cache
@@ -177,11 +174,8 @@ async def frame(body: bytes) -> tuple[int, list, bytes]:
     return answer(meta, parts)
 
 
-class LiveFrames:
+class LiveFrames(Middleware):
     """ASGI middleware: ``POST .../vitviz-live/stream/EVENT_ID`` answered by :func:`frame`; all else passed on."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = PATH.search(scope.get("path", "")) if scope.get("type") == "http" else None
@@ -192,6 +186,4 @@ class LiveFrames:
         if sent is None:
             return  # the page went away
         status, headers, body = await frame(sent)
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [*headers, (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, status, body, [*headers, (b"cache-control", b"no-store")])

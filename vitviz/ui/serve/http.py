@@ -25,13 +25,14 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import settings
 from ...cache import LRU
@@ -39,11 +40,10 @@ from ...ledger import RateLimiter
 from ...models.costs import Cost
 from . import uploads
 from .admission import ADMISSION, Refused
+from .asgi import TEXT, Middleware, read_body, respond
 from .clients import BAD_SESSION, MAX_SESSION_ID, client_address, exempt, long_session
 from .limits import JOINS, REFUSAL_PAUSE_S, CompletedEvents, of_join
-from .uploads import Message, Receive, Scope, capped, read_body
-
-Send = Callable[[Message], Awaitable[None]]
+from .uploads import capped
 
 UPLOAD_PATHS = ("/gradio_api/upload", "/upload")
 #: (method, path suffix) of the requests counted by the per-address rate limit.
@@ -67,16 +67,13 @@ ASSETS_PER_MINUTE = 240
 ASSETS = RateLimiter()
 
 
-def _costly(scope: Scope) -> bool:
-    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
-    return any(method == m and path.endswith(p) for m, p in COSTLY)
-
-
 def _allowed(scope: Scope, address: str) -> bool:
-    """False for a costly request or a front-end file asked beyond this address's rate."""
+    """False for a costly request (:data:`COSTLY`) or a front-end file asked beyond this address's rate."""
     if exempt(address):
         return True
-    if _costly(scope) and not LIMITER.allow(address, settings.get("VITVIZ_CLIENT_REQUESTS")):
+    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
+    if any(method == m and path.endswith(p) for m, p in COSTLY) and not LIMITER.allow(
+            address, settings.get("VITVIZ_CLIENT_REQUESTS")):
         return False
     if scope.get("method") == "GET" and scope.get("path", "").startswith(STATIC_PREFIXES):
         return ASSETS.allow(address, ASSETS_PER_MINUTE, burst=ASSETS_PER_MINUTE)
@@ -113,16 +110,11 @@ def _session(body: bytes) -> tuple[str, Any]:
     return (session if isinstance(session, str) else ""), index
 
 
-async def _respond(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
-    await send({"type": "http.response.body", "body": text.encode()})
-
-
-async def _refuse(send: Send, status: int, text: str, kind: bytes = b"text/plain; charset=utf-8") -> None:
+async def _refuse(send: Send, status: int, text: str, kind: bytes = TEXT) -> None:
     """A refusal, answered after :data:`.limits.REFUSAL_PAUSE_S` (a flooding script waits instead of spinning);
     called outside every lock, so nobody waits behind a refusal."""
     await asyncio.sleep(REFUSAL_PAUSE_S)
-    await _respond(send, status, text, kind)
+    await respond(send, status, text, [(b"content-type", kind)])
 
 
 #: Headers that make the app's page cross-origin isolated (``self.crossOriginIsolated``), which WebAssembly threads
@@ -143,11 +135,8 @@ def _isolated(headers: list) -> list:
     return [*headers, *(h for h in PAGE_ISOLATION if h[0] not in names)]
 
 
-class Hardening:
+class Hardening(Middleware):
     """ASGI middleware: the door (the module's text)."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -161,12 +150,12 @@ class Hardening:
             await send(message)
 
         if long_session(scope):
-            await _respond(nosniff, 400, BAD_SESSION)
+            await respond(nosniff, 400, BAD_SESSION, [(b"content-type", TEXT)])
             return
         if scope.get("method") == "HEAD" and scope.get("path", "") in ("", "/"):
             # Gradio's launch asks for the page once (a HEAD, 3 s timeout: a start under load failed): the page is
             # there when the app answers, so nothing is rendered for nobody
-            await _respond(nosniff, 200, "", b"text/html; charset=utf-8")
+            await respond(nosniff, 200, b"", [(b"content-type", b"text/html; charset=utf-8")])
             return
         address = client_address(Request(scope), settings.trusted_proxies())
         if not _allowed(scope, address):
@@ -195,7 +184,7 @@ class Hardening:
                     receive = capped(scope, receive, _body_limit(path), TOO_LARGE_REQUEST)
             await self.app(scope, receive, nosniff)
         except uploads.RefusedUpload as refused:
-            await _respond(nosniff, refused.status, refused.message)
+            await respond(nosniff, refused.status, refused.message, [(b"content-type", TEXT)])
 
     async def _join(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
         """A queue join, admitted by the caps of :mod:`.limits` (refused: HTTP 503, as Gradio's full queue)."""
@@ -292,7 +281,7 @@ ROOT_HEADERS = ("host", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-po
 STATIC_MAX_BYTES = 16 * 1024 * 1024  # Plotly's bundle is 4.6 MB
 
 
-class StaticCache:
+class StaticCache(Middleware):
     """ASGI middleware: the front end's files and the page, compressed once and then answered from memory.
 
     The page (``/``: the HTML with the page configuration and the API description, the same
@@ -309,9 +298,9 @@ class StaticCache:
     ``Range`` or conditional request); anything else is passed on as it came.
     """
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], capacity: int = 512,
+    def __init__(self, app: ASGIApp, capacity: int = 512,
                  pages: int = 8) -> None:
-        self.app = app
+        super().__init__(app)
         self.responses: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(capacity)
         #: The page per root URL: few (a client choosing its Host header must not fill memory).
         self.pages: LRU[tuple[str, bytes, str], tuple[Message, bytes]] = LRU(pages)
@@ -393,8 +382,6 @@ def _encoded(messages: list[Message], encoding: str) -> tuple[Message, bytes] | 
 
             body = brotli.compress(body, quality=5)
         else:
-            import gzip
-
             body = gzip.compress(body, compresslevel=6)
         headers += [(b"content-encoding", encoding.encode()), (b"vary", b"Accept-Encoding")]
     headers.append((b"content-length", str(len(body)).encode()))

@@ -1,18 +1,11 @@
-"""Gradio's image-cache writer made race-free and fast (a contact, :mod:`.contacts`); PIL's pixel limit set to vitviz's.
+"""Gradio's image-cache writer made race-free and fast (the contact :data:`.contacts.IMAGE_WRITER`, which says why
+Gradio's own is not); PIL's pixel limit set to vitviz's.
 
-Gradio's writer of output images (6.31; the contact :data:`.contacts.IMAGE_WRITER`) names each output image by the
-hash of its bytes and rewrites the file in place on every call. When two requests
-produce the same image at once (two visitors on the same example and ratio, which
-is common), one client can download the file while the other request is
-truncating and rewriting it, and receives a cut-off image. Gradio's own
-``save_file_to_cache`` already writes through a staging file and ``os.replace``;
-this applies the same pattern to images.
-
-Speed: every output image used to be PNG-encoded at zlib level 6 (about 14 ms for a
-224-pixel panel; 65 ms for the MAE tab's five panels, most of a slider move). Images are
-now encoded at level 1 (3.4 ms, files 3% larger), and a content memo maps the exact
-pixels of an image already written to its file, so showing the same panel again (a
-cached slider stop, a second visitor on an example) encodes nothing.
+Each output image is written once, through a staging file and ``os.replace`` as Gradio's own ``save_file_to_cache``
+writes (:func:`.files.write_once`), so a visitor downloading it never gets a cut-off picture. PNGs are encoded at
+zlib level 1 (3.4 ms for a 224-pixel panel against 14 ms at level 6, files 3% larger: level 6 cost 65 ms of a
+slider move for the MAE tab's five panels), and a content memo maps the exact pixels of an image already written
+to its file, so showing the same panel again (a cached slider stop, a second visitor on an example) encodes nothing.
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ import asyncio
 import hashlib
 import threading
 from pathlib import Path
-from typing import Any, Awaitable, Callable
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict]]
-Send = Callable[[dict], Awaitable[None]]
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from .asgi import TEXT, Middleware, respond
 
 #: Where the page is served.
 PREFIX = "/in-browser/"
@@ -62,18 +62,12 @@ def _read(name: str) -> tuple[bytes, bytes] | None:
 
 def _matches(scope: Scope, tag: bytes) -> bool:
     """Whether the request's ``If-None-Match`` names ``tag`` (or ``*``)."""
-    for key, value in scope.get("headers", []):
-        if key == b"if-none-match":
-            names = {v.strip().removeprefix(b"W/") for v in value.split(b",")}
-            return tag in names or b"*" in names
-    return False
+    names = {v.strip().removeprefix("W/") for v in Request(scope).headers.get("if-none-match", "").split(",")}
+    return tag.decode() in names or "*" in names
 
 
-class InBrowserPage:
+class InBrowserPage(Middleware):
     """ASGI middleware: ``GET``/``HEAD`` under :data:`PREFIX` answered from the page's files; all else passed on."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
-        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope.get("type") == "http" else ""
@@ -82,27 +76,20 @@ class InBrowserPage:
             return
         method = scope.get("method")
         if path == PREFIX.rstrip("/"):
-            await _respond(send, 308, [(b"location", PREFIX.encode())], b"")
+            await respond(send, 308, b"", [(b"location", PREFIX.encode())])
             return
         if method not in ("GET", "HEAD"):
-            await _respond(send, 405, [(b"allow", b"GET, HEAD")], b"only GET and HEAD here\n")
+            await respond(send, 405, b"only GET and HEAD here\n", [(b"allow", b"GET, HEAD")])
             return
         name = path[len(PREFIX):] or "index.html"
         found = await asyncio.get_running_loop().run_in_executor(None, _read, name)
         if found is None:
-            await _respond(send, 404, [(b"content-type", b"text/plain; charset=utf-8")], b"no such file\n")
+            await respond(send, 404, b"no such file\n", [(b"content-type", TEXT)])
             return
         body, tag = found
         kind = TYPES.get(Path(name).suffix.lower(), "application/octet-stream")
         headers = [(b"content-type", kind.encode()), (b"cache-control", b"no-cache"), (b"etag", tag), *ISOLATION]
         if _matches(scope, tag):
-            await _respond(send, 304, headers, b"", length=0)
+            await respond(send, 304, b"", headers)
             return
-        await _respond(send, 200, headers, b"" if method == "HEAD" else body, length=len(body))
-
-
-async def _respond(send: Send, status: int, headers: list, body: bytes, length: int | None = None) -> None:
-    size = len(body) if length is None else length
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*headers, (b"content-length", str(size).encode())]})
-    await send({"type": "http.response.body", "body": body})
+        await respond(send, 200, b"" if method == "HEAD" else body, headers, length=len(body))

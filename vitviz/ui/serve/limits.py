@@ -127,8 +127,7 @@ class Joins:
         now = time.monotonic() if now is None else now
         capped = not exempt(address)
         with self.lock:
-            for key in [k for k, h in self.held.items() if now - h.since > HOLD_S]:
-                del self.held[key]
+            self.held = {k: h for k, h in self.held.items() if now - h.since <= HOLD_S}
             mine = [h for h in self.held.values() if h.session == session or (capped and h.address == address)]
             if live and any(h.live and (h.session == session or settings.public()) for h in mine):
                 return None, LIVE_BUSY_MESSAGE
@@ -160,8 +159,7 @@ class Joins:
             if held is not None:
                 self._note(held.session, now)
             elif any(k.startswith("ticket:") for k in self.held):  # its join's answer may not be read yet
-                for key in [k for k, t in self.early.items() if now - t > GIVE_WAY_S]:
-                    del self.early[key]
+                self.early = {k: t for k, t in self.early.items() if now - t <= GIVE_WAY_S}
                 self.early[event_id] = now
 
     def note(self, who: str, now: float | None = None) -> None:
@@ -171,19 +169,16 @@ class Joins:
 
     def _note(self, who: str, now: float) -> None:
         self.seen[who] = now
-        for key in [k for k, t in self.seen.items() if now - t >= GIVE_WAY_S]:
-            del self.seen[key]
+        self.seen = {k: t for k, t in self.seen.items() if now - t < GIVE_WAY_S}
 
     def others_busy(self, mine: set[str], now: float | None = None) -> bool:
         """True while a session (or address) other than ``mine``, and not itself streaming, holds a join (not a
-        camera stream's) or was
-        seen less than :data:`GIVE_WAY_S` ago. Marks ``mine``'s sessions as streaming."""
+        camera stream's) or was seen less than :data:`GIVE_WAY_S` ago. Marks ``mine``'s sessions as streaming."""
         now = time.monotonic() if now is None else now
         with self.lock:
             for who in mine:
                 self.streaming[who] = now
-            for key in [k for k, t in self.streaming.items() if now - t >= GIVE_WAY_S]:
-                del self.streaming[key]
+            self.streaming = {k: t for k, t in self.streaming.items() if now - t < GIVE_WAY_S}
             if any(k not in mine and k not in self.streaming and now - t < GIVE_WAY_S for k, t in self.seen.items()):
                 return True
             return any(not h.live and h.session not in mine and h.session not in self.streaming

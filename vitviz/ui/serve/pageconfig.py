@@ -38,6 +38,8 @@ import json
 import re
 from typing import Any
 
+from .asgi import Middleware, respond
+
 #: Keys of a component's configuration that only the API description reads.
 API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inputs")
 #: Component props the page never reads.
@@ -85,24 +87,17 @@ def choices_later(elem_id: str, keep: int = 1) -> None:
     CHOICES_LATER[elem_id] = keep
 
 
-def api_components(config: dict[str, Any]) -> set[int]:
-    """Ids of the components that are an input or output of an endpoint that is not private."""
-    return {i for event in config.get("dependencies", []) if event.get("backend_fn") is not False
-            and event.get("api_visibility") != "private" for i in (*event.get("inputs", ()), *event.get("outputs", ()))}
-
-
-def builtin_types() -> set[str]:
-    """The configuration's type names of Gradio's own blocks (a custom component's class id is kept)."""
-    import gradio as gr
-
-    return {name.lower() for name in dir(gr) if isinstance(getattr(gr, name), type)} | {"tabitem", "form"}
-
-
 def slim(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` (Gradio's page configuration, in place; returned) without what the page does not read (the
     module's text). Gradio's own components lose their ``component_class_id`` (a 64-character hash each: the
-    page loads them by type)."""
-    api_ids, builtin = api_components(config), builtin_types()
+    page loads them by type; a custom component's is kept)."""
+    import gradio as gr
+
+    events = config.get("dependencies", [])
+    # the inputs and outputs of the endpoints that are not private
+    api_ids = {i for e in events if e.get("backend_fn") is not False and e.get("api_visibility") != "private"
+               for i in (*e.get("inputs", ()), *e.get("outputs", ()))}
+    builtin = {name.lower() for name in dir(gr) if isinstance(getattr(gr, name), type)} | {"tabitem", "form"}
     for component in config.get("components", []):
         public = component.get("id") in api_ids
         info = component.get("api_info")
@@ -124,8 +119,8 @@ def slim(config: dict[str, Any]) -> dict[str, Any]:
             keep = CHOICES_LATER.get(str(props.get("elem_id")))
             if keep is not None and isinstance(props.get("choices"), list):
                 props["choices"] = props["choices"][:keep]
-    cancelled = {i for event in config.get("dependencies", []) for i in event.get("cancels") or ()}
-    for event in config.get("dependencies", []):
+    cancelled = {i for event in events for i in event.get("cancels") or ()}
+    for event in events:
         if event.get("api_visibility") == "private" and event.get("id") not in cancelled:
             # gradio_client names the cancelled events of a cancel by their api_name: those keep theirs
             event["api_name"] = PRIVATE_NAME
@@ -200,7 +195,7 @@ def rewrite(path: str, body: bytes) -> bytes:
         return body
 
 
-class PageConfig:
+class PageConfig(Middleware):
     """ASGI middleware: the page module (``vitviz/ui/js``: ``page.js`` and ``tour.js``, 35 KB) as a file, and
     ``GET`` of the page (``/``), ``/config`` and ``/info`` answered through :func:`rewrite`.
 
@@ -220,7 +215,7 @@ class PageConfig:
     def __init__(self, app: Any) -> None:
         from .. import js
 
-        self.app = app
+        super().__init__(app)
         self.module_path = js.MODULE_PATH + js.module_file()
         self.module = js.module().encode()
         self.tag = js.module_tag().encode()
@@ -228,11 +223,9 @@ class PageConfig:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         method = scope.get("method") if scope.get("type") == "http" else None
         if method in ("GET", "HEAD") and scope.get("path") == self.module_path:
-            await send({"type": "http.response.start", "status": 200, "headers": [
+            await respond(send, 200, self.module if method == "GET" else b"", length=len(self.module), headers=[
                 (b"content-type", b"application/javascript; charset=utf-8"),
-                (b"cache-control", b"public, max-age=31536000, immutable"),
-                (b"content-length", str(len(self.module)).encode())]})
-            await send({"type": "http.response.body", "body": self.module if method == "GET" else b""})
+                (b"cache-control", b"public, max-age=31536000, immutable")])
             return
         path = scope.get("path", "").rstrip("/")
         if method != "GET" or not (path == "" or path.endswith(("/config", "/info"))):
@@ -261,8 +254,6 @@ class PageConfig:
             at = body.find(b"</head>") if path == "" and html else -1
             if at >= 0:
                 body = body[:at] + self.tag + b"\n" + body[at:]
-            headers = [(k, v) for k, v in first.get("headers", []) if k.lower() != b"content-length"]
-            await send({**first, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await respond(send, 200, body, [h for h in first.get("headers", []) if h[0].lower() != b"content-length"])
 
         await self.app(scope, receive, rewritten)

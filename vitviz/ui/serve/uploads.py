@@ -23,18 +23,15 @@ callbacks and refuses, before Gradio writes anything:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
+from starlette.types import Message, Receive, Scope
 
 from ... import settings
 from ...core.video import looks_like_video
 from ...ledger import DiskBudget
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 
 #: Form fields (parts without a file) an upload may carry; the page sends none.
 MAX_FIELDS = 4
@@ -93,37 +90,18 @@ def capped(scope: Scope, receive: Receive, limit: int, sentence: str) -> Receive
     return wrapped
 
 
-async def read_body(receive: Receive) -> bytes | None:
-    """A request's whole body, or None when the client went away first."""
-    parts = []
-    while True:
-        message = await receive()
-        if message.get("type") != "http.request":
-            return None
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(parts)
-
-
-def _boundary(scope: Scope) -> bytes | None:
-    from python_multipart.multipart import parse_options_header
-
-    media, params = parse_options_header(Request(scope).headers.get("content-type", ""))
-    return params.get(b"boundary") if media == b"multipart/form-data" else None
-
-
 def checked_upload(scope: Scope, receive: Receive, address: str, exempt: bool,
                    repeated: Callable[[], Any] | None = None) -> Receive:
     """``receive`` wrapped so that an upload breaking the rules of the module's text raises
     :class:`RefusedUpload` before Gradio stores it (the disk budget is skipped for ``exempt`` addresses);
     ``repeated()`` is called when the file is one ``address`` left already (its charge given back)."""
-    from python_multipart.multipart import MultipartParser
-    from python_multipart.multipart import parse_options_header
+    from python_multipart.multipart import MultipartParser, parse_options_header
 
     limit = settings.max_upload_bytes() + SLACK_BYTES
     receive = capped(scope, receive, limit, TOO_LARGE)
     declared = content_length(scope)
-    boundary = _boundary(scope)
+    media, params = parse_options_header(Request(scope).headers.get("content-type", ""))
+    boundary = params.get(b"boundary") if media == b"multipart/form-data" else None
     state = {"files": 0, "fields": 0, "head": None, "header": b"", "value": b"", "disposition": b"",
              "error": None, "charged": False, "entry": None, "sha": None, "digest": None}
 
