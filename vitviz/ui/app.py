@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import settings
+from ..assets import default_example
 from ..views.urlstate import from_request
 from . import shared_image
 from .common import in_page
@@ -76,7 +77,7 @@ def build_demo() -> gr.Blocks:
         # the tour's start button and the share line, at the right of the tab buttons (vitviz/ui/css/app.css)
         with gr.Row(elem_id="vitviz-tools", equal_height=True):
             tour.build(TAB_IDS)  # the guided tour's bar (vitviz.ui.tour; the page module runs it)
-            first = shared_image.default_image()
+            first = default_example()
             share.build(Path(first).stem if first else None)  # the link and what it carries (vitviz.ui.share)
         built = {}
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.

@@ -24,9 +24,9 @@ from ..views import beit as bv
 from ..views import beit_pair as bp
 from ..views.beit import CodebookPanel, Guess, PredictControls, Prediction, TokenMap, TokenPanels
 from ..views.beit_pair import Kinds, KindsControls
-from . import helptext, urlstate
+from . import common, helptext, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture, require_image
+from .common import handler, in_page, memo_view, require_image
 from ..models.costs import Cost, loaded_cost, model_cost
 from .shared_image import image_box
 
@@ -184,7 +184,7 @@ def build(demo: gr.Blocks) -> Binder:
     """Create the BEiT tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = bv.beit_choices()
-    panel = functools.partial(picture, height=PANEL_HEIGHT, buttons=["download", "fullscreen"])
+    panel = functools.partial(common.panel, height=PANEL_HEIGHT)
     ui.layout, ui.selected, ui.current_mask, ui.painted = gr.State(None), gr.State(None), gr.State(None), gr.State(None)
 
     gr.Markdown(helptext.read(TAB_ID, "intro", vocab=BEIT_VOCAB, codebook_size=VQ_TINY_CONFIG.codebook_size),

@@ -118,11 +118,7 @@ CLICK_JS = js.read("heads_clicks")
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Heads tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load (the tab's first showing) fills the views.
-    """
+    """Create the Heads tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = hv.model_choices()
     default = trained_default(choices, hv.DEFAULT_MODEL)

@@ -17,7 +17,7 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import fit_slider, handler, in_page, picture, signal, user_errors
+from .common import fit_slider, handler, in_page, picture, shown_if, signal, user_errors
 from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -68,7 +68,7 @@ def logit_lens(image: str | None, model: str) -> LensView:
         a sentence with the top-3 by layer.
     """
     v = iv.lens_view(image, model)
-    return replace(v, lens_pictures=gr.update(value=v.lens_pictures, visible=v.lens_pictures is not None))
+    return replace(v, lens_pictures=shown_if(v.lens_pictures))
 
 
 @handler(model_cost(1))

@@ -40,9 +40,6 @@ PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</spa
 PATH_JS = js.read("mae_inpage_path", no_compare=NO_COMPARE)
 
 
-HELP_ENCODER = mae_view.encoder_help()
-
-
 @dataclass(frozen=True)
 class Controls:
     """What the tab's view depends on (each field named as its component)."""
@@ -124,11 +121,15 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
                   mae_view.metrics_markdown(mae_view.metrics(model, r, image)))
 
 
+def _no_comparison() -> tuple:
+    """The comparison's outputs of :class:`View` while none is asked for: its row hidden, its panels empty."""
+    return gr.update(visible=False), None, None, None, ""
+
+
 def _view_cleared(message: str) -> View:
     """The view after a problem: no panels, the message where the numbers were, no comparison (the painted
     mask and the URL's mask code are kept)."""
-    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), gr.update(visible=False),
-                None, None, None, "", gr.update())
+    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), *_no_comparison(), gr.update())
 
 
 @cost(model_cost(1))
@@ -142,14 +143,14 @@ def update_view(c: Controls) -> View:
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
     code = encode_mask(r.mask) if painted is not None else ""
     other_name = compared(c.compare_name, c.model_name)
-    if other_name is None:
-        return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
-                    gr.update(visible=False), None, None, None, "", r.original)
-    other, q = mae_view.compare(c.image, model, r, other_name)
-    pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
-    return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
-                gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
-                mae_view.metrics_markdown(mae_view.metrics(other, q)), r.original)
+    comparison = _no_comparison()
+    if other_name is not None:
+        other, q = mae_view.compare(c.image, model, r, other_name)
+        pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
+        comparison = (gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
+                      mae_view.metrics_markdown(mae_view.metrics(other, q)))
+    return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code, *comparison,
+                r.original)
 
 
 @handler(Cost.HEAVY)
@@ -229,11 +230,7 @@ def export(c: Controls) -> Export:
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the MAE tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app (its page load, the tab's first showing, renders the first view).
-    """
+    """Create the MAE tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = mae_view.model_choices()
     default_model = choices[0][1] if choices else None
@@ -289,7 +286,7 @@ def build(demo: gr.Blocks) -> Binder:
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             mae_live.build(ui)  # the webcam, rebuilt frame by frame (a closed accordion)
-            gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
+            gr.Markdown(mae_view.encoder_help(), elem_classes=["vitviz-help"])
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
             gr.Markdown(helptext.read(TAB_ID, "sweep"), elem_classes=["vitviz-help"])

@@ -9,7 +9,6 @@ numbers) and ``pos_similarity`` (model, row, column -> similarity map, full grid
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, handler, memo_view, picture, require_image, section, user_errors
+from .common import as_seed, handler, memo_view, panel, require_image, section, shown_if, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -112,8 +111,7 @@ def pos_views(model_key: str, row: float, col: float) -> PosViews:
 def update_resolution(image: str | None, model_key: str, res2: float) -> Resolution:
     """The model at another resolution: interpolated maps and, for an MAE, reconstructions (private)."""
     text, interp, recomputed, recon = pv.resolution_views(image, model_key, res2)
-    mae = recomputed is not None
-    return Resolution(text, interp, gr.update(value=recomputed, visible=mae), gr.update(visible=mae), recon)
+    return Resolution(text, interp, shown_if(recomputed), gr.update(visible=recomputed is not None), recon)
 
 
 @handler(model_cost(1))
@@ -162,17 +160,12 @@ def rowcol_to_point(model_key: str, row: float, col: float) -> Selection:
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Patches tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load draws the first example at once.
-    """
+    """Create the Patches tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = pv.model_choices()
     default_model = trained_default(choices, DEFAULT_MODEL)
     ui.point, ui.on_cls = gr.State(list(DEFAULT_POINT)), gr.State(False)
     ui.overlay_layout, ui.strip_layout, ui.mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
-    panel = functools.partial(picture, buttons=["download", "fullscreen"])
 
     gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
     with gr.Row():

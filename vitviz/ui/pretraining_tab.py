@@ -80,11 +80,7 @@ def on_load(encoders: list[str], depth: str, pooling: str, request: gr.Request) 
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Pretraining tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load (the tab's first showing) fills the views.
-    """
+    """Create the Pretraining tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = v.encoder_choices()
     gr.Markdown(v.INTRO, elem_classes=["vitviz-help"])

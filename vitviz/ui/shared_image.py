@@ -36,22 +36,17 @@ from .common import example_images, hidden, in_page
 from .serve.examples import after_example_click
 
 
-def default_image() -> str | None:
-    """The image every tab starts with: one of the bundled examples (the same one everywhere)."""
-    return default_example()
-
-
 def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop, paste or webcam)",
               examples_id: str | None = None, examples_class: str | None = None, with_examples: bool = True,
               **kwargs: Any) -> None:
     """A tab's image box, its example photos and its relay, on the tab's binder: ``ui.image`` (``#PREFIX-input``,
-    starting at :func:`default_image`), ``ui.examples`` (in a group of ``examples_class`` when given) and
+    starting at :func:`vitviz.assets.default_example`), ``ui.examples`` (in a group of ``examples_class`` when given) and
     ``ui.new_image``, the hidden counter whose ``change`` the tab's image listeners listen to (it moves once
     per new image shown while the tab is open). A user's upload, paste, webcam shot, example click or clear
     publishes the image (:func:`publish_js`). ``with_examples=False`` leaves the example photos out (``ui.examples``
     None: the tab takes the photo shown in any other tab). ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
     kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
-    image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
+    image = gr.Image(value=default_example(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
     examples, found = None, (example_images() if with_examples else [])
     # private: the click that loads an example is the page's, not an API endpoint
     shown: dict[str, Any] = dict(examples=found, inputs=image, label="Example photos", elem_id=examples_id,

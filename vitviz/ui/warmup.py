@@ -103,10 +103,10 @@ def _features() -> str:
     from ..models.costs import Cost
     from ..views import features
     from ..views.common import trained_default
+    from ..assets import default_example
     from . import features_tab
-    from .shared_image import default_image
 
-    choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_image()
+    choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_example()
     with runner.cost(Cost.HEAVY.value):  # where the tab's probes are fitted: with model workers, the heavy one
         features.warm_probes(choice)
     if image is not None:
@@ -119,12 +119,12 @@ def _explain() -> str:
     """The Explain tab's first view (maps and drop curves of the default photo), computed as the tab does: its
     classifier's curve copy is made and the kernels of every curve length are built, so a new photo's curves
     run at once."""
+    from ..assets import default_example
     from ..explain.faithfulness import DEFAULT_STEPS
     from ..views import explain
     from . import explain_tab
-    from .shared_image import default_image
 
-    choice, image = explain.default_model(explain.model_choices()), default_image()
+    choice, image = explain.default_model(explain.model_choices()), default_example()
     if image is None:
         return "no example photo: nothing to do"
     explain_tab.update_maps(image, choice, explain.PREDICTED, explain.ALL)
