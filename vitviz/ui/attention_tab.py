@@ -1,8 +1,7 @@
 """The Attention tab: click a patch and see every head; class-token maps; rollout; attention distance.
 
-Its contract: the controls (:class:`Controls`) in, :class:`vitviz.views.attention.AttentionViews` out, by
-field name (:mod:`vitviz.ui.binder`); the views come from :mod:`vitviz.views.attention` (captured once per
-image, model, mask and part by :mod:`vitviz.explain`, then looked up).
+Its views come from :mod:`vitviz.views.attention` (captured once per image, model, mask and part by
+:mod:`vitviz.explain`, then looked up).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture, section, shown_if, signal
+from .common import handler, help_text, in_page, memo_view, picture, section, shown_if, signal
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost, model_cost
@@ -260,7 +259,7 @@ def build(demo: gr.Blocks) -> Binder:
     choices = model_choices()
     default = trained_default(choices, DEFAULT_MODEL)
     ui.depth = gr.State(8)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "attn", height=240, examples_id="attn-examples")

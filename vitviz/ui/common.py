@@ -17,9 +17,9 @@ from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "panel",
-           "picture", "quiet_errors", "report", "require_image", "section", "shown_if", "shown_once", "signal",
-           "user_errors"]
+__all__ = ["as_seed", "example_images", "fit_slider", "handler", "help_text", "hidden", "in_page", "memo_view",
+           "panel", "picture", "quiet_errors", "report", "require_image", "section", "shown_if", "shown_once",
+           "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
@@ -43,6 +43,11 @@ def picture(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
 def panel(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
     """A large view's picture: :func:`picture` with a fullscreen button beside the download."""
     return picture(label, elem_id, **{"buttons": ["download", "fullscreen"], **kwargs})
+
+
+def help_text(text: str, **kwargs: Any) -> gr.Markdown:
+    """Help prose (class ``vitviz-help``: hidden in the presenter layout); ``kwargs`` go to ``gr.Markdown``."""
+    return gr.Markdown(text, elem_classes=["vitviz-help"], **kwargs)
 
 
 def section(title: str, *texts: str) -> None:

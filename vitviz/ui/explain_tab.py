@@ -1,8 +1,7 @@
 """The Explain tab: four explanation maps of a classifier's decision side by side, and
 deletion / insertion curves that say which of them is faithful for this image.
 
-Its contract: :class:`Maps` and :class:`Curves` out, by field name (:mod:`vitviz.ui.binder`); every number,
-panel and figure comes from :mod:`vitviz.views.explain`.
+Every number, panel and figure comes from :mod:`vitviz.views.explain`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The Features tab: what each layer holds — PCA feature maps, patch correspondence,
 probes by depth, class token vs average pooling, layer-wise learning-rate decay.
 
-Its contract: the dataclasses below out, by field name (:mod:`vitviz.ui.binder`); every number, panel and
-figure comes from :mod:`vitviz.views.features`.
+Every number, panel and figure comes from :mod:`vitviz.views.features`.
 """
 
 from __future__ import annotations

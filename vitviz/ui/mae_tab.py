@@ -1,7 +1,6 @@
 """The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction.
 
-Its contract: :class:`Controls` in, :class:`View` out, by field name (:mod:`vitviz.ui.binder`); every
-number and image comes from :mod:`vitviz.views.mae`. Painting the mask is :mod:`vitviz.ui.mae_paint`,
+Every number and image comes from :mod:`vitviz.views.mae`. Painting the mask is :mod:`vitviz.ui.mae_paint`,
 a clicked hidden patch :mod:`vitviz.ui.mae_provenance`, the slider's stops held in the page
 :mod:`vitviz.ui.scrub`, the webcam :mod:`vitviz.ui.mae_live`.
 """
@@ -24,8 +23,8 @@ from ..views.mae_scrub import PANEL_KINDS, StopPanels
 from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import (as_seed, handler, in_page, memo_view, picture, quiet_errors, require_image, shown_once,
-                     signal)
+from .common import (as_seed, handler, help_text, in_page, memo_view, picture, quiet_errors, require_image,
+                     shown_once, signal)
 from .serve import files, image_cache
 from .shared_image import image_box
 
@@ -129,7 +128,8 @@ def _no_comparison() -> tuple:
 def _view_cleared(message: str) -> View:
     """The view after a problem: no panels, the message where the numbers were, no comparison (the painted
     mask and the URL's mask code are kept)."""
-    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), *_no_comparison(), gr.update())
+    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), *_no_comparison(),
+                gr.update())
 
 
 @cost(model_cost(1))
@@ -244,11 +244,10 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row():
                 ui.seed = gr.Number(value=0, precision=0, step=1, label="Seed", elem_id="mae-seed", min_width=80)
                 ui.pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
-            gr.Markdown(helptext.read(TAB_ID, "pattern", nesting=mae_view.nesting_sentence()),
-                        elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "pattern", nesting=mae_view.nesting_sentence()))
             ui.paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
                                    elem_id="mae-paint", elem_classes=["vitviz-secondary"])
-            gr.Markdown(helptext.read(TAB_ID, "paint"), elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "paint"))
             others, none_here = mae_view.compare_choices()
             ui.compare_name = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + others, value=NO_COMPARE,
                                           label="Compare with another model (same image, same mask)",
@@ -286,10 +285,10 @@ def build(demo: gr.Blocks) -> Binder:
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             mae_live.build(ui)  # the webcam, rebuilt frame by frame (a closed accordion)
-            gr.Markdown(mae_view.encoder_help(), elem_classes=["vitviz-help"])
+            help_text(mae_view.encoder_help())
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
-            gr.Markdown(helptext.read(TAB_ID, "sweep"), elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "sweep"))
             ui.thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90% (caption: hidden share and MSE)",
                                    columns=4, height="auto", object_fit="contain", format="png",
                                    elem_id="mae-thumbs", allow_preview=True)

@@ -1,10 +1,6 @@
 """The Patches tab: how an image becomes a sequence of tokens.
 
-Its contract: the views of :mod:`vitviz.views.patches` (dataclasses whose fields name this tab's components,
-:mod:`vitviz.ui.binder`); every number and image comes from there.
-
-Named endpoints: ``patch_grid`` (image, patch size, resolution -> overlay, readout,
-numbers) and ``pos_similarity`` (model, row, column -> similarity map, full grid of maps).
+Every number and image comes from :mod:`vitviz.views.patches`.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, handler, memo_view, panel, require_image, section, shown_if, user_errors
+from .common import as_seed, handler, help_text, memo_view, panel, require_image, section, shown_if, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -167,7 +163,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui.point, ui.on_cls = gr.State(list(DEFAULT_POINT)), gr.State(False)
     ui.overlay_layout, ui.strip_layout, ui.mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
 
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "patches", label="Your image", height=240,

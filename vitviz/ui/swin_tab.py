@@ -1,7 +1,7 @@
 """The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention.
 
-Its contract: the views of :mod:`vitviz.views.swin` (``Windows``, ``WindowAttention``, ``Point``, ``Bias``:
-dataclasses whose fields name this tab's components, :mod:`vitviz.ui.binder`).
+Its views are the dataclasses of :mod:`vitviz.views.swin` (``Windows``, ``WindowAttention``, ``Point``,
+``Bias``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import fit_slider, handler, memo_view, panel, picture, section
+from .common import fit_slider, handler, help_text, memo_view, panel, picture, section
 from ..models.costs import Cost
 from .shared_image import image_box
 
@@ -91,7 +91,7 @@ def build(demo: gr.Blocks) -> Binder:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     geoms = stage_geometry(INPUT)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "swin", sources=["upload", "clipboard", "webcam"], height=240,
