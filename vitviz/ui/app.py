@@ -1,13 +1,6 @@
-"""Assemble the Gradio app from its tabs.
-
-Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
-``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder`` (its one contract,
-:mod:`vitviz.ui.binder`), then
-add the module to :data:`TABS`, its one line to :data:`PURPOSES` and, if the guided tour should
-visit it, its steps to ``vitviz/ui/helptext/tour.toml`` (:func:`vitviz.ui.tour.default_steps`). See
-``docs/architecture.md``. Tabs are lazy
-(:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
-is first shown, so a page load computes only the tab it opens on.
+"""Assemble the Gradio app from its tabs (:data:`TABS`; adding one: docs/architecture.md, "Where a new
+capability goes"). Tabs are lazy (:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events
+when the tab is first shown, so a page load computes only the tab it opens on.
 """
 
 from __future__ import annotations

@@ -32,9 +32,6 @@ BEIT_VOCAB = 8192
 PANEL_HEIGHT = 260
 
 
-# ----------------------------------------------------------------------------- the contract
-
-
 @dataclass(frozen=True)
 class Selected:
     """A selected code: the mosaic with it outlined, where it occurs in the image, the token map outlined."""
@@ -63,9 +60,6 @@ class Cleared:
 
 
 HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
-
-
-# ----------------------------------------------------------------------------- handlers
 
 
 @handler(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
@@ -170,10 +164,6 @@ def _kinds(c: KindsControls) -> Kinds:
 def clear_highlight() -> Cleared:
     """A new image: no code is highlighted."""
     return Cleared(None, HIGHLIGHT_PROMPT)
-
-
-
-# ----------------------------------------------------------------------------- layout
 
 
 def build(demo: gr.Blocks) -> Binder:

@@ -26,11 +26,6 @@ from .shared_image import image_box
 TAB_ID, LABEL = "explain", "Explain"
 
 
-# --------------------------------------------------------------------------------------
-# Endpoints and handlers
-# --------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Curves:
     """Deletion and insertion curves (Plotly), the area under each (rows), and their caption."""

@@ -28,11 +28,6 @@ from .shared_image import image_box
 TAB_ID, LABEL = "features", "Features"
 
 
-# --------------------------------------------------------------------------------------
-# The contract
-# --------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Pca:
     """Endpoint ``feature_pca``'s answer: the PCA maps (uint8 RGB) and their caption."""
@@ -93,11 +88,6 @@ class Picked:
 class Llrd:
     llrd_plot: go.Figure
     llrd_text: str
-
-
-# --------------------------------------------------------------------------------------
-# Endpoints and handlers
-# --------------------------------------------------------------------------------------
 
 
 @handler(native_cost(1, 4, 5))

@@ -30,9 +30,6 @@ DEFAULT_RESOLUTION = 224
 RES_MIN, RES_MAX = 112, 448
 
 
-# ----------------------------------------------------------------------------- the contract
-
-
 @dataclass(frozen=True)
 class Grid:
     """Endpoint ``patch_grid``'s answer: the overlay, the readout (Markdown), the numbers (JSON)."""
@@ -60,9 +57,6 @@ class Resolution:
     res_sincos: Any
     mae_row: Any
     res_recon: Any
-
-
-# ----------------------------------------------------------------------------- handlers
 
 
 @handler(Cost.VIEW)
@@ -123,9 +117,6 @@ def next_seed(seed: float | None) -> int:
     return 0 if seed is None else as_seed(seed) + 1
 
 
-# ----------------------------------------------------------------------------- clicks
-
-
 @handler(Cost.VIEW)
 def click_overlay(evt: gr.SelectData, overlay_layout: OverlayLayout | None, point: Any) -> Selection:
     """A click on the grid selects the patch under it (clicks on the cropped bands are ignored)."""
@@ -150,9 +141,6 @@ def click_mosaic(evt: gr.SelectData, mosaic_layout: MosaicLayout | None, point: 
 def rowcol_to_point(model_key: str, row: float, col: float) -> Selection:
     """Typed row/column (in the model's grid) -> the selected point."""
     return pv.rowcol_to_point(model_key, row, col)
-
-
-# ----------------------------------------------------------------------------- layout
 
 
 def build(demo: gr.Blocks) -> Binder:
