@@ -322,11 +322,9 @@ def build(demo: gr.Blocks) -> Binder:
                                    trigger_mode="always_last"))
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
-    # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
-    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps ui.scrub_request.
-    # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
-    # A new seed or pattern is decided in the page like a slider move (vitviz.ui.scrub: the page's stops, then
-    # mae-tiny in the page, then ui.scrub_request and ui.scrub_sweep for the server).
+    # a newer one and leave panels that disagree with the controls. Moves of the slider, the seed and the
+    # pattern are decided in the page first (vitviz.ui.scrub says how); what needs the server bumps
+    # ui.scrub_request (and ui.scrub_sweep), and after a server view the page puts back its own stop.
     new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
     served = [ui.new_image.change, ui.model_name.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]
