@@ -1,6 +1,5 @@
 """The running app, used as a person and as an API client would."""
 
-import io
 import shutil
 
 import numpy as np
@@ -8,7 +7,7 @@ import pytest
 from PIL import Image
 
 from tools.appserver import CHROMIUM, LAUNCH_ARGS
-from vitviz.ui.shared_image import default_image
+from vitviz.assets import default_example
 
 
 def _read(path: str) -> np.ndarray:
@@ -75,7 +74,7 @@ def test_browser_upload_and_slider(app_url, tmp_path):
     # The page opens on an example photo whose first view already shows a reconstruction and "of 196": the
     # upload's own numbers, computed here by the same views, say when its view is on screen.
     at_75 = metrics_marker(upload, 0.75)
-    assert metrics_marker(default_image(), 0.75) != at_75
+    assert metrics_marker(default_example(), 0.75) != at_75
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -139,7 +138,7 @@ def test_upload_while_the_page_opens_is_kept(app_url, tmp_path):
     Image.open(__import__("pathlib").Path(__file__).parents[2] / "assets/examples/coffee.jpg").crop(
         (50, 20, 420, 390)).save(upload)
     marker = metrics_marker(upload, 0.75)
-    assert metrics_marker(default_image(), 0.75) != marker
+    assert metrics_marker(default_example(), 0.75) != marker
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         try:

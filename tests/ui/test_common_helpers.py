@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 
 from vitviz.ui.binder import Binder
-from vitviz.ui.common import fit_slider, hidden, picture, signal
+from vitviz.ui.common import fit_slider, help_text, hidden, panel, picture, shown_if, signal
 
 
 def test_fit_slider_keeps_a_value_that_fits_and_clamps_one_that_does_not() -> None:
@@ -26,6 +26,17 @@ def test_pictures_hidden_components_and_signals_are_what_the_tabs_spelled_out() 
     assert shown.buttons == ["download", "fullscreen"]
     assert (relay.visible, relay.interactive, relay.container, relay.elem_id) == ("hidden", False, False, "test-relay")
     assert clicks.elem_id == "test-clicks" and clicks.padding is False and clicks.container is False
+
+
+def test_panels_help_and_optional_views_are_what_the_tabs_spelled_out() -> None:
+    with gr.Blocks():
+        large = panel("grid", "test-grid", height=460)
+        plain = panel("overlay", "test-overlay", buttons=["download"])
+        prose = help_text("**help**", elem_id="test-help")
+    assert large.buttons == ["download", "fullscreen"] and large.height == 460 and large.elem_id == "test-grid"
+    assert plain.buttons == ["download"] and (large.type, large.format, large.interactive) == ("numpy", "png", False)
+    assert prose.elem_classes == ["vitviz-help"] and prose.elem_id == "test-help" and prose.value == "**help**"
+    assert shown_if(3) == gr.update(value=3, visible=True) and shown_if(None) == gr.update(value=None, visible=False)
 
 
 def test_inputs_named_by_the_caller_must_match_the_handlers_parameters() -> None:

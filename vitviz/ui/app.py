@@ -1,13 +1,6 @@
-"""Assemble the Gradio app from its tabs.
-
-Adding a tab: write ``vitviz/views/<name>.py`` (what it shows, no gradio) and
-``vitviz/ui/<name>_tab.py`` with ``TAB_ID``, ``LABEL`` and ``build(demo) -> Binder`` (its one contract,
-:mod:`vitviz.ui.binder`), then
-add the module to :data:`TABS`, its one line to :data:`PURPOSES` and, if the guided tour should
-visit it, its steps to ``vitviz/ui/helptext/tour.toml`` (:func:`vitviz.ui.tour.default_steps`). See
-``docs/architecture.md``. Tabs are lazy
-(:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events when the tab
-is first shown, so a page load computes only the tab it opens on.
+"""Assemble the Gradio app from its tabs (:data:`TABS`; adding one: docs/architecture.md, "Where a new
+capability goes"). Tabs are lazy (:mod:`vitviz.ui.lazy`): the ``demo`` a tab gets runs its ``demo.load`` events
+when the tab is first shown, so a page load computes only the tab it opens on.
 """
 
 from __future__ import annotations
@@ -17,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import settings
+from ..assets import default_example
 from ..views.urlstate import from_request
 from . import shared_image
 from .common import in_page
@@ -76,7 +70,7 @@ def build_demo() -> gr.Blocks:
         # the tour's start button and the share line, at the right of the tab buttons (vitviz/ui/css/app.css)
         with gr.Row(elem_id="vitviz-tools", equal_height=True):
             tour.build(TAB_IDS)  # the guided tour's bar (vitviz.ui.tour; the page module runs it)
-            first = shared_image.default_image()
+            first = default_example()
             share.build(Path(first).stem if first else None)  # the link and what it carries (vitviz.ui.share)
         built = {}
         # Lazy tabs (vitviz.ui.lazy): a tab's page-load views run when the tab is first shown.

@@ -1,8 +1,7 @@
 """The Attention tab: click a patch and see every head; class-token maps; rollout; attention distance.
 
-Its contract: the controls (:class:`Controls`) in, :class:`vitviz.views.attention.AttentionViews` out, by
-field name (:mod:`vitviz.ui.binder`); the views come from :mod:`vitviz.views.attention` (captured once per
-image, model, mask and part by :mod:`vitviz.explain`, then looked up).
+Its views come from :mod:`vitviz.views.attention` (captured once per image, model, mask and part by
+:mod:`vitviz.explain`, then looked up).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture, section, signal
+from .common import handler, help_text, in_page, memo_view, picture, section, shown_if, signal
 from .shared_image import image_box
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost, model_cost
@@ -146,7 +145,7 @@ def update_all(c: Controls) -> AttentionViews:
     """Every view for the current controls (one capture, then lookups); the top-5 box only with a classifier."""
     v = ad.all_views(c.image, c.model, c.part, c.mask_ratio, c.seed, c.layer, c.query, c.row, c.col, c.mass,
                      c.head_fusion, c.discard_ratio, c.head, c.native, c.side)
-    return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
+    return replace(v, top5=shown_if(v.top5))
 
 
 @handler(Cost.VIEW)
@@ -203,7 +202,7 @@ def image_views(image: str | None, model: str, part: str, mask_ratio: float, see
                 head_fusion: str, discard_ratio: float, native: bool = False, side: str | None = None) -> ImageViews:
     """The views of :func:`update_all` that do not depend on the query (after :func:`on_load`'s query view)."""
     v = ad.image_views(image, model, part, mask_ratio, seed, mass, head_fusion, discard_ratio, native, side)
-    return replace(v, top5=gr.update(value=v.top5, visible=v.top5 is not None))
+    return replace(v, top5=shown_if(v.top5))
 
 
 @handler(Cost.VIEW)
@@ -255,16 +254,12 @@ FIRST_JS = js.read("attention_first")
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Attention tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load fills the views for the first example.
-    """
+    """Create the Attention tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = model_choices()
     default = trained_default(choices, DEFAULT_MODEL)
     ui.depth = gr.State(8)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "attn", height=240, examples_id="attn-examples")

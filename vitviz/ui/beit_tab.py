@@ -1,11 +1,7 @@
 """The BEiT tab: an image as discrete visual tokens, and masked image modeling that predicts them.
 
-Its contract: controls in, views out, by field name (:mod:`vitviz.ui.binder`): the dataclasses of
-:mod:`vitviz.views.beit` (:class:`~vitviz.views.beit.TokenPanels`, :class:`~vitviz.views.beit.Prediction`...)
-and :mod:`vitviz.views.beit_pair` (part 5), which compute every number and image; here, the clicks' answers.
-
-Named endpoints: ``tokenize`` (image, tokenizer -> token map image, ids JSON, decoded image, PSNR) and ``beit_predict``
-(image, model, ratio, seed, pattern -> masked, decoded prediction, correctness overlay, confidence map, numbers).
+Its views are the dataclasses of :mod:`vitviz.views.beit` and :mod:`vitviz.views.beit_pair` (part 5), which
+compute every number and image; here, the clicks' answers.
 """
 
 from __future__ import annotations
@@ -24,9 +20,9 @@ from ..views import beit as bv
 from ..views import beit_pair as bp
 from ..views.beit import CodebookPanel, Guess, PredictControls, Prediction, TokenMap, TokenPanels
 from ..views.beit_pair import Kinds, KindsControls
-from . import helptext, urlstate
+from . import common, helptext, urlstate
 from .binder import Binder
-from .common import handler, in_page, memo_view, picture, require_image
+from .common import handler, help_text, in_page, memo_view, require_image
 from ..models.costs import Cost, loaded_cost, model_cost
 from .shared_image import image_box
 
@@ -34,9 +30,6 @@ TAB_ID, LABEL = "beit", "BEiT tokens"
 #: BEiT's visual vocabulary: DALL-E's dVAE codebook (BEiT §2.1.2); quoted, not computed.
 BEIT_VOCAB = 8192
 PANEL_HEIGHT = 260
-
-
-# ----------------------------------------------------------------------------- the contract
 
 
 @dataclass(frozen=True)
@@ -67,9 +60,6 @@ class Cleared:
 
 
 HIGHLIGHT_PROMPT = "Click a code in the codebook to highlight it here."
-
-
-# ----------------------------------------------------------------------------- handlers
 
 
 @handler(loaded_cost(*(tokenizer for tokenizer, _ in bp.PAIRS)))
@@ -176,24 +166,19 @@ def clear_highlight() -> Cleared:
     return Cleared(None, HIGHLIGHT_PROMPT)
 
 
-
-# ----------------------------------------------------------------------------- layout
-
-
 def build(demo: gr.Blocks) -> Binder:
     """Create the BEiT tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = bv.beit_choices()
-    panel = functools.partial(picture, height=PANEL_HEIGHT, buttons=["download", "fullscreen"])
+    panel = functools.partial(common.panel, height=PANEL_HEIGHT)
     ui.layout, ui.selected, ui.current_mask, ui.painted = gr.State(None), gr.State(None), gr.State(None), gr.State(None)
 
-    gr.Markdown(helptext.read(TAB_ID, "intro", vocab=BEIT_VOCAB, codebook_size=VQ_TINY_CONFIG.codebook_size),
-                elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "intro", vocab=BEIT_VOCAB, codebook_size=VQ_TINY_CONFIG.codebook_size))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "beit", label="Your image", height=PANEL_HEIGHT)
         with gr.Column(scale=3):
-            gr.Markdown(helptext.read(TAB_ID, "tokens"), elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "tokens"))
             with gr.Row(equal_height=True):
                 ui.original = panel("the model's view, 14×14 patches", "beit-original")
                 ui.token_map = panel("token map: each patch's code (click one)", "beit-token-map")
@@ -204,7 +189,7 @@ def build(demo: gr.Blocks) -> Binder:
                                         elem_id="beit-token-plot")
                 ui.ids = gr.JSON(elem_id="beit-ids")
 
-    gr.Markdown(helptext.read(TAB_ID, "codebook"), elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "codebook"))
     ui.codebook_text = gr.Markdown(elem_id="beit-codebook-text")
     with gr.Row():
         ui.codebook = panel("the codebook, most used first (click a code)", "beit-codebook", scale=3, height=None)
@@ -212,7 +197,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.highlight = panel("where the code occurs", "beit-highlight")
             ui.highlight_text = gr.Markdown(HIGHLIGHT_PROMPT, elem_id="beit-highlight-text")
 
-    gr.Markdown(helptext.read(TAB_ID, "predict"), elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "predict"))
     with gr.Row():
         ui.model = gr.Dropdown(choices=choices, value=bv.BEIT_MODEL if choices else None, label="BEiT model",
                                elem_id="beit-model", scale=2)
@@ -232,12 +217,12 @@ def build(demo: gr.Blocks) -> Binder:
     with gr.Accordion("Numbers (JSON)", open=False):
         ui.numbers = gr.JSON(elem_id="beit-numbers")
 
-    gr.Markdown(helptext.read(TAB_ID, "compare"), elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "compare"))
     with gr.Row(equal_height=True):
         ui.beit_panel = panel("beit-tiny: predicted tokens, decoded", "beit-compare-beit")
         ui.mae_panel = panel("mae-tiny: predicted pixels", "beit-compare-mae")
     ui.compare_text = gr.Markdown(elem_id="beit-compare-text")
-    gr.Markdown(helptext.read(TAB_ID, "kinds"), elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "kinds"))
     ui.kinds_panels = panel("the same photo in two kinds of visual words", "beit-kinds")
     ui.kinds_text = gr.Markdown(elem_id="beit-kinds-text")
     with gr.Row():

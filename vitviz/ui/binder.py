@@ -135,9 +135,13 @@ class Binder:
                inputs: Sequence[str] | None = None) -> dict:
         """``fn`` (wrapped: contracts in and out, run as its cost class), ``inputs``, ``outputs`` and the concurrency
         group (:func:`listener`) of a listener that runs ``fn``."""
-        params, hints = _parameters(fn)
+        target = inspect.unwrap(fn)
+        params, hints = inspect.signature(target).parameters.values(), typing.get_type_hints(target)
         returned = hints.get("return")
-        names = field_names(returned) if _is_contract(returned) else _names(outputs)
+        if _is_contract(returned):
+            names = field_names(returned)
+        else:
+            names = (outputs,) if isinstance(outputs, str) else tuple(outputs or ())
         inputs_checks.mark_dynamic(self.components(names))  # a slider whose range this handler changes
         fields: list[str] = []  # the input components, one per field of a contract or plain parameter
         shape: list[tuple[str, Any]] = []  # per parameter: (kind, contract or default)
@@ -213,13 +217,3 @@ def _name(handler: Callable[..., Any], api_name: str) -> None:
     """Name a public endpoint's handler (a wrapper made for it) after its endpoint: Gradio's MCP server names
     each tool after its function (``python app.py --mcp``)."""
     handler.__name__ = handler.__qualname__ = api_name
-
-
-def _names(outputs: Sequence[str] | str | None) -> tuple[str, ...]:
-    return (outputs,) if isinstance(outputs, str) else tuple(outputs or ())
-
-
-def _parameters(fn: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
-    """``fn``'s parameters and resolved type hints."""
-    target = inspect.unwrap(fn)
-    return list(inspect.signature(target).parameters.values()), typing.get_type_hints(target)

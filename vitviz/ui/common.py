@@ -17,8 +17,9 @@ from ..models.runner import pause_point
 from ..views.common import NoImage, as_seed, require_image
 from ..views.memo import memo_view
 
-__all__ = ["as_seed", "example_images", "fit_slider", "handler", "hidden", "in_page", "memo_view", "picture",
-           "quiet_errors", "report", "require_image", "section", "shown_once", "signal", "user_errors"]
+__all__ = ["as_seed", "example_images", "fit_slider", "handler", "help_text", "hidden", "in_page", "memo_view",
+           "panel", "picture", "quiet_errors", "report", "require_image", "section", "shown_if", "shown_once",
+           "signal", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("vitviz.ui")
@@ -39,6 +40,16 @@ def picture(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
     return gr.Image(label=label, elem_id=elem_id, **{**PICTURE, **kwargs})
 
 
+def panel(label: str, elem_id: str, **kwargs: Any) -> gr.Image:
+    """A large view's picture: :func:`picture` with a fullscreen button beside the download."""
+    return picture(label, elem_id, **{"buttons": ["download", "fullscreen"], **kwargs})
+
+
+def help_text(text: str, **kwargs: Any) -> gr.Markdown:
+    """Help prose (class ``vitviz-help``: hidden in the presenter layout); ``kwargs`` go to ``gr.Markdown``."""
+    return gr.Markdown(text, elem_classes=["vitviz-help"], **kwargs)
+
+
 def section(title: str, *texts: str) -> None:
     """A section of a tab: its heading (Markdown, ``### ...``), then each of ``texts`` (its help) as its own
     block below it."""
@@ -51,6 +62,11 @@ def fit_slider(value: float | None, low: int, high: int, default: int | None = N
     it fits (rounded, then clamped), ``default`` (else ``low``) when it has none; ``kwargs`` update more props."""
     given = (low if default is None else default) if value is None else int(round(float(value)))
     return gr.update(maximum=high, value=min(max(low, given), high), **kwargs)
+
+
+def shown_if(value: Any) -> dict:
+    """An update that shows ``value``, or hides the component when it is None (a view only some models have)."""
+    return gr.update(value=value, visible=value is not None)
 
 
 def hidden(kind: type, value: Any, elem_id: str, **kwargs: Any) -> Any:

@@ -1,7 +1,6 @@
 """The Compute tab: what attention costs, from formulas and measured on this machine.
 
-Its contract: the charts of :mod:`vitviz.views.compute` out, by field name (:mod:`vitviz.ui.binder`); the charts, tables and CSV
-files come from :mod:`vitviz.views.compute`.
+Its charts, tables and CSV files come from :mod:`vitviz.views.compute`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from ..views import compute as cv
 from ..views.compute import AttentionChart, MaeChart, Measured, ModelChart, PatchChart
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view, section
+from .common import handler, help_text, memo_view, section
 from .serve import files
 from ..models.costs import Cost
 
@@ -84,7 +83,7 @@ def default_charts() -> Charts:
 def build(demo: gr.Blocks) -> Binder:
     """Create the Compute tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
 
     section("### 1. One attention layer, global vs windowed", helptext.read(TAB_ID, "attention"))
     with gr.Row():

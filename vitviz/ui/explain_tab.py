@@ -1,8 +1,7 @@
 """The Explain tab: four explanation maps of a classifier's decision side by side, and
 deletion / insertion curves that say which of them is faithful for this image.
 
-Its contract: :class:`Maps` and :class:`Curves` out, by field name (:mod:`vitviz.ui.binder`); every number,
-panel and figure comes from :mod:`vitviz.views.explain`.
+Every number, panel and figure comes from :mod:`vitviz.views.explain`.
 """
 
 from __future__ import annotations
@@ -25,11 +24,6 @@ from .serve.pageconfig import choices_later
 from .shared_image import image_box
 
 TAB_ID, LABEL = "explain", "Explain"
-
-
-# --------------------------------------------------------------------------------------
-# Endpoints and handlers
-# --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -77,8 +71,7 @@ def explain(image: str | None, model: str, target: str | None, method: str, remo
     ``bird``, ``mammal``... for dinov2-small-lab8) or an index; ``method``: ``all`` or one of
     ``attention``, ``rollout``, ``grad_rollout``, ``gradcam``; ``removal``: ``drop`` or ``grey``.
     """
-    maps, curves, auc, text = v.explain_view(image, model, target, method, removal, steps)
-    return Explanation(maps, curves, auc, text)
+    return Explanation(*v.explain_view(image, model, target, method, removal, steps))
 
 
 @handler(model_cost(1))
@@ -124,11 +117,7 @@ def on_model(model: str) -> ModelPicked:
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Explain tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load (the tab's first showing) fills the views.
-    """
+    """Create the Explain tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = v.model_choices()
     default = v.default_model(choices)

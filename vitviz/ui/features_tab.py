@@ -1,8 +1,7 @@
 """The Features tab: what each layer holds — PCA feature maps, patch correspondence,
 probes by depth, class token vs average pooling, layer-wise learning-rate decay.
 
-Its contract: the dataclasses below out, by field name (:mod:`vitviz.ui.binder`); every number, panel and
-figure comes from :mod:`vitviz.views.features`.
+Every number, panel and figure comes from :mod:`vitviz.views.features`.
 """
 
 from __future__ import annotations
@@ -14,23 +13,19 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from ..assets import default_example
 from ..views import features as v
 from ..views.common import trained_default
 from ..views.urlstate import from_request
 from . import helptext, urlstate
 from .binder import Binder
-from .common import fit_slider, handler, in_page, memo_view, picture, section
+from .common import fit_slider, handler, in_page, memo_view, picture, section, shown_if
 from .native_controls import native_controls, on_native
 from ..models.costs import Cost, cost
 from ..views.native import native_cost
-from .shared_image import default_image, image_box
+from .shared_image import image_box
 
 TAB_ID, LABEL = "features", "Features"
-
-
-# --------------------------------------------------------------------------------------
-# The contract
-# --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -95,11 +90,6 @@ class Llrd:
     llrd_text: str
 
 
-# --------------------------------------------------------------------------------------
-# Endpoints and handlers
-# --------------------------------------------------------------------------------------
-
-
 @handler(native_cost(1, 4, 5))
 def feature_pca(image: str | None, model: str, layer: float, foreground: bool, native: bool = False,
                 side: str | None = None) -> Pca:
@@ -144,11 +134,10 @@ def update_all(image: str | None, model: str, layer: float, foreground: bool, ro
                side: str | None = None) -> FeatureViews:
     """Every view of the tab for the current controls."""
     cos_fig, cls_top, gap_top, att, pool_text = v.pooling_view(image, model)
-    shown = lambda value: gr.update(value=value, visible=value is not None)  # noqa: E731
     return FeatureViews(**vars(layer_views(image, model, layer, foreground, row, col, other, other_image, native,
                                            side)),
-                        **vars(layer_probes(image, model)), cos_plot=shown(cos_fig), cls_top=shown(cls_top),
-                        gap_top=shown(gap_top), cls_att=shown(att), pool_text=pool_text)
+                        **vars(layer_probes(image, model)), cos_plot=shown_if(cos_fig), cls_top=shown_if(cls_top),
+                        gap_top=shown_if(gap_top), cls_att=shown_if(att), pool_text=pool_text)
 
 
 @handler(native_cost(1, 8, 9))
@@ -158,7 +147,6 @@ def layer_views(image: str | None, model: str, layer: float, foreground: bool, r
     """The views that depend on the layer: PCA maps and correspondence."""
     return LayerViews(**vars(feature_pca(image, model, layer, foreground, native, side)),
                       **vars(patch_similarity(image, model, layer, row, col, other, other_image, native, side)))
-
 
 
 @handler(Cost.VIEW)
@@ -172,8 +160,7 @@ def on_model(model: str, layer: float | None) -> ModelControls:
 @cost(Cost.VIEW)
 def on_load(model: str, layer: float, request: gr.Request) -> ModelControls:
     """Page load: like :func:`on_model`, starting at the layer the URL names (``?layer=``), if any."""
-    state = from_request(request)
-    return on_model(model, state.layer if state.layer is not None else None)
+    return on_model(model, from_request(request).layer)
 
 
 @handler(native_cost(1, 4, 5))
@@ -190,16 +177,12 @@ def llrd_chart() -> Llrd:
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Features tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load fills the views for the first example.
-    """
+    """Create the Features tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = v.model_choices()
     default = trained_default(choices, v.DEFAULT_MODEL)
     others = v.example_choices()
-    second = next((name for name, path in others if path != default_image()), None)
+    second = next((name for name, path in others if path != default_example()), None)
     gr.Markdown(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):

@@ -1,10 +1,8 @@
 """The Heads tab: every head at once (the head atlas) and one head's query-key space.
 
-Its contract: the views of :mod:`vitviz.views.heads` and :mod:`vitviz.views.norms` (dataclasses whose
-fields name this tab's components, :mod:`vitviz.ui.binder`). Clicks on the
-Plotly charts are read in the page (:data:`CLICK_JS`): a head opens the Attention tab's
-query view at that layer and head (the Attention tab picks it up, see
-:data:`vitviz.ui.attention_tab.GOTO_JS`), or, with *A click on a head* set so (:data:`CLICK_DOES`), the
+Its views come from :mod:`vitviz.views.heads` and :mod:`vitviz.views.norms`. Clicks on the Plotly charts are
+read in the page (:data:`CLICK_JS`): a head opens the Attention tab's query view at that layer and head
+(:data:`vitviz.ui.attention_tab.GOTO_JS`), or, with *A click on a head* set so (:data:`CLICK_DOES`), the
 Ablate tab with that head switched off (:data:`vitviz.ui.intervene_tab.GOTO_JS`); a query or key sends its
 token here.
 """
@@ -24,7 +22,7 @@ from ..views.heads import AtlasView, HeadsViews, QKView, QKViews, TokenView
 from ..views.norms import NormsView
 from . import helptext, js
 from .binder import QUICK, Binder
-from .common import fit_slider, handler, memo_view, picture, section, signal
+from .common import fit_slider, handler, help_text, memo_view, picture, section, signal
 from ..models.costs import Cost, model_cost
 from ..views.native import native_cost
 from .native_controls import native_controls
@@ -118,15 +116,11 @@ CLICK_JS = js.read("heads_clicks")
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Heads tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load (the tab's first showing) fills the views.
-    """
+    """Create the Heads tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = hv.model_choices()
     default = trained_default(choices, hv.DEFAULT_MODEL)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "heads", height=220, image_mode=None, examples_id="heads-examples")

@@ -1,8 +1,7 @@
 """The Ablation & lens tab: switch heads or tokens off and compare; rank a layer's heads; the logit lens.
 
-Its contract: the views of :mod:`vitviz.views.intervene` (dataclasses whose fields name this tab's
-components, :mod:`vitviz.ui.binder`). The heads switched off are a text field (``"11.2, 8.4"``, layer.head
-from 0) that the buttons edit and the URL's ``heads=`` sets.
+Its views come from :mod:`vitviz.views.intervene`. The heads switched off are a text field (``"11.2, 8.4"``,
+layer.head from 0) that the buttons edit and the URL's ``heads=`` sets.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from ..views import intervene as iv
 from ..views.intervene import AblationView, LensView, RankingView
 from . import helptext, js, urlstate
 from .binder import Binder
-from .common import fit_slider, handler, in_page, picture, signal, user_errors
+from .common import fit_slider, handler, help_text, in_page, picture, shown_if, signal, user_errors
 from ..models.costs import Cost, cost, model_cost
 from .shared_image import image_box
 
@@ -68,7 +67,7 @@ def logit_lens(image: str | None, model: str) -> LensView:
         a sentence with the top-3 by layer.
     """
     v = iv.lens_view(image, model)
-    return replace(v, lens_pictures=gr.update(value=v.lens_pictures, visible=v.lens_pictures is not None))
+    return replace(v, lens_pictures=shown_if(v.lens_pictures))
 
 
 @handler(model_cost(1))
@@ -166,7 +165,7 @@ def build(demo: gr.Blocks) -> Binder:
     ui = Binder()
     choices = iv.model_choices()
     default = iv.default_model(choices)
-    ui.help_intro = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-intro")
+    ui.help_intro = help_text("", elem_id="intervene-intro")
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             # no example photos of its own (the page configuration stays small): a photo picked in any other tab comes here
@@ -194,7 +193,7 @@ def build(demo: gr.Blocks) -> Binder:
                     ui.try_head = gr.Checkbox(False, label="Also switch off the head at the sliders (try it)",
                                               elem_id="intervene-try")
             ui.ab_panels = picture("attention before and after", "intervene-panels", show_label=False)
-            ui.help_ablation = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-help")
+            ui.help_ablation = help_text("", elem_id="intervene-help")
             gr.Markdown("### Which heads of this layer matter?")
             rank_button = gr.Button("Rank this layer's heads (one pass per head)", elem_id="intervene-rank")
             ui.rank_text = gr.Markdown(elem_id="intervene-rank-info")
@@ -204,7 +203,7 @@ def build(demo: gr.Blocks) -> Binder:
             ui.lens_text = gr.Markdown(elem_id="intervene-lens-info")
             ui.lens_pictures = picture("decoder by layer", "intervene-lens-pictures", show_label=False, visible=False,
                                        buttons=None)
-            ui.help_lens = gr.Markdown("", elem_classes=["vitviz-help"], elem_id="intervene-lens-help")
+            ui.help_lens = help_text("", elem_id="intervene-lens-help")
     ui.goto = signal(GOTO_JS, "intervene-goto")
 
     ui.endpoint(ablate, api_name="ablate")

@@ -34,18 +34,10 @@ def opener(tab_id: str) -> gr.Number:
 
 
 def open_js(tab_id: str) -> str:
-    """Browser code for a tab's ``select`` (input and output: its opener): sets the opener to 1.
-
-    Setting 1 again changes nothing, so only the first selection computes, and later ones
-    send no request at all. Gradio also selects the first tab while the page mounts, before
-    the page has opened the URL's tab: so the page module (``vitviz.lazy.open`` in
-    ``vitviz/ui/js/page.js``) first waits (up to 3 s) until the URL's tab is open, then
-    opens this tab only if it is still the one shown. (A tab that shares the app's image
-    opens through :func:`vitviz.ui.shared_image.select_js` instead, which also brings the image.)
-
-    Args:
-        tab_id: the tab's id (``mae``, ``patches``...).
-    """
+    """Browser code for a tab's ``select`` (input and output: its opener): sets the opener to 1, once the URL's
+    tab is open and if this tab is still the one shown (``vitviz.lazy.open`` in ``vitviz/ui/js/page.js``). Setting
+    1 again changes nothing, so only the first selection computes. (A tab that shares the app's image opens
+    through :func:`vitviz.ui.shared_image.select_js` instead, which also brings the image.)"""
     return js.read("tab_open", tab=tab_id)
 
 

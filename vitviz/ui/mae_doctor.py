@@ -15,7 +15,7 @@ import gradio as gr
 from .. import settings
 from ..views import doctor as dv
 from .binder import Binder
-from .common import handler, picture
+from .common import handler, help_text, picture
 from ..models.costs import Cost
 
 INTRO = ("Is this MAE healthy? Its file, its reconstructions against simple baselines and mae-tiny, and what "
@@ -42,7 +42,7 @@ def check_checkpoint(model_name: str, doctor_path: str | None = None) -> Report:
 def build(ui: Binder) -> None:
     """The section's components, inside the MAE tab's main column (a closed accordion)."""
     with gr.Accordion("Check a checkpoint", open=False, elem_id="mae-doctor"):
-        gr.Markdown(INTRO, elem_classes=["vitviz-help"])
+        help_text(INTRO)
         with gr.Row():
             ui.doctor_path = gr.Textbox(label="Checkpoint path on this machine (empty: the picked model)",
                                         placeholder="/path/to/checkpoint-399.pth", elem_id="mae-doctor-path",

@@ -6,15 +6,9 @@ so the slider acts on the next frame; the panels, their HTML and the section's s
 :mod:`vitviz.views.live_panels` (``lp``). Gradio's streaming webcam input (6.31:
 ``gr.Image(sources=["webcam"], streaming=True)`` and ``.stream(stream_every=..., time_limit=...)``)
 offers a frame every :data:`STREAM_EVERY` seconds. Its first frame opens the stream's event in
-Gradio's queue (:func:`live_step`); the page sends each next one with the same values to the app's
-own route (:mod:`vitviz.ui.serve.frames`), which computes it by :func:`fast_step` on a worker thread
-outside the queue, only while Gradio runs that stream, and answers the line and the two panels as
-JPEG bytes that the page draws itself (``js/page.js``, part ``live``): Gradio's queue, event stream
-and page update cost each frame 26-47 ms more (bench/live.py). Where the route is missing or
-refuses, the frames go through Gradio as before. Of the frames that arrive while one computes only
-the newest waits (the route's drop, or Gradio's stream keeping one pending chunk per event): frames
-are dropped, never queued, and the picture stays live. Stopping the camera closes the stream and the
-route computes nothing more for it.
+Gradio's queue (:func:`live_step`); the page sends each next one to the app's own route outside the queue
+(:mod:`vitviz.ui.serve.frames`, which says when it computes a frame and when it drops one), computed by
+:func:`fast_step`. Where the route is missing or refuses, the frames go through Gradio as before.
 
 The stream is its own cost class (:attr:`~vitviz.models.costs.Cost.LIVE`): its own slots
 (``VITVIZ_LIVE_STREAMS``), one stream per session, a time limit on a public host
@@ -57,7 +51,7 @@ from ..views import live
 from ..views import live_panels as lp
 from . import js
 from .binder import Binder
-from .common import hidden, in_page, report
+from .common import help_text, hidden, in_page, report
 from .serve.frames import fast
 from .serve.limits import LIVE, others_busy
 
@@ -85,7 +79,7 @@ def build(ui: Binder) -> None:
     """Create the live section (a closed accordion) on the MAE tab's binder (``ui.live_camera``...), in the caller's
     layout context."""
     with gr.Accordion("Live camera: the model rebuilds what your webcam sees", open=False, elem_id="mae-live-box"):
-        gr.Markdown(lp.HELP_LIVE, elem_classes=["vitviz-help"])
+        help_text(lp.HELP_LIVE)
         # the camera computed in the page (mae-tiny): built there (vitviz.inpage.mount)
         gr.HTML("", html_template="<div id='mae-inpage-live'></div>", js_on_load=js.read("mae_live_inpage"),
                 elem_id="mae-inpage-camera", padding=False, container=False)
@@ -105,7 +99,7 @@ def build(ui: Binder) -> None:
                                     value=lp.RECONSTRUCTION, label="The live panels show", elem_id="mae-live-show",
                                     scale=3)
             ui.live_fresh = gr.Checkbox(False, label="New mask every frame", elem_id="mae-live-fresh", scale=1)
-        gr.Markdown(lp.HELP_VIDEO, elem_classes=["vitviz-help"])
+        help_text(lp.HELP_VIDEO)
         with gr.Row():
             ui.live_video = gr.Video(sources=["upload"], label="Video file", height=lp.HEIGHT,
                                      elem_id="mae-live-video", scale=2)

@@ -10,7 +10,6 @@ the slider says what is painted (:data:`CONTROLS_JS`, in the page for both paths
 
 from __future__ import annotations
 
-
 from ..models.costs import model_cost
 from ..views import mae_paint as mp
 from ..views.mae import NO_COMPARE

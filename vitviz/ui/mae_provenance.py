@@ -20,8 +20,7 @@ from ..views import provenance as pv
 from ..views.common import as_int
 from . import helptext, js
 from .binder import Binder
-from .common import as_seed, handler, in_page, picture, require_image, signal
-
+from .common import as_seed, handler, help_text, in_page, picture, require_image, signal
 PROMPT = ("Click a hidden patch (grey in *Masked input*) on *Reconstruction + visible* or *Reconstruction (raw)* "
           "to see where the decoder copied it from.")
 #: Browser code of a hidden component: a click on a reconstruction panel sends where it landed, as fractions of
@@ -110,7 +109,7 @@ def build(ui: Binder) -> None:
             ui.col = gr.Number(None, precision=0, label="Col", visible=False, elem_id="mae-provenance-col")
         with gr.Accordion("Provenance numbers (JSON)", open=False, elem_classes=["vitviz-secondary"]):
             ui.provenance_json = gr.JSON(elem_id="mae-provenance-json")
-        gr.Markdown(helptext.read("mae", "provenance"), elem_classes=["vitviz-help"])
+        help_text(helptext.read("mae", "provenance"))
     ui.pick = signal(PICK_JS, "mae-provenance-pick", container=False)
 
 

@@ -1,7 +1,6 @@
 """The MAE tab: drop an image, move the masking-ratio slider, watch the reconstruction.
 
-Its contract: :class:`Controls` in, :class:`View` out, by field name (:mod:`vitviz.ui.binder`); every
-number and image comes from :mod:`vitviz.views.mae`. Painting the mask is :mod:`vitviz.ui.mae_paint`,
+Every number and image comes from :mod:`vitviz.views.mae`. Painting the mask is :mod:`vitviz.ui.mae_paint`,
 a clicked hidden patch :mod:`vitviz.ui.mae_provenance`, the slider's stops held in the page
 :mod:`vitviz.ui.scrub`, the webcam :mod:`vitviz.ui.mae_live`.
 """
@@ -24,8 +23,8 @@ from ..views.mae_scrub import PANEL_KINDS, StopPanels
 from ..views.urlstate import encode_mask
 from . import helptext, js, mae_doctor, mae_live, mae_paint, mae_provenance, scrub, urlstate
 from .binder import Binder
-from .common import (as_seed, handler, in_page, memo_view, picture, quiet_errors, require_image, shown_once,
-                     signal)
+from .common import (as_seed, handler, help_text, in_page, memo_view, picture, quiet_errors, require_image,
+                     shown_once, signal)
 from .serve import files, image_cache
 from .shared_image import image_box
 
@@ -38,9 +37,6 @@ RATIO_READOUT = ('<div class="vitviz-readout"><span class="vitviz-readout-value"
 PATH_LINE = '<span id="mae-path" data-path="server">Computed on the server.</span>'
 #: The model's or the comparison's change: the path line follows it (in the page, no server call).
 PATH_JS = js.read("mae_inpage_path", no_compare=NO_COMPARE)
-
-
-HELP_ENCODER = mae_view.encoder_help()
 
 
 @dataclass(frozen=True)
@@ -124,11 +120,16 @@ def run_reconstruct(image: str | None, model_name: str, mask_ratio: float, seed:
                   mae_view.metrics_markdown(mae_view.metrics(model, r, image)))
 
 
+def _no_comparison() -> tuple:
+    """The comparison's outputs of :class:`View` while none is asked for: its row hidden, its panels empty."""
+    return gr.update(visible=False), None, None, None, ""
+
+
 def _view_cleared(message: str) -> View:
     """The view after a problem: no panels, the message where the numbers were, no comparison (the painted
     mask and the URL's mask code are kept)."""
-    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), gr.update(visible=False),
-                None, None, None, "", gr.update())
+    return View(None, None, None, None, f"⚠️ {message}", None, gr.update(), gr.update(), *_no_comparison(),
+                gr.update())
 
 
 @cost(model_cost(1))
@@ -142,14 +143,14 @@ def update_view(c: Controls) -> View:
     metrics = mae_view.metrics_markdown(mae_view.metrics(model, r, c.image))
     code = encode_mask(r.mask) if painted is not None else ""
     other_name = compared(c.compare_name, c.model_name)
-    if other_name is None:
-        return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
-                    gr.update(visible=False), None, None, None, "", r.original)
-    other, q = mae_view.compare(c.image, model, r, other_name)
-    pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
-    return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code,
-                gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
-                mae_view.metrics_markdown(mae_view.metrics(other, q)), r.original)
+    comparison = _no_comparison()
+    if other_name is not None:
+        other, q = mae_view.compare(c.image, model, r, other_name)
+        pq = mae_view.panels(q, error_vmax=float(r.error_map[r.mask].max()) if r.mask.any() else None)
+        comparison = (gr.update(visible=True), pq.reconstruction, pq.pasted, pq.error,
+                      mae_view.metrics_markdown(mae_view.metrics(other, q)))
+    return View(p.original, p.masked, p.reconstruction, p.pasted, metrics, p.error, r.mask.tolist(), code, *comparison,
+                r.original)
 
 
 @handler(Cost.HEAVY)
@@ -229,11 +230,7 @@ def export(c: Controls) -> Export:
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the MAE tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app (its page load, the tab's first showing, renders the first view).
-    """
+    """Create the MAE tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = mae_view.model_choices()
     default_model = choices[0][1] if choices else None
@@ -247,11 +244,10 @@ def build(demo: gr.Blocks) -> Binder:
             with gr.Row():
                 ui.seed = gr.Number(value=0, precision=0, step=1, label="Seed", elem_id="mae-seed", min_width=80)
                 ui.pattern = gr.Radio(list(PATTERNS), value="random", label="Pattern", elem_id="mae-pattern")
-            gr.Markdown(helptext.read(TAB_ID, "pattern", nesting=mae_view.nesting_sentence()),
-                        elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "pattern", nesting=mae_view.nesting_sentence()))
             ui.paint = gr.Checkbox(False, label="Paint the mask (click or drag on the Original panel)",
                                    elem_id="mae-paint", elem_classes=["vitviz-secondary"])
-            gr.Markdown(helptext.read(TAB_ID, "paint"), elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "paint"))
             others, none_here = mae_view.compare_choices()
             ui.compare_name = gr.Dropdown(choices=[(NO_COMPARE, NO_COMPARE)] + others, value=NO_COMPARE,
                                           label="Compare with another model (same image, same mask)",
@@ -289,10 +285,10 @@ def build(demo: gr.Blocks) -> Binder:
             mae_provenance.build(ui)  # click a hidden patch of a reconstruction
             mae_doctor.build(ui)  # the checkpoint doctor (a closed accordion)
             mae_live.build(ui)  # the webcam, rebuilt frame by frame (a closed accordion)
-            gr.Markdown(HELP_ENCODER, elem_classes=["vitviz-help"])
+            help_text(mae_view.encoder_help())
             with gr.Row():
                 ui.chart = gr.Plot(label="Ratio sweep", elem_id="mae-sweep-chart")
-            gr.Markdown(helptext.read(TAB_ID, "sweep"), elem_classes=["vitviz-help"])
+            help_text(helptext.read(TAB_ID, "sweep"))
             ui.thumbs = gr.Gallery(label="Reconstructions at 25%, 50%, 75%, 90% (caption: hidden share and MSE)",
                                    columns=4, height="auto", object_fit="contain", format="png",
                                    elem_id="mae-thumbs", allow_preview=True)
@@ -326,11 +322,9 @@ def build(demo: gr.Blocks) -> Binder:
                                    trigger_mode="always_last"))
     # Every control that changes the view is one listener, so Gradio runs its calls in the order the
     # browser made them (always the last one after a burst): an older, slower call can never land after
-    # a newer one and leave panels that disagree with the controls. The slider's own moves are decided in
-    # the page (vitviz.ui.scrub): a stop the page holds is shown there, any other bumps ui.scrub_request.
-    # After a server view, the page puts back the slider's stop if it holds it (a late answer never wins).
-    # A new seed or pattern is decided in the page like a slider move (vitviz.ui.scrub: the page's stops, then
-    # mae-tiny in the page, then ui.scrub_request and ui.scrub_sweep for the server).
+    # a newer one and leave panels that disagree with the controls. Moves of the slider, the seed and the
+    # pattern are decided in the page first (vitviz.ui.scrub says how); what needs the server bumps
+    # ui.scrub_request (and ui.scrub_sweep), and after a server view the page puts back its own stop.
     new_picture = [ui.new_image.change, ui.model_name.change, ui.seed.change, ui.pattern.change]
     served = [ui.new_image.change, ui.model_name.change]
     panels = [ui.masked, ui.reconstruction, ui.pasted, ui.error]

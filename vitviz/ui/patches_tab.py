@@ -1,15 +1,10 @@
 """The Patches tab: how an image becomes a sequence of tokens.
 
-Its contract: the views of :mod:`vitviz.views.patches` (dataclasses whose fields name this tab's components,
-:mod:`vitviz.ui.binder`); every number and image comes from there.
-
-Named endpoints: ``patch_grid`` (image, patch size, resolution -> overlay, readout,
-numbers) and ``pos_similarity`` (model, row, column -> similarity map, full grid of maps).
+Every number and image comes from :mod:`vitviz.views.patches`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +20,7 @@ from ..views.patches import (DEFAULT_POINT, PATCH_SIZES, EmbeddingViews, GridVie
                              ShuffleViews, readout_markdown, readouts)
 from . import helptext
 from .binder import Binder
-from .common import as_seed, handler, memo_view, picture, require_image, section, user_errors
+from .common import as_seed, handler, help_text, memo_view, panel, require_image, section, shown_if, user_errors
 from .shared_image import image_box
 
 TAB_ID, LABEL = "patches", "Patches"
@@ -33,9 +28,6 @@ DEFAULT_MODEL = "mae-tiny"
 DEFAULT_PATCH = 16
 DEFAULT_RESOLUTION = 224
 RES_MIN, RES_MAX = 112, 448
-
-
-# ----------------------------------------------------------------------------- the contract
 
 
 @dataclass(frozen=True)
@@ -65,9 +57,6 @@ class Resolution:
     res_sincos: Any
     mae_row: Any
     res_recon: Any
-
-
-# ----------------------------------------------------------------------------- handlers
 
 
 @handler(Cost.VIEW)
@@ -112,8 +101,7 @@ def pos_views(model_key: str, row: float, col: float) -> PosViews:
 def update_resolution(image: str | None, model_key: str, res2: float) -> Resolution:
     """The model at another resolution: interpolated maps and, for an MAE, reconstructions (private)."""
     text, interp, recomputed, recon = pv.resolution_views(image, model_key, res2)
-    mae = recomputed is not None
-    return Resolution(text, interp, gr.update(value=recomputed, visible=mae), gr.update(visible=mae), recon)
+    return Resolution(text, interp, shown_if(recomputed), gr.update(visible=recomputed is not None), recon)
 
 
 @handler(model_cost(1))
@@ -127,9 +115,6 @@ def update_shuffle(image: str | None, model_key: str, seed: float, row: float, c
 def next_seed(seed: float | None) -> int:
     """The next permutation seed."""
     return 0 if seed is None else as_seed(seed) + 1
-
-
-# ----------------------------------------------------------------------------- clicks
 
 
 @handler(Cost.VIEW)
@@ -158,23 +143,15 @@ def rowcol_to_point(model_key: str, row: float, col: float) -> Selection:
     return pv.rowcol_to_point(model_key, row, col)
 
 
-# ----------------------------------------------------------------------------- layout
-
-
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Patches tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load draws the first example at once.
-    """
+    """Create the Patches tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = pv.model_choices()
     default_model = trained_default(choices, DEFAULT_MODEL)
     ui.point, ui.on_cls = gr.State(list(DEFAULT_POINT)), gr.State(False)
     ui.overlay_layout, ui.strip_layout, ui.mosaic_layout = gr.State(None), gr.State(None), gr.State(None)
-    panel = functools.partial(picture, buttons=["download", "fullscreen"])
 
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             image_box(ui, TAB_ID, "patches", label="Your image", height=240,

@@ -16,7 +16,7 @@ from ..views import pretraining as v
 from ..views.pretraining import Probe, Protocols
 from ..views.urlstate import from_request
 from .binder import Binder
-from .common import handler, in_page, memo_view
+from .common import handler, help_text, in_page, memo_view
 from .js import read as read_js
 from ..models.costs import Cost, cost
 
@@ -80,14 +80,10 @@ def on_load(encoders: list[str], depth: str, pooling: str, request: gr.Request) 
 
 
 def build(demo: gr.Blocks) -> Binder:
-    """Create the Pretraining tab's components inside the caller's ``gr.Tab`` context.
-
-    Args:
-        demo: the enclosing app; its page load (the tab's first showing) fills the views.
-    """
+    """Create the Pretraining tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     choices = v.encoder_choices()
-    gr.Markdown(v.INTRO, elem_classes=["vitviz-help"])
+    help_text(v.INTRO)
     ui.verdict = gr.Markdown(elem_id="pre-verdict")
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
@@ -99,15 +95,15 @@ def build(demo: gr.Blocks) -> Binder:
         with gr.Column(scale=3):
             ui.probe_plot = gr.Plot(label="linear probe: test accuracy vs labels per class", elem_id="pre-probe")
             ui.probe_text = gr.Markdown(elem_id="pre-probe-info")
-    gr.Markdown(v.HELP_PROBES, elem_classes=["vitviz-help"])
+    help_text(v.HELP_PROBES)
     ui.probe_table = gr.Markdown(elem_id="pre-probe-table")
     gr.Markdown("### Every protocol with all the labels")
-    gr.Markdown(v.HELP_PROTOCOLS, elem_classes=["vitviz-help"])
+    help_text(v.HELP_PROTOCOLS)
     ui.bars = gr.Plot(label="test accuracy with all labels, every protocol", elem_id="pre-protocols")
     gr.Markdown("### How the trained runs learned, and their recipes")
     ui.epochs = gr.Plot(label="validation accuracy per epoch", elem_id="pre-epochs")
     ui.recipes = gr.Markdown(elem_id="pre-recipes")
-    gr.Markdown(v.SOURCES, elem_id="pre-sources", elem_classes=["vitviz-help"])
+    help_text(v.SOURCES, elem_id="pre-sources")
 
     probe, proto = ui.bind(linear_probe), ui.bind(protocols)
     ui.endpoint(linear_probe, api_name="linear_probe")

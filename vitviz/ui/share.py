@@ -17,7 +17,7 @@ import gradio as gr
 
 from ..assets import example_images
 
-#: The line's markup: the copy button, what the link carries (written by the page), and its answer.
+
 def markup(photo: str | None) -> str:
     """The line: the copy button, what the link carries (kept current by the page), and the button's answer.
 

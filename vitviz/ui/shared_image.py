@@ -14,11 +14,9 @@ Everything runs in the browser (no server call), with the page's current image h
 - the tab's own image listeners listen to ``ui.new_image.change``, a hidden *relay* number that
   goes up when the box shows a new image *and the tab is open*: so an image that arrives
   in a closed tab computes nothing (no listener of the tab is on the box's own ``change``);
-- selecting the tab runs one handler (:func:`select_js`): the first time, it puts the
-  latest image in the box and opens the tab (:mod:`vitviz.ui.lazy`): the tab's first views
-  compute once, with that image; later, it puts a newer image in the box and moves the
-  relay, so the tab redraws once; with nothing new, it changes nothing, and no request
-  reaches the server.
+- selecting the tab runs one handler (:func:`select_js`), which puts a newer image, if any, in the box (the
+  relay moves: the tab redraws once) and opens the tab the first time (:mod:`vitviz.ui.lazy`); with nothing
+  new, no request reaches the server.
 
 A tab's first views (its ``load`` handlers) must therefore draw everything its
 ``new_image.change`` listeners draw.
@@ -36,22 +34,18 @@ from .common import example_images, hidden, in_page
 from .serve.examples import after_example_click
 
 
-def default_image() -> str | None:
-    """The image every tab starts with: one of the bundled examples (the same one everywhere)."""
-    return default_example()
-
-
 def image_box(ui: Any, tab_id: str, prefix: str, label: str = "Your image (drop, paste or webcam)",
               examples_id: str | None = None, examples_class: str | None = None, with_examples: bool = True,
               **kwargs: Any) -> None:
     """A tab's image box, its example photos and its relay, on the tab's binder: ``ui.image`` (``#PREFIX-input``,
-    starting at :func:`default_image`), ``ui.examples`` (in a group of ``examples_class`` when given) and
-    ``ui.new_image``, the hidden counter whose ``change`` the tab's image listeners listen to (it moves once
-    per new image shown while the tab is open). A user's upload, paste, webcam shot, example click or clear
-    publishes the image (:func:`publish_js`). ``with_examples=False`` leaves the example photos out (``ui.examples``
-    None: the tab takes the photo shown in any other tab). ``kwargs`` go to ``gr.Image`` (``height``, ``image_mode``...)."""
+    starting at :func:`vitviz.assets.default_example`), ``ui.examples`` (in a group of ``examples_class`` when
+    given) and ``ui.new_image``, the hidden counter whose ``change`` the tab's image listeners listen to (it moves
+    once per new image shown while the tab is open). A user's upload, paste, webcam shot, example click or clear
+    publishes the image (:func:`publish_js`). ``with_examples=False`` leaves the example photos out
+    (``ui.examples`` None: the tab takes the photo shown in any other tab). ``kwargs`` go to ``gr.Image``
+    (``height``, ``image_mode``...)."""
     kwargs = {"sources": ["upload", "webcam", "clipboard"], **kwargs}
-    image = gr.Image(value=default_image(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
+    image = gr.Image(value=default_example(), type="filepath", label=label, elem_id=f"{prefix}-input", **kwargs)
     examples, found = None, (example_images() if with_examples else [])
     # private: the click that loads an example is the page's, not an API endpoint
     shown: dict[str, Any] = dict(examples=found, inputs=image, label="Example photos", elem_id=examples_id,
@@ -97,17 +91,10 @@ def light(examples: gr.Examples) -> gr.Examples:
 
 
 def publish_js(tab_id: str, clear: bool | str = False) -> str:
-    """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``.
-
-    A file (upload, paste, webcam, example) becomes the shared image and moves the tab's
-    relay once (Gradio sends ``upload`` and ``input`` for one upload; a value without a file
-    yet, an upload under way, changes nothing). ``clear=True``, for the box's ``clear`` event
-    (sent while the box still holds the old value): the relay moves, so the tab redraws
-    without an image; the other tabs keep theirs. ``clear="emptied"``, for the box's ``change``: only a box
-    left empty counts, as a clear (Gradio empties the box when it refuses an upload, too large or not an
-    image, and sends neither ``upload`` nor ``clear``). ``clear="example"``, after a click on an example photo:
-    published like an upload, and the page's link names the example (``photo=``; an upload is not carried).
-    (``vitviz.image.publish`` in ``vitviz/ui/js/page.js``.)
+    """Browser code of a user's change to a tab's box: ``(image, relay) -> [relay]``: a file (upload, paste,
+    webcam, example) becomes the shared image and moves the tab's relay once. ``clear``: False for ``upload`` and
+    ``input``, True for the box's ``clear``, ``"emptied"`` for its ``change`` (a refused upload), ``"example"``
+    after a click on an example photo (``vitviz.image.publish`` in ``vitviz/ui/js/page.js`` says what each does).
     """
     if clear not in (True, False, "emptied", "example"):
         raise ValueError(f"clear is True, False, 'emptied' or 'example', not {clear!r}")
@@ -115,15 +102,10 @@ def publish_js(tab_id: str, clear: bool | str = False) -> str:
 
 
 def select_js(tab_id: str) -> str:
-    """Browser code of a subscribed tab's ``select``: ``(image, relay, opened) -> [image, relay, opened]``.
-
-    First selection (``opened`` 0): the latest image goes in the box and the tab opens
-    (its first views compute once, with it). Later: a newer image goes in the box and the
-    relay moves (the tab redraws once). Nothing new: ``undefined`` for the box and the relay
-    (Gradio leaves an output alone then), so nothing runs. (Returning the values read at the
-    start would undo an upload made while the handler waited for the page's tab: the box
-    went back to the example.) (``vitviz.image.select`` in ``vitviz/ui/js/page.js``.)
-    """
+    """Browser code of a subscribed tab's ``select``: ``(image, relay, opened) -> [image, relay, opened]``: the
+    first time, the latest image goes in the box and the tab opens; later, a newer image and the relay move;
+    nothing new, ``undefined`` for both, so nothing runs: the values read at the start would undo an upload made
+    while it waited for the page's tab (``vitviz.image.select`` in ``vitviz/ui/js/page.js``)."""
     return js.read("image_select", tab=tab_id)
 
 

@@ -1,12 +1,11 @@
 """The Swin tab: windows per stage, the shifted windows, the cyclic shift, the mask, attention.
 
-Its contract: the views of :mod:`vitviz.views.swin` (``Windows``, ``WindowAttention``, ``Point``, ``Bias``:
-dataclasses whose fields name this tab's components, :mod:`vitviz.ui.binder`).
+Its views are the dataclasses of :mod:`vitviz.views.swin` (``Windows``, ``WindowAttention``, ``Point``,
+``Bias``).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gradio as gr
@@ -17,7 +16,7 @@ from ..views import swin as sv
 from ..views.swin import INPUT, Bias, Point, WindowAttention, Windows, block_choices, stage_choices
 from . import helptext
 from .binder import Binder
-from .common import handler, memo_view, picture, section
+from .common import fit_slider, handler, help_text, memo_view, panel, picture, section
 from ..models.costs import Cost
 from .shared_image import image_box
 
@@ -27,8 +26,7 @@ DEFAULT_POINT = (2, 2)
 
 
 @handler(Cost.VIEW)
-def swin_windows(image: str | None, stage: float, x: float, y: float
-                 ) -> Windows:
+def swin_windows(image: str | None, stage: float, x: float, y: float) -> Windows:
     """Endpoint ``swin_windows``: (image or None, stage 1-4, x, y px in the 224 image) -> the views.
 
     Returns the regular partition, the shifted partition, the rolled map, the mask figure,
@@ -38,24 +36,21 @@ def swin_windows(image: str | None, stage: float, x: float, y: float
 
 
 @handler(Cost.VIEW)
-def swin_attention(image: str | None, stage: float, block: float, x: float, y: float
-                   ) -> WindowAttention:
+def swin_attention(image: str | None, stage: float, block: float, x: float, y: float) -> WindowAttention:
     """Endpoint ``swin_attention``: (image, stage, block, x, y) -> per-head tiles, overlay, figure, text."""
     return sv.attention_view(image, stage, block, x, y)
 
 
 @handler(Cost.VIEW)
 @memo_view()
-def first_windows(image: str | None, stage: float, x: float, y: float
-                  ) -> Windows:
+def first_windows(image: str | None, stage: float, x: float, y: float) -> Windows:
     """The views of the default token when the tab is first shown (kept for the next visitor)."""
     return sv.windows_view(image, stage, x, y)
 
 
 @handler(Cost.VIEW)
 @memo_view()
-def first_attention(image: str | None, stage: float, block: float, x: float, y: float
-                    ) -> WindowAttention:
+def first_attention(image: str | None, stage: float, block: float, x: float, y: float) -> WindowAttention:
     """The attention of the default token when the tab is first shown (kept for the next visitor)."""
     return sv.attention_view(image, stage, block, x, y)
 
@@ -82,9 +77,7 @@ def swin_bias(stage: float, block: float, head: float) -> Bias:
 @handler(Cost.VIEW)
 def on_stage_heads(stage: float, head: float | None) -> Any:  # noqa: ANN401 - a gr.update
     """New stage -> the head slider's range (heads double with the channels)."""
-    _, g = sv.geometry(stage)
-    h = max(1, min(int(head or 1), g.num_heads))
-    return gr.update(maximum=g.num_heads, value=h)
+    return fit_slider(head, 1, sv.geometry(stage)[1].num_heads)
 
 
 @handler(Cost.VIEW)
@@ -98,7 +91,7 @@ def build(demo: gr.Blocks) -> Binder:
     """Create the Swin tab's components inside the caller's ``gr.Tab`` context."""
     ui = Binder()
     geoms = stage_geometry(INPUT)
-    gr.Markdown(helptext.read(TAB_ID, "intro"), elem_classes=["vitviz-help"])  # hidden in the presenter layout
+    help_text(helptext.read(TAB_ID, "intro"))
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             image_box(ui, TAB_ID, "swin", sources=["upload", "clipboard", "webcam"], height=240,
@@ -115,7 +108,6 @@ def build(demo: gr.Blocks) -> Binder:
         with gr.Column(scale=3):
             gr.Markdown(helptext.read(TAB_ID, "views"))
             with gr.Row(equal_height=True):
-                panel = functools.partial(picture, buttons=["download", "fullscreen"])
                 ui.regular = panel("Block 0: regular windows", "swin-regular")
                 ui.shifted = panel("Block 1: shifted windows, on the image", "swin-shifted")
                 ui.rolled = panel("Block 1 as computed: rolled map, regions A–I", "swin-rolled")

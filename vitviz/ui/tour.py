@@ -1,8 +1,5 @@
-"""The guided tour's bar: a Start button in the page header; the page module (``vitviz/ui/js/tour.js``, part of
-``window.vitviz``) walks the steps with Back and Next: a step opens its tab, shows the visitor's own photo where
-the step allows it, else its example photo, sets its controls, waits for its own output, brings its key visual
-into view and says what to notice. Idle, the bar is its Start button beside the tab buttons; while a step runs it
-is one line at the top of the window, and ``End`` folds it back.
+"""The guided tour's bar: a Start button in the page header; the page module's part ``vitviz/ui/js/tour.js``
+walks the steps (its header says how), with Back, Next and End.
 
 The steps are data (:mod:`vitviz.views.tour`), one ``[[step]]`` table each in ``vitviz/ui/helptext/tour.toml``:
 adding a step is adding a table. Steps name components by their ``elem_id``; controls are sliders, numbers,

@@ -1,16 +1,8 @@
 """Warm-up once the app listens: the first visitor's new photo should not pay for what every photo shares.
 
 ``python app.py`` starts :func:`start` before ``demo.launch``; its thread waits until the server answers
-(so it never delays the page), then
-
-- computes the Features tab's first view and prepares what a new photo's probes are fitted on
-  (:func:`vitviz.views.features.warm_probes`: the example photos' tokens and each fit's eigendecomposition);
-  the first view also builds the kernels and chart code a new photo's view uses;
-- computes the Explain tab's first view, which builds its classifier's curve copy and the kernels of every
-  curve length (each new token count cost ~0.25 s on a process's first use);
-- loads the BEiT tab's four models (and vq-kd-tiny's teacher) and computes what its first view shares with
-  every photo: the codebook mosaic and each tokenizer's codes of the example photos;
-- computes the Swin tab's first relative-position-bias view (it builds the random-weight swin-tiny).
+(so it never delays the page), then prepares what the Features, Explain, BEiT and Swin tabs' first views
+and a new photo's views share (:func:`warm`: one function a tab, each saying what it computes).
 
 Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by default).
 
@@ -97,16 +89,17 @@ def warm() -> None:
 
 
 def _features() -> str:
-    """The Features tab's first view (its default model, photo and controls, computed as the tab does), and
-    what a new photo's probes share (fitted on every example photo)."""
+    """The Features tab's first view (its default model, photo and controls, computed as the tab does: it also
+    builds the kernels and chart code a new photo's view uses), and what a new photo's probes share (the example
+    photos' tokens and each fit's eigendecomposition, :func:`vitviz.views.features.warm_probes`)."""
     from ..models import runner
     from ..models.costs import Cost
     from ..views import features
     from ..views.common import trained_default
+    from ..assets import default_example
     from . import features_tab
-    from .shared_image import default_image
 
-    choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_image()
+    choice, image = trained_default(features.model_choices(), features.DEFAULT_MODEL), default_example()
     with runner.cost(Cost.HEAVY.value):  # where the tab's probes are fitted: with model workers, the heavy one
         features.warm_probes(choice)
     if image is not None:
@@ -117,14 +110,14 @@ def _features() -> str:
 
 def _explain() -> str:
     """The Explain tab's first view (maps and drop curves of the default photo), computed as the tab does: its
-    classifier's curve copy is made and the kernels of every curve length are built, so a new photo's curves
-    run at once."""
+    classifier's curve copy is made and the kernels of every curve length are built (each new token count cost
+    ~0.25 s on a process's first use), so a new photo's curves run at once."""
+    from ..assets import default_example
     from ..explain.faithfulness import DEFAULT_STEPS
     from ..views import explain
     from . import explain_tab
-    from .shared_image import default_image
 
-    choice, image = explain.default_model(explain.model_choices()), default_image()
+    choice, image = explain.default_model(explain.model_choices()), default_example()
     if image is None:
         return "no example photo: nothing to do"
     explain_tab.update_maps(image, choice, explain.PREDICTED, explain.ALL)
