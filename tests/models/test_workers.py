@@ -125,32 +125,6 @@ def test_calls_go_to_the_worker_of_their_cost_class(dispatched, mae):
     assert dispatched.pids("view") == [view_pid] and dispatched.pids("heavy") == [heavy_pid]
 
 
-def _held() -> list[tuple[str, bool]]:
-    """In a worker: the models it has loaded, ``(name, random weights)``."""
-    from vitviz.models.workers import _loaded_models
-
-    return sorted((m.name, bool(m.random_init)) for m in _loaded_models())
-
-
-def test_a_model_loaded_here_starts_loading_in_the_worker_of_its_class(workers):
-    from vitviz.models.loading import CACHE
-
-    def forget() -> None:
-        CACHE.evict(lambda key, model: model.name == "dino-small" and model.random_init)
-
-    forget()  # this process loads it now, whatever the tests before did
-    runner.install_dispatch(workers.submit, None, workers.prefetch)
-    try:
-        with runner.cost("heavy"):
-            load_model("dino-small", random_init=True)
-        held = workers.pool("heavy").submit(_held).result(timeout=120)  # after the prefetch: one process, in order
-        in_views = workers.pool("view").submit(_held).result(timeout=120)
-    finally:
-        runner.install_dispatch(None)
-        forget()
-    assert ("dino-small", True) in held and ("dino-small", True) not in in_views
-
-
 def test_only_a_small_reference_crosses_for_a_model(mae):
     ref = reference(mae)
     assert isinstance(ref, ModelRef) and ref.name == "mae-tiny" and ref.part is None and not ref.random_init

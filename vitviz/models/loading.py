@@ -23,7 +23,7 @@ from ..cache import LRU
 from ..core.images import DataConfig
 from ..core.patches import grid_size
 from ..errors import ModelUnavailable
-from . import local, reach, runner
+from . import local, reach
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, build_strict, check_hf_config, check_keys, load_strict, load_timm_strict,
@@ -421,7 +421,7 @@ def _load_spec(spec: ModelSpec, device: str | torch.device | None, random_init: 
     # The weights folder and kernel mode are part of the key: changing either must not
     # serve a model loaded under the other setting.
     key = _cache_key(spec, dev, random_init, mode)
-    load = (lambda: runner.loaded(_load_random(spec, dev, mode) if random_init else _load_uncached(spec, dev, mode)))
+    load = (lambda: _load_random(spec, dev, mode)) if random_init else (lambda: _load_uncached(spec, dev, mode))
     cap = settings.max_large_models()
     if cap is None or not is_large(spec) or key in CACHE:
         return CACHE.get_or_compute(key, load)

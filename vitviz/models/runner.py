@@ -50,7 +50,6 @@ _runner: Callable[..., Any] | None = None
 _pause: Callable[[], None] | None = None
 _submit: Callable[[Callable[..., Any], tuple, dict, str], Any] | None = None
 _cost_of: Callable[[], str] | None = None
-_prefetch: Callable[[Any, str], None] | None = None
 _cost: contextvars.ContextVar[str | None] = contextvars.ContextVar("vitviz_model_cost", default=None)
 _local = threading.local()
 
@@ -67,31 +66,17 @@ def install(decorator: Callable[[Callable[..., Any]], Callable[..., Any]] | None
 
 
 def install_dispatch(submit: Callable[[Callable[..., Any], tuple, dict, str], Any] | None,
-                     cost_of: Callable[[], str] | None = None,
-                     prefetch: Callable[[Any, str], None] | None = None) -> None:
+                     cost_of: Callable[[], str] | None = None) -> None:
     """Send every :func:`runs_model` call to ``submit(fn, args, kwargs, cost)`` (None: run them here again).
 
     Args:
         submit: runs the marked call ``fn`` (picklable by name) elsewhere and returns its result, or runs
             it here with :func:`run_here`.
         cost_of: the cost class of a call made now, when no :func:`cost` block says it (default ``view``).
-        prefetch: ``prefetch(model, cost)``, told of each model this process loads (:func:`loaded`), starts the
-            same load where that cost class's calls run, without waiting for it.
     """
-    global _submit, _cost_of, _prefetch
+    global _submit, _cost_of
     with _LOCK:
-        _submit, _cost_of, _prefetch = submit, cost_of, (prefetch if submit is not None else None)
-
-
-def loaded(model: Any) -> Any:
-    """Say that this process has just loaded ``model`` (a :class:`~vitviz.models.loading.LoadedModel`); returns it.
-
-    With a dispatch that prefetches (:func:`install_dispatch`), the same load starts where the calls of the current
-    cost class run, beside this one: a model's first call then waits for one load, not for two in a row."""
-    prefetch = _prefetch
-    if prefetch is not None:
-        prefetch(model, current_cost())
-    return model
+        _submit, _cost_of = submit, cost_of
 
 
 @contextlib.contextmanager

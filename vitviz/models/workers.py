@@ -106,35 +106,27 @@ def reference(value: Any) -> Any:
     """
     import torch
 
-    from .loading import LoadedModel
+    from .loading import LoadedModel, is_large
+
+    def ref(model: Any, part: str | None) -> ModelRef:
+        if model.name not in _names():  # a checkpoint opened by its path
+            raise _Unnamed(model.name)
+        return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.origin, part,
+                        is_large(model.spec))
 
     if isinstance(value, LoadedModel):
         if not any(m is value for m in _loaded_models()):
             raise _Unnamed(value.name)
-        return _ref(value, None)
+        return ref(value, None)
     if isinstance(value, torch.nn.Module):
         for model in reversed(_loaded_models()):
             if model.module is value:
-                return _ref(model, "")
+                return ref(model, "")
             for name, sub in model.module.named_modules():
                 if sub is value:
-                    return _ref(model, name)
+                    return ref(model, name)
         raise _Unnamed(type(value).__name__)
     return value
-
-
-def _ref(model: Any, part: str | None) -> ModelRef:
-    """The :class:`ModelRef` of a loaded model (or of its module ``part``).
-
-    Raises:
-        _Unnamed: a checkpoint opened by its path, which no name reaches.
-    """
-    from .loading import is_large
-
-    if model.name not in _names():
-        raise _Unnamed(model.name)
-    return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.origin, part,
-                    is_large(model.spec))
 
 
 def _names() -> set[str]:
@@ -211,7 +203,9 @@ def shape(cost: str, views: int, threads: int, heavy_nice: int) -> tuple[int, in
 def _start(nice: int, threads: int, parent: int, modules: tuple[str, ...] = ()) -> None:
     """A worker's start: its OS priority, its intra-op threads, a watch that ends it when ``parent`` (the
     host process) is gone -- a host ended by a signal runs no exit handlers, and its workers would stay -- and
-    the imports of ``modules`` (the host's library modules), so that a call's first run does not wait for them."""
+    the imports of ``modules`` (the host's library modules, :func:`host_modules`): a function's first call in a
+    fresh worker would otherwise wait for the imports of the views it draws with (about 1.3 s of a first
+    Attention view on a 2-core machine)."""
     import importlib
 
     import torch
@@ -257,11 +251,6 @@ def _work(payload: bytes) -> bytes:
         if len(d) != size:
             filled[at] = d
     return pickle.dumps((result, filled), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _load(ref: ModelRef) -> None:
-    """In a worker: load the model ``ref`` names (:meth:`Workers.prefetch`)."""
-    resolve(ref)
 
 
 def host_modules() -> tuple[str, ...]:
@@ -352,23 +341,6 @@ class Workers:
             pool.shutdown(wait=False, cancel_futures=True)
             raise crashed(cost, fn) from None
         return finish(reply, args, kwargs)
-
-    def prefetch(self, model: Any, cost: str = "view") -> None:
-        """Start loading ``model``, which this process has just loaded, in each worker of class ``cost`` (a large
-        model: the heavy worker); returns at once. The first call then finds it loaded, or loading beside this
-        process's load, rather than loading it after. A model no :class:`ModelRef` names is left out; a load that
-        fails there fails again, with its message, at the call that needs it."""
-        try:
-            ref = _ref(model, None)
-        except _Unnamed:
-            return
-        cost = "heavy" if ref.large else (cost if cost in COSTS else "view")
-        try:
-            pool = self.pool(cost)
-        except RuntimeError:  # closed
-            return
-        for _ in range(self._shape(cost)[0]):
-            pool.submit(_load, ref)
 
     def close(self) -> None:
         """End every worker process (waits for them; calls still queued are cancelled). Idempotent."""

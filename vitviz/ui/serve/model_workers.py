@@ -42,7 +42,7 @@ def install(start: bool = True) -> Workers:
             _WORKERS.append(_workers())
             atexit.register(uninstall)
         workers = _WORKERS[0]
-    runner.install_dispatch(workers.submit, cost_of, getattr(workers, "prefetch", None))
+    runner.install_dispatch(workers.submit, cost_of)
     if start and hasattr(workers, "connect"):
         workers.connect()  # Ray, from this (the main) thread: a local Ray ends with the thread that started it
     if start:
