@@ -235,6 +235,7 @@ def measure_app(url: str, seconds: float, ratio: float, flood: str | None = None
         "fake_camera_fps": 30,
         "last_frame_ms": round(ms, 1),
         "requests_during_measurement": len(sent),
+        "requests_during_measurement_urls": sent[:10],
         "flood": flood,
         "flood_client_nice": flood_nice if flood else None,
         "this_session_group": _autogroup(),
