@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -127,3 +128,12 @@ def warmed(log: Path, timeout: float = 120.0) -> float:
         time.sleep(0.2)
     time.sleep(1.0)  # the last step's own tail
     return time.perf_counter() - t0
+
+
+def end_app(report: dict, proc, log, work: Path) -> None:  # noqa: ANN001 - a Popen and its open log file
+    """A benchmark's app run ends: the load average now into ``report["loadavg_end"]``, the app stopped, its log
+    closed and its work folder removed."""
+    report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    stop(proc, timeout=60)
+    log.close()
+    shutil.rmtree(work, ignore_errors=True)

@@ -54,7 +54,6 @@ def kinds(app: App, photo: str) -> dict[str, Any]:
 def measure(root: Path, args: Any) -> dict[str, Any]:
     """Start ``root``'s app, then per kind: two warm calls, ``args.calls`` measured ones; the report."""
     import os
-    import shutil
     import subprocess
     import sys
     import tempfile
@@ -99,12 +98,9 @@ def measure(root: Path, args: Any) -> dict[str, Any]:
                             "main_cpu_ms_per_call": round(1000 * (cpu_s(proc.pid) - cpu0) / n, 1),
                             "wall_p50_ms": round(1000 * statistics.median(walls), 1)}
     finally:
-        report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-        from common import stop
+        from common import end_app
 
-        stop(proc, timeout=60)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+        end_app(report, proc, log, work)
     return report
 
 

@@ -459,7 +459,6 @@ def fresh_address(k: int) -> str:
 def run_app(root: Path, args: Any) -> dict[str, Any]:
     """Start ``app.py`` of ``root`` in public mode, run every row against it, stop it; the report."""
     import os
-    import shutil
     import subprocess
     import sys
     import tempfile
@@ -507,13 +506,10 @@ def run_app(root: Path, args: Any) -> dict[str, Any]:
         report["files_outside_gradio_cache"] = sum(1 for p in server_tmp.rglob("*") if p.is_file())
         report["tracebacks_in_log"] = (work / "app.log").read_text().count("Traceback")
     finally:
-        report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
         report["wall_s"] = round(time.monotonic() - t_start)
-        from common import stop
+        from common import end_app
 
-        stop(proc, timeout=60)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+        end_app(report, proc, log, work)
     return report
 
 
