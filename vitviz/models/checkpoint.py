@@ -48,13 +48,25 @@ def export_mae(model: MaskedAutoencoderViT, path: Path, extra: dict[str, str] | 
     export_fp16(model, path, "vitviz-mae", extra)
 
 
-def read_mae_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """Read a vitviz MAE safetensors file: ``(state_dict, metadata)``."""
+def read_metadata(path: Path) -> dict[str, str]:
+    """The metadata of a safetensors file (its header only; no tensor is read).
+
+    Raises:
+        ModelUnavailable: the file cannot be read as safetensors.
+    """
     from safetensors import safe_open
 
     try:
         with safe_open(str(path), framework="pt") as fh:
-            meta = fh.metadata() or {}
+            return fh.metadata() or {}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ModelUnavailable(f"cannot read weights file {Path(path).name}: {exc}") from None
+
+
+def read_mae_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Read a vitviz MAE safetensors file: ``(state_dict, metadata)``."""
+    meta = read_metadata(path)
+    try:
         return load_file(str(path)), meta
     except (SafetensorError, OSError, ValueError) as exc:
         raise ModelUnavailable(f"cannot read weights file {Path(path).name}: {exc}") from None

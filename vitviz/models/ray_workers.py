@@ -13,7 +13,7 @@ intra-op thread count. Several app replicas can share one cluster: each replica 
 Where: ``address`` ``None`` joins the cluster ``RAY_ADDRESS`` names, or starts a local one
 (``ray.init()``); ``"auto"`` or ``"ray://host:10001"`` joins that one. When this process already called
 ``ray.init``, its cluster is used. The nodes need vitviz installed (``pip install vitviz[ray]``) and the
-same weights (the host's fingerprint is checked, as for local workers). Ray is optional (``vitviz[ray]``):
+same weights (the host's weight file is checked, as for local workers). Ray is optional (``vitviz[ray]``):
 it is imported when the first actor starts, never at import.
 """
 

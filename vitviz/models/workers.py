@@ -16,8 +16,8 @@ worker process chosen by the call's cost class:
   the cores only when nobody else's view wants them, and never stands in the view pool's line.
 
 What crosses the boundary is plain: a loaded model (or one of its modules) goes as a :class:`ModelRef` --
-registry name, random-weights flag, kernel mode, device, and where its weights came from (its
-fingerprint: a worker that finds other weights under that name refuses, rather than answering from them) --
+registry name, random-weights flag, kernel mode, device, and which weights (its weight file: a worker that
+finds other weights under that name refuses, rather than answering from them) --
 and arrays, numbers and strings go as they are; the result comes back pickled, on the CPU. A worker keeps
 the models it loaded in its own :data:`vitviz.models.loading.CACHE`, bounded by ``VITVIZ_MAX_MODELS``
 like the host process's. A dict argument the call fills in place (Explain's ``known`` softmax rows) is
@@ -69,8 +69,8 @@ class ModelRef:
         random_init: random weights (the architecture only).
         kernels: kernel mode (``onednn``, ``eager``, ``int8``).
         device: ``cpu``, ``cuda:0``, ...
-        origin: where the weights came from (:attr:`~vitviz.models.loading.LoadedModel.origin`): the
-            fingerprint a worker checks its own load against.
+        weights: which weights (:attr:`~vitviz.models.loaded.LoadedModel.weights`): what a worker checks
+            its own load against.
         part: ``None`` for the :class:`~vitviz.models.loading.LoadedModel` itself; else the dotted name
             of a module inside it (``""``: its whole torch module; ``blocks.3``: one block).
         large: a large model (runs in the heavy worker only).
@@ -80,7 +80,7 @@ class ModelRef:
     random_init: bool
     kernels: str
     device: str
-    origin: str
+    weights: str
     part: str | None = None
     large: bool = False
 
@@ -106,12 +106,13 @@ def reference(value: Any) -> Any:
     """
     import torch
 
+    from .loaded import DeferredModel
     from .loading import LoadedModel, is_large
 
     def ref(model: Any, part: str | None) -> ModelRef:
         if model.name not in _names():  # a checkpoint opened by its path
             raise _Unnamed(model.name)
-        return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.origin, part,
+        return ModelRef(model.name, bool(model.random_init), model.kernels, str(model.device), model.weights, part,
                         is_large(model.spec))
 
     if isinstance(value, LoadedModel):
@@ -120,6 +121,8 @@ def reference(value: Any) -> Any:
         return ref(value, None)
     if isinstance(value, torch.nn.Module):
         for model in reversed(_loaded_models()):
+            if isinstance(model, DeferredModel) and not model.loaded:
+                continue  # its module was never read here, so ``value`` is no part of it
             if model.module is value:
                 return ref(model, "")
             for name, sub in model.module.named_modules():
@@ -147,9 +150,9 @@ def resolve(value: Any) -> Any:
     from .loading import load_model
 
     model = load_model(value.name, device=value.device, random_init=value.random_init, kernels=value.kernels)
-    if model.origin != value.origin:
-        raise ModelUnavailable(f"{value.name}: the model worker loaded other weights ({model.origin or 'random'}) "
-                               f"than the app ({value.origin or 'random'}); restart the app")
+    if model.weights != value.weights:
+        raise ModelUnavailable(f"{value.name}: the model worker loaded other weights ({model.weights or 'random'}) "
+                               f"than the app ({value.weights or 'random'}); restart the app")
     if value.part is None:
         return model
     return model.module.get_submodule(value.part) if value.part else model.module
