@@ -45,8 +45,8 @@ def nbytes(value: Any) -> int:
         size = getattr(v, "nbytes", None)  # numpy arrays, torch tensors
         if isinstance(size, int) and not isinstance(v, type):
             return size
-        if hasattr(v, "state_dict") and hasattr(v, "parameters"):
-            return 0  # a model: the model cache's
+        if hasattr(v, "state_dict") and hasattr(v, "parameters") or hasattr(v, "data_config") and hasattr(v, "spec"):
+            return 0  # a model (a module, a loaded model): the model cache's
         if hasattr(v, "getbands") and hasattr(v, "size"):  # a PIL image
             return int(v.size[0]) * int(v.size[1]) * len(v.getbands())
         if hasattr(v, "to_plotly_json"):  # a Plotly figure: its data and layout

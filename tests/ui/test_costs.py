@@ -57,23 +57,35 @@ def test_probes_explanations_curves_sweeps_are_heavy(demo) -> None:  # noqa: ANN
         assert all(fn.concurrency_id == limits.HEAVY for fn in _by_name(demo, name)), name
 
 
-def test_a_view_runs_as_heavy_until_its_model_is_in_memory() -> None:
-    from vitviz.models.loading import is_loaded, load_choice
+def test_a_view_runs_as_heavy_until_its_model_is_in_memory(monkeypatch) -> None:
+    from vitviz.models import loading
+
+    monkeypatch.setattr(loading, "CACHE", type(loading.CACHE)(4, budgeted=False))  # mae-tiny not in memory
 
     @cost(model_cost(1))
     def view(image: object, model: str) -> Cost:
         return costs.current()
 
     assert costs.registered(view) is Cost.VIEW  # its event is registered as a view
-    if not is_loaded("mae-tiny"):
-        with costs.running(view, [None, "mae-tiny"]):
-            assert costs.current() is Cost.HEAVY  # its model calls go to the heavy worker
-    load_choice("mae-tiny")
     with costs.running(view, [None, "mae-tiny"]):
-        assert costs.current() is Cost.VIEW
+        assert costs.current() is Cost.HEAVY  # the load is heavy: in one process, a heavy call's share of the cores
+        assert costs.current_work() is Cost.VIEW  # the work is a view's: worker processes load it in the view worker
+    loading.load_choice("mae-tiny")
+    with costs.running(view, [None, "mae-tiny"]):
+        assert costs.current() is Cost.VIEW and costs.current_work() is Cost.VIEW
     with costs.running(view, [None, 3]):
-        assert costs.current() is Cost.HEAVY  # not a picker's value: fail-safe
+        assert costs.current() is Cost.HEAVY and costs.current_work() is Cost.VIEW  # not a picker's value: fail-safe
     assert costs.current() is Cost.VIEW  # outside a call
+
+
+def test_the_work_of_a_heavy_declaration_is_heavy() -> None:
+    @cost(lambda values: Cost.HEAVY if values[0] else Cost.VIEW)  # e.g. a photo at its own shape past a size
+    def view(big: bool) -> None: ...
+
+    with costs.running(view, [True]):
+        assert costs.current() is Cost.HEAVY and costs.current_work() is Cost.HEAVY
+    with costs.as_class(Cost.LIVE):
+        assert costs.current_work() is Cost.LIVE
 
 
 def test_a_binder_handler_runs_as_its_resolved_class() -> None:

@@ -49,6 +49,20 @@ def test_the_cost_class_is_the_calls(monkeypatch):
     assert seen == ["live"] and model_workers.cost_of() == "view"
 
 
+def test_a_view_whose_model_is_not_in_memory_is_loaded_by_the_view_worker(monkeypatch):
+    """Each worker loads its own copy: the one that serves the model's next views loads it, not the heavy one."""
+    from vitviz.models import loading
+    from vitviz.models.costs import cost, model_cost
+
+    monkeypatch.setattr(loading, "CACHE", type(loading.CACHE)(4, budgeted=False))
+
+    @cost(model_cost(0))
+    def view(model: str) -> None: ...
+
+    with costs.running(view, ["mae-tiny"]):
+        assert costs.current() is Cost.HEAVY and model_workers.cost_of() == "view"
+
+
 def test_install_and_uninstall_leave_the_library_in_process():
     workers = model_workers.install(start=False)
     try:

@@ -54,8 +54,9 @@ class BlockInputs:
 
 def _check_encoder(model: LoadedModel) -> None:
     """Raise unless the model is a global-attention ViT (timm ViT, DeiT, DINO) or an MAE."""
-    if not (isinstance(model.module, MaskedAutoencoderViT) or _timm_vit(model.module)):
-        raise ValueError(f"{model.name} ({type(model.module).__name__}) is not a global-attention ViT; "
+    arch = model.architecture
+    if not (isinstance(arch, MaskedAutoencoderViT) or _timm_vit(arch)):
+        raise ValueError(f"{model.name} ({type(arch).__name__}) is not a global-attention ViT; "
                          "the query-key space is shown for ViT, DeiT, DINO and MAE encoders")
 
 

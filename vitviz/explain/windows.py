@@ -20,7 +20,7 @@ from ..models.loading import LoadedModel, load_model
 from ..models.registry import get_spec
 from ..models.sources import find_weights
 from .capture import capture_blocks
-from ..models.runner import runs_model
+from ..models.runner import runs_model, runs_with_model
 
 #: Registry name of the Swin the app shows.
 SWIN_MODEL = "swin-tiny"
@@ -166,9 +166,11 @@ def capture_window_attention(
     )
 
 
+@runs_with_model
 def window_attention(model: LoadedModel, image: ImageInput, stage: int, block: int, token: Pair
                      ) -> WindowAttentionCapture:
-    """Within-window attention of a token for a loaded Swin (see :func:`capture_window_attention`).
+    """Within-window attention of a token for a loaded Swin (see :func:`capture_window_attention`); with model
+    workers, in the worker that holds the model.
 
     Args:
         model: a loaded timm Swin (:func:`swin_model`).

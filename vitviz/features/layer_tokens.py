@@ -250,7 +250,7 @@ CACHE: LRU[tuple, LayerTokens] = LRU(CACHE_ENTRIES)
 
 
 def _key(model: LoadedModel, view: np.ndarray, aspect: str = "square") -> tuple:
-    return (model.name, bool(model.random_init), str(model.device), id(model.module), pixels_digest(view), aspect)
+    return (model.name, bool(model.random_init), str(model.device), id(model.architecture), pixels_digest(view), aspect)
 
 
 def layer_tokens(model: LoadedModel, image: ImageInput, aspect: str = "square",

@@ -246,7 +246,7 @@ CACHE: LRU[tuple, Outcome] = LRU(lambda: settings.get("VITVIZ_ATTENTION_CACHE") 
 
 
 def _model_key(model: LoadedModel) -> tuple:
-    return (model.name, bool(model.random_init), str(model.device), id(model.module))
+    return (model.name, bool(model.random_init), str(model.device), id(model.architecture))
 
 
 def _mask_np(subject: Subject) -> np.ndarray | None:

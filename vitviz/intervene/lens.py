@@ -216,7 +216,7 @@ def logit_lens(model: LoadedModel, image: ImageInput, mask: np.ndarray | None = 
     subject = subject_of(model, mask, mask_ratio, seed)
     view = square_view(image, model.input_size)
     m = None if subject.mask is None else subject.mask.cpu().numpy().astype(bool)
-    key = (model.name, bool(model.random_init), str(model.device), id(model.module), pixels_digest(view),
+    key = (model.name, bool(model.random_init), str(model.device), id(model.architecture), pixels_digest(view),
            None if m is None else m.tobytes())
     if subject.kind == "mae":
         assert m is not None
@@ -225,7 +225,7 @@ def logit_lens(model: LoadedModel, image: ImageInput, mask: np.ndarray | None = 
             pixels, losses = pixel_lens_outputs(model, view, m)
             n = pixels.shape[0]
             masks = torch.as_tensor(m).unsqueeze(0).expand(n, -1, -1)
-            recs = assemble_stops(view, pixels, masks, losses, model.module.patch_size, model.norm_pix)
+            recs = assemble_stops(view, pixels, masks, losses, model.patch_size, model.norm_pix)
             names = tuple(f"decoder layer {i}" for i in range(n))
             return PixelLens(model.name, names, np.stack([r.reconstruction for r in recs]),
                              np.array([r.masked_mse for r in recs]), m, view, bool(model.random_init))

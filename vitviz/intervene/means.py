@@ -32,7 +32,7 @@ def _mask_array(subject: Subject) -> np.ndarray | None:
 def _key(subject: Subject, photos: tuple[str, ...]) -> tuple:
     model = subject.model
     mask = None if subject.mask is None else _mask_array(subject).tobytes()
-    return (model.name, bool(model.random_init), str(model.device), id(model.module), mask, photos)
+    return (model.name, bool(model.random_init), str(model.device), id(model.architecture), mask, photos)
 
 
 @runs_model

@@ -89,7 +89,7 @@ def _timm_vit(module: nn.Module) -> bool:
 def mae_mask(model: LoadedModel, mask: np.ndarray | torch.Tensor | None = None, mask_ratio: float = MAE_RATIO,
              seed: int = 0) -> torch.Tensor:
     """An MAE's ``(gh, gw)`` bool mask: ``mask`` checked, else a random one (``mask_ratio``, ``seed``)."""
-    grid = model.module.config.grid
+    grid = model.architecture.config.grid
     if mask is not None:
         return check_mask(mask, grid)
     return make_mask(grid, validate_ratio(mask_ratio), seed, "random")

@@ -37,7 +37,7 @@ from ..explain.attention import attention
 from ..explain.layout import TokenLayout
 from ..explain.rollout import check_discard, check_fusion, fuse_heads, rollout_matrix
 from ..models.loading import LoadedModel
-from .reconstruct import as_mae
+from .reconstruct import mae_architecture
 
 #: Where a mask token's attention can go, in the order the shares are reported.
 SHARE_KINDS: tuple[str, ...] = ("visible", "mask", "self", "cls")
@@ -157,7 +157,7 @@ def provenance_mask(model: LoadedModel, mask_ratio: float = 0.75, seed: int = 0,
 
     ``mask`` (a painted mask) overrides ratio, seed and pattern exactly, as in ``reconstruct``.
     """
-    grid = as_mae(model).config.grid
+    grid = mae_architecture(model).config.grid
     if mask is not None:
         return check_mask(mask, grid)
     check_pattern(pattern)
@@ -202,7 +202,7 @@ def decoder_provenance(model: LoadedModel, image: ImageInput, mask_ratio: float 
         grid, or a visible patch (the encoder saw it; the decoder has nothing to fill in).
         ImageError: unreadable image.
     """
-    mae = as_mae(model)
+    mae = mae_architecture(model)
     fusion = check_fusion(head_fusion)
     discard = check_discard(discard_ratio)
     m = provenance_mask(model, mask_ratio, seed, pattern, mask)

@@ -73,10 +73,17 @@ class Reconstruction:
         }
 
 
-def as_mae(model: LoadedModel) -> MaskedAutoencoderViT:
-    """The model's MAE module; ``ValueError`` for any other model."""
-    if model.family != "mae" or not isinstance(model.module, MaskedAutoencoderViT):
+def mae_architecture(model: LoadedModel) -> MaskedAutoencoderViT:
+    """The model's MAE architecture, for its config and shapes (:attr:`~vitviz.models.loaded.LoadedModel.architecture`:
+    reading it loads no weights); ``ValueError`` for any other model."""
+    if model.family != "mae" or not isinstance(arch := model.architecture, MaskedAutoencoderViT):
         raise ValueError(f"{model.name} is not a masked autoencoder; pick an MAE model to reconstruct")
+    return arch
+
+
+def as_mae(model: LoadedModel) -> MaskedAutoencoderViT:
+    """The model's MAE module, with its weights; ``ValueError`` for any other model."""
+    mae_architecture(model)
     return model.module
 
 

@@ -22,8 +22,9 @@ from .. import settings
 from ..cache import LRU
 from ..core.images import ImageInput, pixels_digest
 from ..core.masking import MAX_RATIO, check_pattern, make_mask, validate_ratio
+from ..models.loaded import DeferredModel
 from ..models.loading import LoadedModel
-from .reconstruct import Reconstruction, as_mae, predict_stops, prepare
+from .reconstruct import Reconstruction, mae_architecture, predict_stops, prepare
 
 #: The slider's stops: 0.0, 0.05, ..., 0.95.
 STOPS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(int(round(MAX_RATIO / 0.05)) + 1))
@@ -74,7 +75,13 @@ def weights_fingerprint(model: LoadedModel) -> str:
     """A short digest of the weights ``model`` holds: SHA-256 over every parameter's and buffer's name, shape and
     dtype and its first and last :data:`FINGERPRINT_VALUES` values (a few milliseconds once per loaded module,
     kept while it lives). Two modules with different weights -- trained and random, or a checkpoint before and
-    after it was rewritten -- differ in it; the same weights loaded twice do not."""
+    after it was rewritten -- differ in it; the same weights loaded twice do not.
+
+    A :class:`~vitviz.models.loaded.DeferredModel` (a host whose model workers hold the weights) is fingerprinted
+    by its weight file (:attr:`~vitviz.models.loaded.LoadedModel.weights`): reading its numbers would load them
+    here for nothing. Deferred models are registry models, whose file a running app does not reload anyway."""
+    if isinstance(model, DeferredModel):
+        return hashlib.sha256(f"file|{model.random_init}|{model.weights}".encode()).hexdigest()[:16]
     module = model.module
     with _FINGERPRINTS_LOCK:
         found = _FINGERPRINTS.get(module)
@@ -173,13 +180,13 @@ def sweep(
     """
     _check(pattern, seed)
     rs = tuple(validate_ratio(r) for r in ratios)
-    as_mae(model)
+    mae_architecture(model)
     return _sweep_prepared(model, prepare(model, image), seed, pattern, rs, progress, cache, batch)
 
 
 def _sweep_prepared(model: LoadedModel, original: np.ndarray, seed: int, pattern: str, rs: tuple[float, ...],
                     progress: Callable[[float], None] | None, cache: SweepCache | None, batch: int) -> Sweep:
-    mae = as_mae(model)
+    mae = mae_architecture(model)
     key = image_key(model, original, seed, pattern)
     todo = cache.missing(key, rs) if cache is not None else list(dict.fromkeys(rs))
     done: dict[float, Reconstruction] = {}
@@ -211,7 +218,7 @@ def reconstruct_cached(model: LoadedModel, image: ImageInput, mask_ratio: float,
     """
     _check(pattern, seed)
     r = stop_of(mask_ratio)
-    as_mae(model)
+    mae_architecture(model)
     original = prepare(model, image)
     key = image_key(model, original, seed, pattern)
     hit = cache.get(key, r)

@@ -16,6 +16,9 @@ live-camera stream, which holds its slot while it runs: ``VITVIZ_LIVE_STREAMS`` 
 * :attr:`Cost.HEAVY` for a handler that declares nothing (fail-safe).
 
 The class of the call running in a thread is :func:`current` (set by :func:`running` around the handler).
+A call that is heavy only while its model is not yet in memory (:func:`model_cost`, :func:`loaded_cost`) does
+the work of its base class: :func:`current_work`, by which a host whose worker processes each load their
+own copy of a model sends the call (the worker that serves the model's views then loads it, once).
 
 Example::
 
@@ -140,23 +143,40 @@ def resolve(fn: Any, values: Sequence[Any]) -> Cost:
     return result if isinstance(result, Cost) else Cost.HEAVY
 
 
-_LOCAL = threading.local()  # .cost: the class of the call this thread runs
+def work(fn: Any, values: Sequence[Any]) -> Cost:
+    """The class of the work one call of ``fn`` with ``values`` does, the loading of its models left out: a
+    declaration heavier only while a model is not in memory (:func:`model_cost`, :func:`loaded_cost`) gives
+    its ``base``; any other, :func:`resolve`'s class."""
+    found = declared(fn)
+    if found is not None and not isinstance(found, Cost) and getattr(found, "loads_only", False):
+        return getattr(found, "base", Cost.VIEW)
+    return resolve(fn, values)
+
+
+_LOCAL = threading.local()  # .cost: the class of the call this thread runs; .work: the class of its work
 
 
 @contextmanager
-def as_class(c: Cost) -> Iterator[Cost]:
-    """The block runs as a call of class ``c`` in this thread (:func:`current`)."""
-    previous = getattr(_LOCAL, "cost", None)
-    _LOCAL.cost = c
+def as_class(c: Cost, work_class: Cost | None = None) -> Iterator[Cost]:
+    """The block runs as a call of class ``c`` in this thread (:func:`current`), whose work is of class
+    ``work_class`` (default ``c``: :func:`current_work`)."""
+    previous = getattr(_LOCAL, "cost", None), getattr(_LOCAL, "work", None)
+    _LOCAL.cost, _LOCAL.work = c, work_class or c
     try:
         yield c
     finally:
-        _LOCAL.cost = previous
+        _LOCAL.cost, _LOCAL.work = previous
 
 
 def running(fn: Any, values: Sequence[Any]) -> Any:
-    """The block runs as one call of ``fn`` with ``values`` (:func:`resolve`): a context manager."""
-    return as_class(resolve(fn, values))
+    """The block runs as one call of ``fn`` with ``values`` (:func:`resolve`, :func:`work`): a context manager."""
+    return as_class(resolve(fn, values), work(fn, values))
+
+
+def current_work() -> Cost:
+    """The class of the work of the call running in this thread: :func:`current`, except for a call heavy only
+    because its model was not in memory, whose work is its base class (:func:`work`)."""
+    return getattr(_LOCAL, "work", None) or current()
 
 
 def current() -> Cost:
@@ -182,6 +202,7 @@ def model_cost(*positions: int, base: Cost = Cost.VIEW) -> Callable[[list[Any]],
         return base
 
     computed.base = base  # type: ignore[attr-defined]
+    computed.loads_only = True  # type: ignore[attr-defined]
     return computed
 
 
@@ -195,5 +216,6 @@ def loaded_cost(*names: str, base: Cost = Cost.VIEW) -> Callable[[list[Any]], Co
         return base if all(is_loaded(n) for n in names) else Cost.HEAVY
 
     computed.base = base  # type: ignore[attr-defined]
+    computed.loads_only = True  # type: ignore[attr-defined]
     return computed
 

@@ -175,12 +175,12 @@ def explanation_for(image: Any, choice: str | None, target: Any) -> tuple[Loaded
     require_image(image)
     model = load_choice(choice)
     view = square_view(image, model.input_size)
-    image_key = (model.choice, id(model.module), pixels_digest(view))
+    image_key = (model.choice, id(model.architecture), pixels_digest(view))
     t = parse_class(target)
     if t is None:
         t = PREDICTED_CLASS.get(image_key)
     elif isinstance(t, str) or isinstance(t, int):
-        t = check_target(t, int(getattr(check_classifier(model.module, model.name), "num_classes", 0)),
+        t = check_target(t, int(getattr(check_classifier(model.architecture, model.name), "num_classes", 0)),
                          class_names(model))
     if t is None:  # the top-1 class is not known yet: this pass finds it
         model_e = MAPS.get_or_compute(image_key + (None,), lambda: (model, explain_maps(model, view, None)))
@@ -212,7 +212,7 @@ def curves_for(image: Any, choice: str | None, target: Any, removal: str, steps:
     model, e = explanation_for(image, choice, target)
     r, s = check_removal(str(removal or "drop")), parse_steps(steps)
     precision = curve_precision(model.device)
-    image_key = (model.choice, id(model.module), pixels_digest(e.image))
+    image_key = (model.choice, id(model.architecture), pixels_digest(e.image))
     orders = RANDOM_ORDERS
     key = image_key + (e.target, r, s, orders, methods, precision)
     quick = first_pass_steps(s) if first_pass else None

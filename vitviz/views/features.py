@@ -120,7 +120,7 @@ def tokens_for(image: Any, choice: str | None, native: Any = False, side: Any = 
 def has_absolute_position_embedding(model: LoadedModel) -> bool:
     """Whether layer 0 includes an absolute position embedding: a ViT's ``pos_embed``, an MAE's fixed
     sin-cos table, or Swin's ``absolute_pos_embed`` (off by default: Swin §3.2, ``ape=False``)."""
-    m = model.module
+    m = model.architecture
     return any(getattr(m, name, None) is not None for name in ("pos_embed", "absolute_pos_embed"))
 
 
@@ -314,7 +314,7 @@ def probe_tables(model: LoadedModel, image: Any) -> tuple[ProbeTable, ProbeTable
         raise ValueError("probes need example photos to fit on; none were found")
     sets = [lt] + [layer_tokens(model, p) for _, p in others]
     digest = hashlib.blake2b(np.ascontiguousarray(lt.image).tobytes(), digest_size=16).hexdigest()
-    key = (model.choice, str(model.device), id(model.module), digest, tuple(p for _, p in others))
+    key = (model.choice, str(model.device), id(model.architecture), digest, tuple(p for _, p in others))
 
     def compute() -> tuple[ProbeTable, ProbeTable]:
         feats, targets = [], []

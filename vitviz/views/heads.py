@@ -146,7 +146,7 @@ def atlas_view(image: Any, choice: str | None, source: str) -> AtlasView:
 def head_range(choice: str | None) -> tuple[int, int]:
     """``(layers, heads)`` of the model's encoder, without a forward pass."""
     model = load_choice(choice)
-    blocks: Any = model.module.blocks
+    blocks: Any = model.architecture.blocks
     return num_layers(model), int(blocks[0].attn.num_heads)
 
 

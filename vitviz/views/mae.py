@@ -70,7 +70,7 @@ def panels(r: Reconstruction, error_vmax: float | None = None, painting: bool = 
 def metrics(model: LoadedModel, r: Reconstruction, photo: Any = None) -> dict:
     """All numbers shown under the panels (JSON-ready); ``photo``, the image given (a path), adds its size
     (``photo_size``: width, height), so the line can say when it was enlarged to the model's input."""
-    cfg = model.module.config
+    cfg = model.architecture.config
     flops = mae_flops(cfg, r.mask_ratio)
     full = mae_flops(cfg, 0.0)
     out = {
@@ -184,7 +184,7 @@ def export_json(record: dict) -> str:
 
 def sweep_data(model: LoadedModel, s: Sweep) -> dict:
     """Chart data of a sweep: ratios, MSE, PSNR, encoder and total GFLOPs per ratio."""
-    cfg = model.module.config
+    cfg = model.architecture.config
     flops = [mae_flops(cfg, r) for r in s.ratios]
     return {
         "model": model.name,
@@ -262,7 +262,7 @@ def compare(image: Any, first: LoadedModel, r: Reconstruction, other_name: str) 
         ValueError: the other model cuts a different patch grid.
     """
     other = load_model(other_name)
-    if other.module.config.grid != first.module.config.grid:
+    if other.architecture.config.grid != first.architecture.config.grid:
         raise ValueError(f"{other_name} uses a different patch grid than {first.name}; "
                          "compare models with the same grid")
     return other, reconstruct(other, image, mask=r.mask)

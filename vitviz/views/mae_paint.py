@@ -87,7 +87,7 @@ def painted_mask(paint: bool, painted: list | None) -> np.ndarray | None:
 def stop_mask(model_name: str, ratio: float, seed: int, pattern: str) -> np.ndarray:
     """The ``(gh, gw)`` bool mask of the slider stop on screen (the page may have shown it without a server call)."""
     model = load_model(model_name)
-    return make_mask(model.module.config.grid, stop_of(ratio), seed, pattern).numpy()
+    return make_mask(model.architecture.config.grid, stop_of(ratio), seed, pattern).numpy()
 
 
 @dataclass(frozen=True)

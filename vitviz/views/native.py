@@ -106,7 +106,7 @@ def cost_note(image: Any, choice: str | None, native: Any, side: Any) -> str:
         return f"Photo's own shape at {s} px: drop a photo to see its grid."
     w, h = image_size(image)
     grid = grid_size(*native_size(w, h, s, p), p)
-    module: Any = model.module
+    module: Any = model.architecture
     dim, depth = int(module.pos_embed.shape[-1]), len(module.blocks)
     c = grid_cost(grid, model.grid, dim, depth, prefix=1 + int(getattr(module, "dist_token", None) is not None))
     kind = "heavy: it waits for the heavy queue" if c.patch_tokens > HEAVY_PATCH_TOKENS else "a quick view"

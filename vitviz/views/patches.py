@@ -55,7 +55,7 @@ def readouts(g: PatchGrid) -> dict:
 
 def _sincos(m: LoadedModel) -> bool:
     """True for fixed 2-D sin-cos position embeddings (MAE), False for learned ones."""
-    return isinstance(m.module, MaskedAutoencoderViT)
+    return isinstance(m.architecture, MaskedAutoencoderViT)
 
 
 def load(choice: str) -> LoadedModel:
@@ -258,7 +258,7 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
     r, c = pixel_to_patch(*point_of(point), m.grid, 1.0)
     side = snap_to_patch(int(resolution), m.patch_size)
     g = side // m.patch_size
-    e_dim = m.module.patch_embed.proj.out_channels
+    e_dim = m.architecture.patch_embed.proj.out_channels
     k_in = m.patch_size * m.patch_size * 3
     if on_cls:
         vec = class_token_embedding(m.module)

@@ -3,7 +3,7 @@
 
 :func:`install` hands every marked model call (:func:`vitviz.models.runner.runs_model`) to a
 :class:`vitviz.models.workers.Workers`: the call's cost class is that of the handler's call it runs for
-(:func:`vitviz.models.costs.current`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
+(:func:`vitviz.models.costs.current_work`: heavy -> the heavy worker at the lowest OS priority, live or a live frame's thread
 (:mod:`.frames`) -> the live worker, a view -> the view pool, a view of an address with other calls in flight ->
 the crowded worker at the lowest OS priority: :mod:`.admission`). The workers start in the background when the app is built (each imports torch), and end when
 the app's process exits (:func:`uninstall`, registered with :mod:`atexit`; a worker whose app was killed
@@ -24,13 +24,14 @@ _WORKERS: list[Workers] = []
 
 
 def cost_of() -> str:
-    """The worker class of a model call made in this thread: ``heavy``, ``live`` or ``view`` (its handler's
-    cost class), and ``crowded`` for a view of an address with other calls in flight (:data:`.admission.CROWDED`:
-    its worker runs at the lowest OS priority)."""
-    from ...models.costs import Cost, current
+    """The worker class of a model call made in this thread: ``heavy``, ``live`` or ``view`` (the class of its
+    handler's work: a view whose model is not in memory yet is loaded by the view worker that serves its next
+    views, :func:`vitviz.models.costs.current_work`), and ``crowded`` for a view of an address with other calls
+    in flight (:data:`.admission.CROWDED`: its worker runs at the lowest OS priority)."""
+    from ...models.costs import Cost, current_work
     from .admission import CROWDED
 
-    c = current()
+    c = current_work()
     return "crowded" if c is Cost.VIEW and CROWDED.get() else c.value
 
 
