@@ -88,3 +88,22 @@ def test_a_worker_refuses_other_weights_under_the_same_name(own_cache):
     ref = ModelRef("mae-tiny", False, model.kernels, "cpu", "weights dir: /elsewhere/mae-tiny.safetensors")
     with pytest.raises(loading.ModelUnavailable, match="other weights"):
         resolve(ref)
+
+
+def test_a_call_run_in_this_process_reads_the_weights(dispatching, photo_path):
+    """A call the dispatch runs here (:func:`vitviz.models.runner.run_here`) loads the weights first, and its
+    code sees one module: the answers are the loaded model's."""
+    import numpy as np
+
+    import vitviz
+    from vitviz.intervene.ablation import ablate
+
+    held = loading.load_model("mae-tiny")
+    a = ablate(held, photo_path, heads=[(0, 0)])  # checked against the structure here, run on the weights
+    got = vitviz.reconstruct(held, photo_path, 0.75, 0)
+    assert held.loaded and held.architecture is held.module
+    runner.install_dispatch(None)
+    real = loading._load_uncached(loading.get_spec("mae-tiny"), torch.device("cpu"), held.kernels)
+    assert np.array_equal(got.reconstruction, vitviz.reconstruct(real, photo_path, 0.75, 0).reconstruction)
+    b = ablate(real, photo_path, heads=[(0, 0)])
+    assert np.array_equal(a.after.reconstruction.reconstruction, b.after.reconstruction.reconstruction)

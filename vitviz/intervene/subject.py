@@ -105,7 +105,7 @@ def subject_of(model: LoadedModel, mask: np.ndarray | torch.Tensor | None = None
     Raises:
         ValueError: a model that is not a ViT, DeiT, DINO, DINOv2 or MAE, or a mask for another model.
     """
-    module: Any = model.module
+    module: Any = model.architecture  # the structure: blocks and tokens (the weights are read where the model runs)
     if isinstance(module, MaskedAutoencoderViT):
         m = mae_mask(model, mask, mask_ratio, seed)
         return Subject(model, "mae", tuple(module.blocks), mae_layout(module, m, "encoder"), m)

@@ -136,8 +136,9 @@ class DeferredModel(LoadedModel):
 
     @property
     def architecture(self) -> nn.Module:
-        """The skeleton: shapes without numbers; reading it loads nothing."""
-        return self._skeleton
+        """The skeleton (shapes without numbers; reading it loads nothing), or the module once loaded: a call
+        run in this process loads it first (:mod:`vitviz.models.runner`), and its code then reads one module."""
+        return self._skeleton if self._real is None else self._real
 
     @property
     def loaded(self) -> bool:

@@ -104,8 +104,17 @@ def dispatching() -> bool:
     return _submit is not None
 
 
+def _weights_here(args: tuple, kwargs: dict) -> None:
+    """A call run in this process reads its models' weights: a model held without them
+    (:class:`~vitviz.models.loaded.DeferredModel`) loads them now, so that its ``architecture`` is its module."""
+    for value in (*args, *kwargs.values()):
+        if getattr(value, "loaded", True) is False:
+            value.module  # noqa: B018 - the read loads it
+
+
 def run_here(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Run the marked call ``fn`` in this process: through the installed runner, or :func:`execute`."""
+    _weights_here(args, kwargs)
     runner = _runner
     return runner(fn, args, kwargs) if runner is not None else execute(fn, args, kwargs)
 
@@ -177,6 +186,7 @@ def runs_with_model(fn: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         submit = _submit
         if submit is None or inside():
+            _weights_here(args, kwargs)
             return fn(*args, **kwargs)
         return submit(call, args, kwargs, current_cost())
 
@@ -191,10 +201,12 @@ def runs_model(fn: F) -> F:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         if inside():
+            _weights_here(args, kwargs)
             return fn(*args, **kwargs)
         submit = _submit
         if submit is not None:
             return submit(call, args, kwargs, current_cost())
+        _weights_here(args, kwargs)
         runner = _runner
         if runner is None:
             return fn(*args, **kwargs)

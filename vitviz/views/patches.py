@@ -20,7 +20,7 @@ from ..core.patches import PatchGrid, check_patch, grid_view, patch_center, pixe
 from ..core.pos_embed import similarity_grid, sincos_at
 from ..embedding.resolution import resized_model, run_at_resolution
 from ..embedding.shuffle import shuffle_demo
-from ..embedding.sequence import POS_FAMILIES, class_token_embedding, patch_embedding, position_embeddings
+from ..embedding.sequence import POS_FAMILIES, class_token_embedding, model_position_embeddings, patch_embedding
 from ..mae.reconstruct import reconstruct
 from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.mae import MaskedAutoencoderViT
@@ -137,7 +137,7 @@ def readout_markdown(g: PatchGrid) -> str:
 
 def position_note(m: LoadedModel) -> str:
     """What the picked model's position embeddings are, and whether its maps mean anything."""
-    pos = position_embeddings(m.module)
+    pos = model_position_embeddings(m)
     gh, gw = pos.grid
     d = pos.full.shape[-1]
     head = (f"**{m.name}**: patch {m.patch_size} at {m.input_size} px → {gh}×{gw} grid, position embeddings "
@@ -281,7 +281,7 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
 def pos_views(choice: str, row: Any, col: Any) -> PosViews:
     """One patch's position-similarity map, the map of maps, and the mosaic's layout (for clicks)."""
     m = load(choice)
-    pos = position_embeddings(m.module)
+    pos = model_position_embeddings(m)
     if row is None or col is None:
         raise ValueError("give a row and a column")
     r, c = int(row), int(col)
@@ -305,7 +305,7 @@ def resolution_views(image: Any, choice: str, resolution: Any) -> tuple:
     side = snap_to_patch(int(resolution), m.patch_size)
     view = square_view(image, side)
     run = run_at_resolution(m, view)
-    pos = position_embeddings(m.module)
+    pos = model_position_embeddings(m)
     sims = similarity_grid(run.pos.patches, run.grid)
     vmin, vmax = color_range(sims)
     interp, _ = similarity_mosaic(sims, vmin, vmax, target=520, pad_top=LABEL_PAD)
