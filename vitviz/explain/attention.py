@@ -153,7 +153,7 @@ def _key(model: LoadedModel, view: np.ndarray, mask: np.ndarray | torch.Tensor |
          aspect: str = "square") -> tuple:
     digest = pixels_digest(view)
     mkey = None if mask is None else np.asarray(mask, dtype=bool).tobytes() + repr(np.shape(mask)).encode()
-    return (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.module),
+    return (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.architecture),
             digest, mkey, part, aspect)
 
 

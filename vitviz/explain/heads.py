@@ -242,7 +242,7 @@ def example_atlas(model: LoadedModel) -> HeadAtlas:
     photos = example_images()
     if not photos:
         raise ValueError("no example photos are installed, so there is nothing to average over")
-    key = (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.module),
+    key = (model.name, bool(getattr(model, "random_init", False)), str(model.device), id(model.architecture),
            tuple(photos))
     return EXAMPLE_CACHE.get_or_compute(key, lambda: average([_atlas_of_image(model, p) for p in photos]))
 
