@@ -138,10 +138,14 @@ export function visibleIds(mask) {
 export function normalise(rgba, size, mean, std) {
   const n = size * size;
   const out = new Float32Array(3 * n);
+  // Each channel's 256 levels normalised once (the same float32 steps as per pixel), then looked up per pixel.
+  const table = new Float32Array(256);
   for (let c = 0; c < 3; c++) {
     const m = Math.fround(mean[c]);
     const s = Math.fround(std[c]);
-    for (let i = 0; i < n; i++) out[c * n + i] = Math.fround(Math.fround(rgba[4 * i + c] / 255) - m) / s;
+    for (let v = 0; v < 256; v++) table[v] = Math.fround(Math.fround(v / 255) - m) / s;
+    const plane = out.subarray(c * n, (c + 1) * n);
+    for (let i = 0, j = c; i < n; i++, j += 4) plane[i] = table[rgba[j]];
   }
   return out;
 }
@@ -152,35 +156,56 @@ export function normalise(rgba, size, mean, std) {
  * @param {Uint8ClampedArray} rgba  square view, S*S*4
  * @param {Float32Array} pred       (L, p*p*3) predictions in normalised space
  * @param {Uint8Array} mask         (L,) 1 = hidden
+ * @param {{masked?, pasted?, reconstruction?: Uint8ClampedArray|null}} into  buffers (S*S*4) to fill instead of new
+ *   ones (the camera reuses its own from frame to frame); `reconstruction: null` leaves that panel out
  * @returns {{masked, reconstruction, pasted: Uint8ClampedArray, errorMap: Float64Array, maskedMse: number, psnr: number}}
  */
-export function panels(rgba, pred, mask, size, patch, mean, std) {
+export function panels(rgba, pred, mask, size, patch, mean, std, into = {}) {
   const gw = size / patch;
-  const masked = new Uint8ClampedArray(rgba.length);
-  const reconstruction = new Uint8ClampedArray(rgba.length);
-  const pasted = new Uint8ClampedArray(rgba.length);
+  const masked = into.masked || new Uint8ClampedArray(rgba.length);
+  const reconstruction = into.reconstruction === null ? null
+    : into.reconstruction || new Uint8ClampedArray(rgba.length);
+  const pasted = into.pasted || new Uint8ClampedArray(rgba.length);
   const errorMap = new Float64Array(mask.length);
   const per = patch * patch * 3;
+  // Whole pixels are written as one 32-bit word (R, G, B, A in memory order on a little-endian machine, which
+  // every browser's WebAssembly host is); the levels are computed per channel exactly as before.
+  const rgba32 = new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.length / 4);
+  const masked32 = new Uint32Array(masked.buffer);
+  const recon32 = reconstruction ? new Uint32Array(reconstruction.buffer) : null;
+  const pasted32 = new Uint32Array(pasted.buffer);
+  const OPAQUE = 0xff000000;
+  const GREY = (OPAQUE | (HIDDEN_GREY << 16) | (HIDDEN_GREY << 8) | HIDDEN_GREY) >>> 0;
+  const [s0, s1, s2] = std;
+  const [m0, m1, m2] = mean;
+  const level = (v) => Math.round(Math.min(1, Math.max(0, v)) * 255);
   for (let l = 0; l < mask.length; l++) {
     const pr = Math.floor(l / gw);
     const pc = l % gw;
     const hidden = mask[l] === 1;
     let sum = 0;
+    let src = l * per;
     for (let y = 0; y < patch; y++) {
-      for (let x = 0; x < patch; x++) {
-        const pix = ((pr * patch + y) * size + pc * patch + x) * 4;
-        const src = l * per + (y * patch + x) * 3;
-        for (let c = 0; c < 3; c++) {
-          const v = pred[src + c] * std[c] + mean[c];
-          const level = Math.round(Math.min(1, Math.max(0, v)) * 255);
-          const orig = rgba[pix + c];
-          const d = level - orig;
-          sum += d * d;
-          reconstruction[pix + c] = level;
-          pasted[pix + c] = hidden ? level : orig;
-          masked[pix + c] = hidden ? HIDDEN_GREY : orig;
+      let pix = (pr * patch + y) * size + pc * patch;
+      for (let x = 0; x < patch; x++, pix++, src += 3) {
+        const r = level(pred[src] * s0 + m0);
+        const g = level(pred[src + 1] * s1 + m1);
+        const b = level(pred[src + 2] * s2 + m2);
+        const o = pix * 4;
+        const dr = r - rgba[o];
+        const dg = g - rgba[o + 1];
+        const db = b - rgba[o + 2];
+        sum += dr * dr + dg * dg + db * db;
+        const word = (OPAQUE | (b << 16) | (g << 8) | r) >>> 0;
+        if (recon32) recon32[pix] = word;
+        if (hidden) {
+          pasted32[pix] = word;
+          masked32[pix] = GREY;
+        } else {
+          const orig = (rgba32[pix] | OPAQUE) >>> 0;
+          pasted32[pix] = orig;
+          masked32[pix] = orig;
         }
-        reconstruction[pix + 3] = pasted[pix + 3] = masked[pix + 3] = 255;
       }
     }
     errorMap[l] = sum / (per * 255 * 255);
@@ -202,14 +227,15 @@ export function panels(rgba, pred, mask, size, patch, mean, std) {
  * @param {Uint8ClampedArray} rgba  square view, S*S*4
  * @param {Uint8Array} mask         (L,) 1 = hidden; at least one patch visible
  * @param {{size: number, patch: number, mean: number[], std: number[]}} config
+ * @param {object} into             panels()'s buffers to fill (default: new ones)
  * @returns {{graph: Promise<Float32Array>, panels: () => Promise<object>}}
  */
-export function startReconstruction(model, rgba, mask, config) {
+export function startReconstruction(model, rgba, mask, config, into = {}) {
   if (mask.every((h) => h === 1)) throw new Error("the mask hides every patch; leave at least one visible");
   const { size, patch, mean, std } = config;
   const graph = model.run(normalise(rgba, size, mean, std), visibleIds(mask));
   graph.catch(() => {});  // a failure is reported by panels(), not as an unhandled rejection
-  return { graph, panels: async () => panels(rgba, await graph, mask, size, patch, mean, std) };
+  return { graph, panels: async () => panels(rgba, await graph, mask, size, patch, mean, std, into) };
 }
 
 /**

@@ -247,6 +247,10 @@ export function create() {
     const { size, patch } = state.config;
     const canvas = (name) => q(`canvas[data-panel=${name}]`).getContext("2d");
     const grab = new OffscreenCanvas(size, size);
+    // Frames are finished one at a time and putImageData copies, so the masked and pasted panels are filled into
+    // the same two buffers every frame (no garbage a frame); the camera shows no reconstruction panel.
+    const into = { masked: new Uint8ClampedArray(size * size * 4), pasted: new Uint8ClampedArray(size * size * 4),
+      reconstruction: null };
     // A frame's graph runs while the previous frame is drawn (cameraLoop); cam.ms is the time from a frame's
     // capture to its panels drawn.
     await cameraLoop(video, () => cam.stream !== null, () => {
@@ -256,7 +260,7 @@ export function create() {
       const key = `${c.ratio}:${c.seed}:${c.pattern}`;
       if (cam.mask.key !== key) cam.mask = { key, mask: makeMask(state.tables, c.pattern, c.ratio, c.seed) };
       const mask = cam.mask.mask;
-      const run = startReconstruction(state.model, rgba, mask, state.config);
+      const run = startReconstruction(state.model, rgba, mask, state.config, into);
       return {
         graph: run.graph,
         finish: async () => {
