@@ -43,8 +43,8 @@ def test_the_stand_in_reads_like_the_loaded_model_and_holds_no_weights(dispatchi
     load = loading._load_random if random_init else loading._load_uncached  # as a worker loads it
     real = load(loading.get_spec(name), torch.device("cpu"), held.kernels)
     assert type(real) is LoadedModel
-    assert (held.data_config, held.norm_pix, held.patch_size, held.grid, held.weights, held.kernels) == \
-           (real.data_config, real.norm_pix, real.patch_size, real.grid, real.weights, real.kernels)
+    assert (held.spec, held.data_config, held.norm_pix, held.patch_size, held.grid, held.weights, held.kernels) == \
+           (real.spec, real.data_config, real.norm_pix, real.patch_size, real.grid, real.weights, real.kernels)
     assert _shapes(held.architecture) == _shapes(real.module)
     assert loading.is_loaded(held.choice) and not held.loaded  # the cost of a call does not load it either
     assert reference(held) == ModelRef(name, random_init, real.kernels, "cpu", real.weights)

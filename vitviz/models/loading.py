@@ -289,14 +289,15 @@ def _deferred(spec: ModelSpec, device: torch.device, kernels: str, random_init: 
     """``spec`` as a :class:`DeferredModel`: its weight file found (not read), its architecture built on the meta
     device as the load would build it; ``load`` gives the real model at the first read of its module."""
     hit = None if random_init else _weights(spec)
-    if hit is not None and spec.family == "mae":
+    built, norm_pix = spec, None
+    if hit is not None and spec.family == "mae":  # the file's own architecture, as _build_mae reads it
         config, norm_pix = _mae_arch(spec, hit)
-        spec = dataclass_replace(spec, mae_config=config)
+        built = dataclass_replace(spec, mae_config=config)
     with torch.device("meta"):
-        skeleton, data_config, random_norm_pix = build_random(spec)
+        skeleton, data_config, random_norm_pix = build_random(built)
     identity = "" if hit is None else _identity(spec, hit)
     return DeferredModel(spec, skeleton.eval(), data_config, device, load, random_init=random_init, kernels=kernels,
-                         norm_pix=norm_pix if hit is not None and spec.family == "mae" else random_norm_pix,
+                         norm_pix=random_norm_pix if norm_pix is None else norm_pix,
                          origin=identity, weights=identity)
 
 
