@@ -143,14 +143,14 @@ def resolve(fn: Any, values: Sequence[Any]) -> Cost:
     return result if isinstance(result, Cost) else Cost.HEAVY
 
 
-def work(fn: Any, values: Sequence[Any]) -> Cost:
+def work(fn: Any, values: Sequence[Any], resolved: Cost | None = None) -> Cost:
     """The class of the work one call of ``fn`` with ``values`` does, the loading of its models left out: a
     declaration heavier only while a model is not in memory (:func:`model_cost`, :func:`loaded_cost`) gives
-    its ``base``; any other, :func:`resolve`'s class."""
+    its ``base``; any other, :func:`resolve`'s class (``resolved``, when the caller has it already)."""
     found = declared(fn)
     if found is not None and not isinstance(found, Cost) and getattr(found, "loads_only", False):
         return getattr(found, "base", Cost.VIEW)
-    return resolve(fn, values)
+    return resolved if resolved is not None else resolve(fn, values)
 
 
 _LOCAL = threading.local()  # .cost: the class of the call this thread runs; .work: the class of its work
@@ -170,7 +170,8 @@ def as_class(c: Cost, work_class: Cost | None = None) -> Iterator[Cost]:
 
 def running(fn: Any, values: Sequence[Any]) -> Any:
     """The block runs as one call of ``fn`` with ``values`` (:func:`resolve`, :func:`work`): a context manager."""
-    return as_class(resolve(fn, values), work(fn, values))
+    resolved = resolve(fn, values)
+    return as_class(resolved, work(fn, values, resolved))
 
 
 def current_work() -> Cost:
