@@ -157,7 +157,7 @@ def _knee(curve: dict[float, float]) -> float | None:
 def _reconstruction(m: Measures, model: LoadedModel, photos: list[str]) -> None:
     from ..mae.reconstruct import assemble_stops, predict, prepare
 
-    mae = model.module
+    mae = model.architecture
     assert isinstance(mae, MaskedAutoencoderViT)
     p, grid = mae.patch_size, mae.config.grid
     ratios = sources.CURVE_RATIOS
@@ -234,7 +234,7 @@ def measure(model: LoadedModel, photos: list[str] | None = None) -> Measures:
 
     m = Measures(model.name, bool(model.random_init), model.input_size, model.patch_size,
                  tuple(Path(p).stem for p in photos))
-    if isinstance(model.module, MaskedAutoencoderViT):
+    if isinstance(model.architecture, MaskedAutoencoderViT):
         _reconstruction(m, model, photos)
     try:
         _attention(m, model, photos)

@@ -10,26 +10,29 @@ from __future__ import annotations
 import torch
 
 from ..models.mae import MaskedAutoencoderViT
+from ..models.runner import on_module
 from . import sources as S
 from .case import Case
 from .files import PositionTable, args_summary, grid_of, is_number, position_table
+
+
+def _position_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The module's position tables by name (``pos_embed``, ``decoder_pos_embed``: ``(1, T, D)`` each, on the CPU)."""
+    found = {name: getattr(module, name, None) for name in ("pos_embed", "decoder_pos_embed")}
+    return {k: t.detach().cpu() for k, t in found.items() if isinstance(t, torch.Tensor)}
 
 
 def tables(case: Case) -> dict[str, PositionTable]:
     """The position tables of the built model, or of the file when none was built."""
     sd: dict[str, torch.Tensor] = {}
     if case.model is not None:
-        module = case.model.module
-        for name in ("pos_embed", "decoder_pos_embed"):
-            t = getattr(module, name, None)
-            if isinstance(t, torch.Tensor):
-                sd[name] = t
+        sd = on_module(case.model, _position_tensors)  # where its weights are
     elif case.ck is not None:
         sd = {k: v for k, v in case.ck.state_dict.items() if k in ("pos_embed", "decoder_pos_embed")}
     prefix = 1
-    if case.model is not None and not isinstance(case.model.module, MaskedAutoencoderViT):
-        prefix = 0 if getattr(case.model.module, "no_embed_class", False) else int(
-            getattr(case.model.module, "num_prefix_tokens", 1))
+    arch = case.model.architecture if case.model is not None else None
+    if arch is not None and not isinstance(arch, MaskedAutoencoderViT):
+        prefix = 0 if getattr(arch, "no_embed_class", False) else int(getattr(arch, "num_prefix_tokens", 1))
     out = {}
     for name, t in sd.items():
         if t.dim() == 3 and grid_of(tuple(t.shape), prefix if name == "pos_embed" else 1):
@@ -54,7 +57,7 @@ def check(case: Case, original_tables: dict[str, PositionTable]) -> None:
                      f"is for {s} px ({g}×{g} patches of {p}).",
                      evidence=args_summary(args),
                      action=f"feed it {s} px images, or build it for {size} px with both tables made for that grid")
-    mae = case.mae_expected or (model is not None and isinstance(model.module, MaskedAutoencoderViT))
+    mae = case.mae_expected or (model is not None and isinstance(model.architecture, MaskedAutoencoderViT))
     for name, t in (original_tables or tables(case)).items():
         label = "encoder" if name == "pos_embed" else "decoder"
         if t.kind == "sincos":

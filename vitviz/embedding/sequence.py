@@ -15,7 +15,6 @@ from torch import nn
 from ..core.images import DataConfig, model_input
 from ..core.patches import patchify
 from ..core.pos_embed import PositionEmbeddings
-from ..models.loaded import LoadedModel
 from ..models.mae import MaskedAutoencoderViT
 from ..models.runner import runs_model
 
@@ -100,13 +99,6 @@ def position_embeddings(module: nn.Module) -> PositionEmbeddings:
     if k < 0:
         raise ValueError(f"pos_embed has {pos.shape[1]} rows, fewer than the {grid[0]}x{grid[1]} patches")
     return PositionEmbeddings(pos.detach(), (int(grid[0]), int(grid[1])), int(k))
-
-
-@runs_model
-def model_position_embeddings(model: LoadedModel) -> PositionEmbeddings:
-    """:func:`position_embeddings` of a loaded model, read where its weights are (with model workers, in a worker:
-    the app's process holds no weights, :class:`~vitviz.models.loaded.DeferredModel`)."""
-    return position_embeddings(model.module)
 
 
 def prefix_token_vectors(module: nn.Module) -> torch.Tensor:

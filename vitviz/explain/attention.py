@@ -34,7 +34,7 @@ PARTS: tuple[str, ...] = ("encoder", "decoder")
 
 def check_part(model: LoadedModel, part: str) -> str:
     """Validate ``part`` for ``model``: ``encoder`` always, ``decoder`` for MAE models."""
-    valid = PARTS if isinstance(model.module, MaskedAutoencoderViT) else ("encoder",)
+    valid = PARTS if isinstance(model.architecture, MaskedAutoencoderViT) else ("encoder",)
     if part not in valid:
         raise ValueError(f"unknown part {part!r} for {model.name}; choose one of {', '.join(valid)}")
     return part
@@ -49,16 +49,16 @@ def _mae_mask(mae: MaskedAutoencoderViT, mask: np.ndarray | torch.Tensor | None)
 def num_layers(model: LoadedModel, part: str = "encoder") -> int:
     """Number of attention layers of a model part (no forward pass)."""
     check_part(model, part)
-    module: Any = model.module
+    module: Any = model.architecture
     return len(module.decoder_blocks if part == "decoder" else module.blocks)
 
 
 def prefix_tokens(model: LoadedModel) -> tuple[str, ...]:
     """Names of the model's prefix tokens (``cls``, ``dist``, ``reg0``...), without a forward pass."""
-    if isinstance(model.module, MaskedAutoencoderViT):
+    if isinstance(model.architecture, MaskedAutoencoderViT):
         return ("cls",)
-    if _timm_vit(model.module):
-        return vit_layout(model.module).prefix
+    if _timm_vit(model.architecture):
+        return vit_layout(model.architecture).prefix
     return ()
 
 
@@ -191,6 +191,6 @@ def masked_attention(model: LoadedModel, image: ImageInput, mask_ratio: float = 
     r = validate_ratio(mask_ratio)
     if r == 0:
         return attention(model, image, None, part)
-    if not isinstance(model.module, MaskedAutoencoderViT):
+    if not isinstance(model.architecture, MaskedAutoencoderViT):
         raise ValueError(f"{model.name} is not a masked autoencoder; masking applies to MAE models only")
-    return attention(model, image, make_mask(model.module.config.grid, r, seed, "random"), part)
+    return attention(model, image, make_mask(model.architecture.config.grid, r, seed, "random"), part)

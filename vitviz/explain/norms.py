@@ -206,7 +206,7 @@ def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens
 
     view = square_view(image, model.input_size)
     akey, tkey = ea._key(model, view, None, "encoder"), ft._key(model, view)
-    joint = isinstance(model.module, MaskedAutoencoderViT) or ea._timm_vit(model.module)
+    joint = isinstance(model.architecture, MaskedAutoencoderViT) or ea._timm_vit(model.architecture)
     if joint and akey not in ea.CACHE and tkey not in ft.CACHE:
         # both caches from one pass; a concurrent request for the same photo may compute it twice
         lt, a = capture_tokens_and_attention(model, np.asarray(view, dtype=np.uint8))

@@ -29,6 +29,7 @@ from ..assets import example_images, model_file
 from ..core.images import ImageInput, pixels_digest, square_view
 from ..models.checkpoint import weights_digest
 from ..models.loading import LoadedModel
+from ..models.runner import on_module
 from .layer_tokens import layer_tokens
 
 #: The models whose example tokens ship.
@@ -87,7 +88,7 @@ def shipped_grid(model: LoadedModel, view: np.ndarray, layer: int, path: Path | 
         return None
     want = pixels_digest(view)
     names = [name for name, digest in json.loads(meta.get("views", "{}")).items() if digest == want]
-    if not names or meta.get("weights") != weights_digest(model.module):
+    if not names or meta.get("weights") != on_module(model, weights_digest):
         return None
     from safetensors import safe_open
 
@@ -121,7 +122,7 @@ def write(model: LoadedModel, path: Path | None = None) -> Path:
         tensors[name] = np.ascontiguousarray(lt.patch_grid(layer).astype(np.float16))
         views[name] = pixels_digest(lt.image)
     meta = {"model": model.name, "layer": str(layer), "input_size": str(model.input_size),
-            "weights": weights_digest(model.module), "views": json.dumps(views, sort_keys=True),
+            "weights": on_module(model, weights_digest), "views": json.dumps(views, sort_keys=True),
             "written_by": "python -m vitviz.features.shipped"}
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata=meta)

@@ -213,3 +213,14 @@ def runs_model(fn: F) -> F:
         return runner(call, args, kwargs)
 
     return call  # type: ignore[return-value]
+
+
+@runs_model
+def on_module(model: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(model.module, *args)`` where the model's weights are: ``model`` a loaded model, ``fn`` a module-level
+    function of its torch module (a table it holds, one patch's embedding, a demonstration's forward passes).
+
+    With model workers the app's process holds a model without its weights
+    (:class:`~vitviz.models.loaded.DeferredModel`); reading ``model.module`` there would load them, so code that
+    needs a model's numbers asks through this call, which runs in a worker (or here, without a dispatch)."""
+    return fn(model.module, *args)

@@ -20,10 +20,11 @@ from ..core.patches import PatchGrid, check_patch, grid_view, patch_center, pixe
 from ..core.pos_embed import similarity_grid, sincos_at
 from ..embedding.resolution import resized_model, run_at_resolution
 from ..embedding.shuffle import shuffle_demo
-from ..embedding.sequence import POS_FAMILIES, class_token_embedding, model_position_embeddings, patch_embedding
+from ..embedding.sequence import POS_FAMILIES, class_token_embedding, patch_embedding, position_embeddings
 from ..mae.reconstruct import reconstruct
 from ..models.loading import LoadedModel, available_models, load_choice
 from ..models.mae import MaskedAutoencoderViT
+from ..models.runner import on_module
 from ..models.registry import RANDOM_SUFFIX, get_spec, model_names
 from ..plots.patches import embedding_figure, pixel_vector_figure
 from ..render._draw import label_row
@@ -137,7 +138,7 @@ def readout_markdown(g: PatchGrid) -> str:
 
 def position_note(m: LoadedModel) -> str:
     """What the picked model's position embeddings are, and whether its maps mean anything."""
-    pos = model_position_embeddings(m)
+    pos = on_module(m, position_embeddings)
     gh, gw = pos.grid
     d = pos.full.shape[-1]
     head = (f"**{m.name}**: patch {m.patch_size} at {m.input_size} px → {gh}×{gw} grid, position embeddings "
@@ -261,14 +262,14 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
     e_dim = m.architecture.patch_embed.proj.out_channels
     k_in = m.patch_size * m.patch_size * 3
     if on_cls:
-        vec = class_token_embedding(m.module)
+        vec = on_module(m, class_token_embedding)
         fig = embedding_figure(vec, f"{m.name}: the [CLS] token ({e_dim} numbers, learned)")
         text = (f"**[CLS]** in {m.name}: a learned vector of {e_dim} numbers (plus its position embedding); it is "
                 "not computed from pixels." + (" Random weights: these numbers are untrained." if m.random_init
                                                else ""))
     else:
         rr, cc = pixel_to_patch(*point_of(point), (g, g), 1.0)
-        vec = patch_embedding(m.module, m.data_config, square_view(image, side), rr * g + cc)
+        vec = on_module(m, patch_embedding, m.data_config, square_view(image, side), rr * g + cc)
         fig = embedding_figure(vec, f"{m.name}: E·x + b for its patch ({rr}, {cc})")
         text = (f"**Embedding:** {m.name} cuts {m.patch_size}-px patches; at {side} px its grid is {g}×{g}, and its "
                 f"patch ({rr}, {cc}) holds the centre of your patch. Its {k_in:,} normalised pixel values times "
@@ -281,7 +282,7 @@ def embedding_views(image: Any, choice: str, resolution: Any, point: Any, on_cls
 def pos_views(choice: str, row: Any, col: Any) -> PosViews:
     """One patch's position-similarity map, the map of maps, and the mosaic's layout (for clicks)."""
     m = load(choice)
-    pos = model_position_embeddings(m)
+    pos = on_module(m, position_embeddings)
     if row is None or col is None:
         raise ValueError("give a row and a column")
     r, c = int(row), int(col)
@@ -305,7 +306,7 @@ def resolution_views(image: Any, choice: str, resolution: Any) -> tuple:
     side = snap_to_patch(int(resolution), m.patch_size)
     view = square_view(image, side)
     run = run_at_resolution(m, view)
-    pos = model_position_embeddings(m)
+    pos = on_module(m, position_embeddings)
     sims = similarity_grid(run.pos.patches, run.grid)
     vmin, vmax = color_range(sims)
     interp, _ = similarity_mosaic(sims, vmin, vmax, target=520, pad_top=LABEL_PAD)
@@ -347,7 +348,7 @@ def shuffle_views(image: Any, choice: str, seed: Any, row: Any, col: Any) -> Shu
     s = as_seed(seed)
     view = square_view(image, m.input_size)
     i = check_patch(int(row), int(col), m.grid)
-    res = shuffle_demo(m.module, m.data_config, view, s)
+    res = on_module(m, shuffle_demo, m.data_config, view, s)
     j = int(res.where[i])
     gh, gw = m.grid
     scale = max(1, 448 // m.input_size)

