@@ -196,3 +196,36 @@ def test_a_worker_starts_with_the_modules_it_is_given_imported():
         assert pool.pool("view").submit(_imported, "vitviz.views.swin").result(timeout=120)
     finally:
         pool.close()
+
+
+class _Held:
+    """A stand-in executor whose calls all answer only once ``expected`` calls were asked of all of them."""
+
+    def __init__(self, asked: list, expected: int) -> None:
+        import concurrent.futures
+
+        self._futures = concurrent.futures
+        self.asked, self.expected = asked, expected
+
+    def submit(self, fn, *args):
+        f = self._futures.Future()
+        self.asked.append(f)
+        if len(self.asked) == self.expected:
+            for each in self.asked:
+                each.set_result(os.getpid())
+        return f
+
+
+def test_start_asks_every_class_before_waiting_for_any(monkeypatch):
+    pool = Workers(views=2, threads=1)
+    costs = ("view", "heavy")
+    expected = sum(pool._shape(c)[0] for c in costs)
+    asked: list = []
+    executors = {c: _Held(asked, expected) for c in costs}
+    monkeypatch.setattr(pool, "pool", lambda cost: executors[cost])
+    import threading
+
+    done = threading.Event()
+    threading.Thread(target=lambda: (pool.start(costs), done.set()), daemon=True).start()
+    assert done.wait(10), "start waited for one class's processes before asking the next class's"
+    assert len(asked) == expected == 3

@@ -306,11 +306,13 @@ class Workers:
             return found
 
     def start(self, costs: tuple[str, ...] = COSTS) -> None:
-        """Start the processes of ``costs`` now (each imports torch: seconds), rather than at their first call."""
-        for cost in costs:
-            pool = self.pool(cost)
-            for f in [pool.submit(_ping) for _ in range(self._shape(cost)[0])]:
-                f.result()
+        """Start the processes of ``costs`` now (each imports torch: seconds), rather than at their first call.
+
+        Every class's processes are asked at once and then waited for, so their imports overlap rather than
+        running one class after another."""
+        pings = [self.pool(cost).submit(_ping) for cost in costs for _ in range(self._shape(cost)[0])]
+        for f in pings:
+            f.result()
 
     def pids(self, cost: str) -> list[int]:
         """The process ids of a class's running workers (none when it has not started)."""
