@@ -41,6 +41,22 @@ def test_swin_from_a_half_precision_file_equals_the_usual_load():
         torch.testing.assert_close(got(x), ref(x))
 
 
+def test_dinov2_skeleton_without_timms_draws_equals_the_usual_load():
+    from vitviz.models.dinov2 import DINOV2_SMALL, build_dinov2
+
+    torch.manual_seed(5)  # test-only: the reference's random weights
+    ref = build_dinov2(DINOV2_SMALL, 56).eval()
+    sd = ref.state_dict()
+    got = build_strict(lambda: build_dinov2(DINOV2_SMALL, 56, init=False), sd, "dinov2").eval()
+    have, want = _tensors(got), _tensors(ref)
+    assert set(have) == set(want) and not any(t.is_meta for t in have.values())
+    for k in want:
+        assert torch.equal(have[k], want[k]), k
+    x = torch.randn(1, 3, 56, 56, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        torch.testing.assert_close(got(x), ref(x), rtol=0, atol=0)
+
+
 def test_meta_parameters_are_this_threads_only():
     seen: dict[str, bool] = {}
 

@@ -161,12 +161,14 @@ def hf_to_timm(state_dict: Mapping[str, torch.Tensor], arch: Dinov2Arch, what: s
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def build_dinov2(arch: Dinov2Arch, img_size: int) -> nn.Module:
+def build_dinov2(arch: Dinov2Arch, img_size: int, init: bool = True) -> nn.Module:
     """timm's ``VisionTransformer`` laid out as DINOv2 (``vit_small_patch14_dinov2`` for ViT-S/14), random weights.
 
     Args:
         arch: the architecture.
         img_size: square input side ``S``; a multiple of the patch size.
+        init: draw timm's initial weights; False for a skeleton a checkpoint fills (timm's ``weight_init="skip"``:
+            its truncated-normal draws on meta tensors take longer than the rest of the build).
     """
     from timm.models.vision_transformer import VisionTransformer
 
@@ -174,7 +176,7 @@ def build_dinov2(arch: Dinov2Arch, img_size: int) -> nn.Module:
         raise ValueError(f"input size {img_size} is not a multiple of the patch size {arch.patch_size}")
     return VisionTransformer(img_size=img_size, patch_size=arch.patch_size, embed_dim=arch.embed_dim,
                              depth=arch.depth, num_heads=arch.num_heads, mlp_ratio=arch.mlp_ratio,
-                             init_values=1e-5, num_classes=0)
+                             init_values=1e-5, num_classes=0, weight_init="" if init else "skip")
 
 
 def at_input_size(timm_sd: Mapping[str, torch.Tensor], arch: Dinov2Arch, img_size: int) -> dict[str, torch.Tensor]:

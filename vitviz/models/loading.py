@@ -210,7 +210,7 @@ def _build_dinov2(spec: ModelSpec, hit: WeightFile) -> tuple[nn.Module, DataConf
         sd = hf_to_timm(read_state_dict(hit.path, what), arch, what)
     sized, config = at_input_size(sd, arch, spec.input_size), dinov2_data_config(spec.input_size)
     with isolated_seed(RANDOM_INIT_SEED):  # the trained table is kept for photos at their own shape
-        return keep_native_table(build_strict(lambda: build_dinov2(arch, spec.input_size), sized, what),
+        return keep_native_table(build_strict(lambda: build_dinov2(arch, spec.input_size, init=False), sized, what),
                                  sd["pos_embed"]), config, origin
 
 
