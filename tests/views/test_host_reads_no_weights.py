@@ -4,7 +4,9 @@ The host holds each model as a :class:`~vitviz.models.loaded.DeferredModel` (its
 that read ``model.module`` there would load the weights in the app's process -- a second copy, and a load
 in the middle of a visitor's call. Here a dispatch stands in for the workers: each marked call is pickled
 and run as a worker runs it (its models named by ``ModelRef`` and loaded into the "worker's" own cache), so
-the host's stand-in stays without weights unless the host's own code reads them.
+the host's stand-in stays without weights unless the host's own code reads them. The dispatch also records
+what crosses back: a view's attention stacks and reconstructions stay in the worker, only its small result
+comes back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ def worker_dispatch(monkeypatch):
     worker_cache = type(loading.CACHE)(8, budgeted=False)
     monkeypatch.setattr(loading, "CACHE", host_cache)
 
+    sent: list[tuple[str, int]] = []
+
     def submit(fn, args, kwargs, cost):
         prepared = workers.prepare(fn, args, kwargs, cost)
         if prepared is None:  # a model no ModelRef names (the doctor's random twin): here, as Workers does
@@ -34,11 +38,12 @@ def worker_dispatch(monkeypatch):
         finally:
             loading.CACHE = host_cache
             runner._submit = saved
+        sent.append((fn.__name__, len(reply)))
         return workers.finish(reply, args, kwargs)
 
     runner.install_dispatch(submit)
     try:
-        yield host_cache
+        yield sent
     finally:
         runner.install_dispatch(None)
 
@@ -95,3 +100,47 @@ def test_shipped_example_tokens_are_checked_against_the_workers_weights(worker_d
     view, grid = example_grid(held, example_images()[0], held.architecture.blocks.__len__() - 1)
     assert grid.ndim == 3 and view.shape[2] == 3
     assert not held.loaded
+
+
+#: The most a view's reply may carry back from its worker here: panels and numbers, not an ``(L, H, T, T)``
+#: attention stack (dinov2-small at 224 px: 19 MB) or a capture's tokens.
+SMALL = 2_000_000
+
+
+def _small(sent: list[tuple[str, int]]) -> None:
+    big = [(name, size) for name, size in sent if size > SMALL]
+    assert not big, f"large results crossed back from the worker: {big}"
+
+
+def test_the_head_atlas_and_token_norms_come_back_as_statistics(worker_dispatch, package_weights, photo_path):
+    from vitviz.views.heads import atlas_view
+    from vitviz.views.norms import norms_view
+
+    atlas_view(str(photo_path), "dinov2-small", "image")
+    norms_view(str(photo_path), "dinov2-small", 6)
+    assert [name for name, _ in worker_dispatch] == ["head_atlas", "_norms_view"]
+    _small(worker_dispatch)
+
+
+def test_the_doctor_measures_in_the_worker(worker_dispatch, monkeypatch):
+    from vitviz.cache import LRU
+    from vitviz.doctor import measure
+    from vitviz.views import doctor
+    from vitviz.views.doctor import doctor_view
+
+    monkeypatch.setattr(doctor, "REPORTS", LRU(8))  # no report or reference measured by an earlier test
+    monkeypatch.setattr(measure, "REFERENCE", LRU(8))
+
+    doctor_view("mae-tiny")
+    names = [name for name, _ in worker_dispatch]
+    assert "measure" in names and not {"predict", "capture", "capture_tokens_and_attention"} & set(names), names
+    _small(worker_dispatch)
+
+
+def test_an_ablation_is_drawn_in_the_worker(worker_dispatch, package_weights, photo_path):
+    from vitviz.views.intervene import ablation_view
+
+    view = ablation_view(str(photo_path), "dinov2-small", "0.1", "", "zero")
+    assert view.ab_panels.ndim == 3
+    assert [name for name, _ in worker_dispatch] == ["_ablation_view"]
+    _small(worker_dispatch)

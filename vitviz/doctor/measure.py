@@ -25,7 +25,7 @@ from ..core.masking import make_mask
 from ..core.patches import patchify
 from ..models.loading import LoadedModel, load_model
 from ..models.mae import MaskedAutoencoderViT
-from ..models.runner import runs_model
+from ..models.runner import runs_model, runs_with_model
 from . import sources
 
 #: The mask seed of every measurement (masks nest across ratios for one seed).
@@ -221,8 +221,12 @@ def random_twin(model: LoadedModel) -> LoadedModel:
     return LoadedModel(model.name, model.spec, module, dc, model.device, norm_pix=norm_pix, random_init=True)
 
 
+@runs_with_model
 def measure(model: LoadedModel, photos: list[str] | None = None) -> Measures:
     """Every measurement that applies to ``model`` on ``photos`` (default: the bundled example photos).
+
+    Runs where the model's calls run (:func:`~vitviz.models.runner.runs_with_model`): with model workers the
+    reconstructions and attention stay there and only the numbers and the first photo's panels come back.
 
     Raises:
         ValueError: no example photos are installed.

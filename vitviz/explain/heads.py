@@ -39,6 +39,7 @@ from ..assets import example_images
 from ..cache import LRU
 from ..core.images import ImageInput
 from ..models.loading import LoadedModel
+from ..models.runner import runs_with_model
 from .attention import attention
 from .layout import TokenLayout
 from .rollout import mean_attention_distance, uniform_distance
@@ -247,8 +248,12 @@ def example_atlas(model: LoadedModel) -> HeadAtlas:
     return EXAMPLE_CACHE.get_or_compute(key, lambda: average([_atlas_of_image(model, p) for p in photos]))
 
 
+@runs_with_model
 def head_atlas(model: LoadedModel, image: ImageInput | None = None) -> HeadAtlas:
     """Every encoder head's statistics and type, for one image or the example photos.
+
+    Runs where the model's calls run (:func:`~vitviz.models.runner.runs_with_model`): with model workers the
+    ``(L, H, T, T)`` attention stays in the worker's caches and only the ``(L, H)`` statistics come back.
 
     ``vitviz.head_atlas(m, img).type_names()`` -> ``(L, H)`` of ``local``/``global``/...
 

@@ -34,7 +34,7 @@ import torch
 
 from ..core.images import ImageInput, square_view
 from ..models.loading import LoadedModel
-from ..models.runner import runs_model
+from ..models.runner import runs_model, runs_with_model
 from .layout import TokenLayout
 
 if TYPE_CHECKING:
@@ -216,6 +216,7 @@ def _tokens_with_attention(model: LoadedModel, image: ImageInput) -> LayerTokens
     return ft.layer_tokens(model, view)
 
 
+@runs_with_model
 def token_norms(model: LoadedModel, image: ImageInput, aspect: str = "square",
                 max_side: int | None = None) -> TokenNorms:
     """Every layer's token norms of ``model`` on ``image``, outliers and their class-token attention share.
@@ -224,6 +225,8 @@ def token_norms(model: LoadedModel, image: ImageInput, aspect: str = "square",
     (:func:`vitviz.explain.attention.attention`), both from one forward pass when neither is cached;
     a ViT, DeiT, DINO, DINOv2 or MAE encoder. ``aspect="native"``: the photo at its own shape, its
     longer side ``max_side`` (the registers paper sees more high-norm tokens at higher resolution).
+    Runs where the model's calls run (:func:`~vitviz.models.runner.runs_with_model`): with model workers the
+    tokens and attention stay in the worker's caches and only the ``(L, T)`` norms come back.
 
     Raises:
         ValueError: a model whose tokens have no single global layout (Swin). ImageError: unreadable image.

@@ -16,7 +16,8 @@ from ..intervene.ablation import Ablation, ablate, rank_heads
 from ..intervene.commands import parse_heads, parse_tokens
 from ..intervene.lens import ClassLens, logit_lens
 from ..intervene.subject import subject_of
-from ..models.loading import load_choice
+from ..models.loading import LoadedModel, load_choice
+from ..models.runner import runs_with_model
 from ..plots.intervene import before_after_bars, lens_lines, ranking_bars
 from ..render._draw import panel_row, to_uint8, upscale
 from ..render.attention import heat_overlay
@@ -106,7 +107,13 @@ def _panels(ab: Ablation) -> np.ndarray:
 def ablation_view(image: Any, model: str | None, heads_off: str, tokens: str, mode: str) -> AblationView:
     """The photo through the model plainly and with ``heads_off`` (``"L.H, ..."``) and ``tokens`` removed."""
     require_image(image)
-    m = load_choice(model)
+    return _ablation_view(load_choice(model), image, heads_off, tokens, mode)
+
+
+@runs_with_model
+def _ablation_view(m: LoadedModel, image: Any, heads_off: str, tokens: str, mode: str) -> AblationView:
+    """:func:`ablation_view` drawn where the model's calls run: with model workers the two outcomes' attention
+    stacks stay in the worker and only the chart, the panels and the text come back."""
     ab = ablate(m, image, heads=parse_heads(heads_off or ""), tokens=parse_tokens(tokens or ""), mode=mode)
     if ab.kind == "classifier":
         names = [n for n, _ in ab.top(5)]

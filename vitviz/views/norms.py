@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 
 from ..explain.norms import FENCE, MIN_RATIO, PAPER, TokenNorms, token_norms
 from ..explain.layout import TOKEN_NAMES
-from ..models.loading import load_choice
+from ..models.loading import LoadedModel, load_choice
+from ..models.runner import runs_with_model
 from ..plots.norms import norm_depth_figure, norm_histogram_figure
 from ..render.attention import heat_overlay
 from ..render._draw import panel_size
@@ -31,13 +32,10 @@ HELP = (
 )
 
 
-def norms_for(image: Any, choice: str | None, native: Any = False, side: Any = None) -> TokenNorms:
-    """The picked model's token norms on the image (captures cached); with ``native`` (a model that takes any
-    grid), the photo at its own shape, ``side`` px on its longer side."""
-    require_image(image)
-    model = load_choice(choice)
-    s = native_of(model, native, side)
-    return token_norms(model, image) if s is None else token_norms(model, image, "native", s)
+def _norms(model: LoadedModel, image: Any, side: int | None) -> TokenNorms:
+    """The model's token norms on the image (captures cached): square, or at its own shape ``side`` px on its
+    longer side."""
+    return token_norms(model, image) if side is None else token_norms(model, image, "native", side)
 
 
 @dataclass(frozen=True)
@@ -52,16 +50,24 @@ class NormsView:
 
 def norms_view(image: Any, choice: str | None, layer: Any, native: Any = False, side: Any = None) -> NormsView:
     """``(norm map with outliers outlined (VIEW_PX, VIEW_PX, 3) uint8 (the photo's proportions with ``native``),
-    histogram, per-layer chart, Markdown)``."""
-    n = norms_for(image, choice, native, side)
+    histogram, per-layer chart, Markdown)``; with ``native`` (a model that takes any grid), the photo at its own
+    shape, ``side`` px on its longer side."""
+    require_image(image)
+    model = load_choice(choice)
+    return _norms_view(model, image, layer, native_of(model, native, side))
+
+
+@runs_with_model
+def _norms_view(model: LoadedModel, image: Any, layer: Any, s: int | None) -> NormsView:
+    """:func:`norms_view` drawn where the model's calls run: with model workers the tokens and attention stay in
+    the worker's caches and only the pictures and words come back."""
+    n = _norms(model, image, s)
     try:
         li = n.check_layer(int(round(float(layer))))
     except (TypeError, ValueError):
         raise ValueError(f"layer must be a whole number, got {layer!r}") from None
     from ..features.layer_tokens import layer_tokens
 
-    model = load_choice(choice)
-    s = native_of(model, native, side)
     view = (layer_tokens(model, image) if s is None else layer_tokens(model, image, "native", s)).image
     heat = n.patch_norms(li)
     tag = " (random weights)" if n.random_init else ""
