@@ -3,10 +3,12 @@
 Usage::
 
     python bench/endpoints.py [--port 7822] [--rounds 1] [--env VITVIZ_WORKERS=processes] [--skip NAME,...]
-    python bench/endpoints.py --before /tmp/old-checkout [--rounds 1]
+    python bench/endpoints.py --before /tmp/old-checkout [--rounds 1] [--warmup --settle 120]
 
 Starts ``python app.py`` (offline, warm-up off, so nothing is computed before the first call) once with the
-checkout's defaults ("base") and once with ``--env`` added ("with"), alternately, ``--rounds`` times each;
+checkout's defaults ("base") and once with ``--env`` added ("with"), alternately, ``--rounds`` times each
+(``--warmup``: with the app's warm-up on, as a served app runs by default, so the first answers are those of a
+visitor who comes after it; give ``--settle`` the time it takes);
 with ``--before DIR``, "base" is the app of another checkout (a ``git worktree`` of an older commit) and
 "with" this one's, so two commits are compared side by side in one run;
 in each app, after ``--settle`` idle seconds, calls every named endpoint of ``/info`` one after the other,
@@ -53,14 +55,14 @@ def fresh_photo(folder: Path) -> Path:
 
 
 def one_app(port: int, env: dict[str, str], skip: set[str], settle: float,
-            photo: Path, root: Path = ROOT) -> dict[str, tuple[float | None, float | None, str]]:
-    """Start the app of the checkout at ``root`` with ``env``, let it idle ``settle`` s; per endpoint
-    ``(first s, second s, error or "")``; stop it."""
+            photo: Path, root: Path = ROOT, warmup: bool = False) -> dict[str, tuple[float | None, float | None, str]]:
+    """Start the app of the checkout at ``root`` with ``env`` (its warm-up on with ``warmup``), let it idle
+    ``settle`` s; per endpoint ``(first s, second s, error or "")``; stop it."""
     from gradio_client import Client, handle_file
 
     with tempfile.TemporaryDirectory(prefix="vitviz-endpoints-") as tmp:
         full = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", HF_HUB_OFFLINE="1",
-                    GRADIO_ANALYTICS_ENABLED="False", VITVIZ_WARMUP="0", TMPDIR=tmp, **env)
+                    GRADIO_ANALYTICS_ENABLED="False", VITVIZ_WARMUP="1" if warmup else "0", TMPDIR=tmp, **env)
         log = open(Path(tmp) / "app.log", "w")
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=full, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/"
@@ -102,6 +104,7 @@ def main() -> None:
     ap.add_argument("--skip", default="measure_attention")
     ap.add_argument("--settle", type=float, default=20.0, help="seconds the started app idles before the calls")
     ap.add_argument("--before", type=Path, default=None, help="another checkout whose app is the base")
+    ap.add_argument("--warmup", action="store_true", help="both apps with their warm-up on (settle long enough)")
     args = ap.parse_args()
     extra = dict(kv.split("=", 1) for kv in args.env)
     skip = set(filter(None, args.skip.split(",")))
@@ -111,7 +114,7 @@ def main() -> None:
     photo = fresh_photo(folder)
     for _ in range(args.rounds):
         for label, env, root in (("base", {}, args.before or ROOT), ("with", extra, ROOT)):
-            runs[label].append(one_app(args.port, env, skip, args.settle, photo, root))
+            runs[label].append(one_app(args.port, env, skip, args.settle, photo, root, args.warmup))
             print(f"# {label} done, load {loadavg()}", file=sys.stderr, flush=True)
     end = loadavg()
     import shutil
@@ -122,7 +125,8 @@ def main() -> None:
         return statistics.median(r[name][i] for r in runs[label] if name in r)
 
     base = f"base = {args.before}; " if args.before else ""
-    print(f"load average: start {start}, end {end}; {base}with = {json.dumps(extra)}; rounds {args.rounds}")
+    warm = f"; warm-up on, settle {args.settle:g} s" if args.warmup else ""
+    print(f"load average: start {start}, end {end}; {base}with = {json.dumps(extra)}; rounds {args.rounds}{warm}")
     print("| endpoint | base first s | with first s | ratio | base second s | with second s | error |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for name in runs["base"][0]:
