@@ -61,3 +61,16 @@ def test_warm_up_is_on_by_default_and_off_with_0(monkeypatch):
     monkeypatch.setenv("VITVIZ_WARMUP", "0")
     monkeypatch.setattr(warmup, "warm", lambda: (_ for _ in ()).throw(AssertionError("warmed")))
     assert warmup.start(SimpleNamespace(is_running=True)) is None
+
+
+def test_the_tabs_default_models_are_loaded_where_their_views_run(sent_calls, monkeypatch):
+    from vitviz.models import loading
+    from vitviz.ui import warmup
+
+    monkeypatch.setattr(loading, "CACHE", type(loading.CACHE)(8, budgeted=False))
+    said = warmup._models()
+    names = said.split(" in memory")[0].split(", ")
+    assert "mae-tiny" in names
+    # one call per model sent where model calls run: with model workers, the worker loads its weights
+    assert sent_calls == ["on_module"] * len(names)
+    assert all(loading.is_loaded(n) for n in names)

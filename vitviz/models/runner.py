@@ -224,3 +224,13 @@ def on_module(model: Any, fn: Callable[..., Any], *args: Any) -> Any:
     (:class:`~vitviz.models.loaded.DeferredModel`); reading ``model.module`` there would load them, so code that
     needs a model's numbers asks through this call, which runs in a worker (or here, without a dispatch)."""
     return fn(model.module, *args)
+
+
+def _nothing(module: Any) -> None:
+    return None
+
+
+def resident(model: Any) -> None:
+    """Have ``model``'s weights in memory where its calls run (a worker, or here) and compute nothing: what a
+    host's warm-up asks, so that a first view does not wait for the load (:func:`on_module`)."""
+    on_module(model, _nothing)

@@ -1,8 +1,9 @@
 """Warm-up once the app listens: the first visitor's new photo should not pay for what every photo shares.
 
 ``python app.py`` starts :func:`start` before ``demo.launch``; its thread waits until the server answers
-(so it never delays the page), then prepares what the Features, Explain, BEiT and Swin tabs' first views
-and a new photo's views share (:func:`warm`: one function a tab, each saying what it computes).
+(so it never delays the page), then loads the tabs' default models where their views run (with model workers:
+in the view worker) and prepares what the Features, Explain, BEiT and Swin tabs' first views and a new photo's
+views share (:func:`warm`: one function a step, each saying what it computes).
 
 Every tab's default model stays loaded after it (``VITVIZ_MAX_MODELS``, 8 by default).
 
@@ -78,7 +79,8 @@ def idle_priority() -> bool:
 
 def warm() -> None:
     """Prepare the first use of the tabs, one log line a step (a step that fails is skipped)."""
-    for name, step in (("features", _features), ("explain", _explain), ("beit", _beit), ("swin", _swin)):
+    for name, step in (("models", _models), ("features", _features), ("explain", _explain), ("beit", _beit),
+                       ("swin", _swin)):
         t0 = time.perf_counter()
         try:
             what = step()
@@ -86,6 +88,26 @@ def warm() -> None:
             log.warning("warm-up (%s) skipped: %s", name, exc)
             continue
         log.info("warm-up (%s): %s in %.1f s", name, what, time.perf_counter() - t0)
+
+
+def _models() -> str:
+    """The tabs' default models in memory where their views run. With model workers the app's process holds each
+    model without its weights and a worker loads its own copy at its first call of it, a few tenths of a second
+    of a first answer; in the app's process this is the load itself."""
+    from ..models.loading import load_choice
+    from ..models.runner import resident
+    from ..views import attention, features, heads, intervene, patches
+    from ..views.common import trained_default
+    from .patches_tab import DEFAULT_MODEL as PATCHES_DEFAULT
+
+    names = sorted({trained_default(attention.model_choices(), attention.DEFAULT_MODEL),
+                    trained_default(features.model_choices(), features.DEFAULT_MODEL),
+                    trained_default(heads.model_choices(), heads.DEFAULT_MODEL),
+                    trained_default(patches.model_choices(), PATCHES_DEFAULT),
+                    intervene.default_model(intervene.model_choices())} - {None})
+    for name in names:
+        resident(load_choice(name))
+    return f"{', '.join(names)} in memory where their views run"
 
 
 def _features() -> str:
@@ -128,13 +150,14 @@ def _explain() -> str:
 def _beit() -> str:
     """What the BEiT tab's first view shares with every photo: its models, the codebook, the examples' codes."""
     from ..models.loading import load_model
+    from ..models.runner import resident
     from ..views import beit_pair
     from . import beit_tab
 
     beit_tab.update_codebook(None)
     for tokenizer, model in beit_pair.PAIRS:
         beit_pair.example_ids(tokenizer)
-        load_model(model)
+        resident(load_model(model))
     return f"{len(beit_pair.PAIRS) * 2} models loaded, the codebook and the example photos' codes computed"
 
 
