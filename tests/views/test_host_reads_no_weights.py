@@ -144,3 +144,23 @@ def test_an_ablation_is_drawn_in_the_worker(worker_dispatch, package_weights, ph
     assert view.ab_panels.ndim == 3
     assert [name for name, _ in worker_dispatch] == ["_ablation_view"]
     _small(worker_dispatch)
+
+
+def test_the_swin_bias_table_is_read_in_the_worker(worker_dispatch):
+    from vitviz.explain.windows import swin_model
+    from vitviz.views.swin import bias_view
+
+    held = swin_model()  # random weights where its file is not here, as on CI
+    assert isinstance(held, DeferredModel)
+    assert "relative position bias" in bias_view(1, 1, 1).bias_plot.layout.title.text
+    assert [name for name, _ in worker_dispatch] == ["on_module"]
+    assert not held.loaded
+
+
+def test_class_names_read_the_structure_only(worker_dispatch):
+    from vitviz.explain.labels import class_names
+
+    held = loading.load_choice("deit-small-distilled:random")  # an ImageNet classifier, its names by its head's size
+    assert isinstance(held, DeferredModel)
+    assert class_names(held)[0] == "tench"
+    assert not held.loaded

@@ -30,7 +30,8 @@ def class_names(model: Any) -> tuple[str, ...]:
         from ..models.linear_head import head_dir, read_head
 
         return read_head(head_dir() / spec.head).classes
-    n = int(getattr(model.module, "num_classes", 0) or 0)
+    arch = getattr(model, "architecture", None)  # structure only: with model workers, no weights read here
+    n = int(getattr(model.module if arch is None else arch, "num_classes", 0) or 0)
     return imagenet_labels() if n == NUM_IMAGENET_CLASSES else tuple(f"class {i}" for i in range(n))
 
 

@@ -20,7 +20,7 @@ from ..models.loading import LoadedModel, load_model
 from ..models.registry import get_spec
 from ..models.sources import find_weights
 from .capture import capture_blocks
-from ..models.runner import runs_model, runs_with_model
+from ..models.runner import on_module, runs_model, runs_with_model
 
 #: Registry name of the Swin the app shows.
 SWIN_MODEL = "swin-tiny"
@@ -198,7 +198,12 @@ def relative_position_bias(model: LoadedModel, stage: int, block: int) -> np.nda
     Returns:
         ``(heads, 2Mh-1, 2Mw-1)`` float32; ``[h, dy + Mh - 1, dx + Mw - 1]``.
     """
-    layers = model.module.layers
+    return on_module(model, _bias_table, stage, block)  # read where the weights are (with model workers: there)
+
+
+def _bias_table(module: nn.Module, stage: int, block: int) -> np.ndarray:
+    """:func:`relative_position_bias` of a timm Swin module."""
+    layers = module.layers
     if not 1 <= stage <= len(layers):
         raise ValueError(f"stage must be 1..{len(layers)}, got {stage}")
     blocks = layers[stage - 1].blocks
