@@ -370,7 +370,10 @@ def rank_heads(model: LoadedModel, image: ImageInput, layers: Sequence[int] | in
     m = _mask_np(subject)
     key = (_model_key(model), pixels_digest(view), None if m is None else m.tobytes(), chosen, mode, t)
 
+    computed: list[bool] = []
+
     def compute() -> HeadRanking:
+        computed.append(True)
         base = outcome(subject, view)
         tgt = int(np.argmax(base.probs)) if subject.kind == "classifier" and t is None else t
         pairs = [(layer, h) for layer in chosen for h in range(subject.num_heads)]
@@ -393,4 +396,7 @@ def rank_heads(model: LoadedModel, image: ImageInput, layers: Sequence[int] | in
         return HeadRanking(model.name, subject.kind, mode, measure, classes[tgt] if tgt is not None else "",
                            tuple(rows))
 
-    return RANKINGS.get_or_compute(key, compute)
+    ranking = RANKINGS.get_or_compute(key, compute)
+    if progress is not None and not computed:  # from the cache: a progress bar still ends
+        progress(1.0, "done")
+    return ranking
