@@ -30,8 +30,7 @@ def class_names(model: Any) -> tuple[str, ...]:
         from ..models.linear_head import head_dir, read_head
 
         return read_head(head_dir() / spec.head).classes
-    arch = getattr(model, "architecture", None)  # structure only: with model workers, no weights read here
-    n = int(getattr(model.module if arch is None else arch, "num_classes", 0) or 0)
+    n = int(getattr(model.architecture, "num_classes", 0) or 0)  # structure only: no weights read here
     return imagenet_labels() if n == NUM_IMAGENET_CLASSES else tuple(f"class {i}" for i in range(n))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..explain.norms import FENCE, MIN_RATIO, PAPER, TokenNorms, token_norms
+from ..explain.norms import FENCE, MIN_RATIO, PAPER, token_norms
 from ..explain.layout import TOKEN_NAMES
 from ..models.loading import LoadedModel, load_choice
 from ..models.runner import runs_with_model
@@ -30,12 +30,6 @@ HELP = (
     "share uniform attention would give them. Layer 0 is the patch + position embedding: a bright or saturated "
     f"patch can stand out there without being an artefact. {PAPER} *(Darcet et al., ICLR 2024, §2, figs. 3–4, 7)*"
 )
-
-
-def _norms(model: LoadedModel, image: Any, side: int | None) -> TokenNorms:
-    """The model's token norms on the image (captures cached): square, or at its own shape ``side`` px on its
-    longer side."""
-    return token_norms(model, image) if side is None else token_norms(model, image, "native", side)
 
 
 @dataclass(frozen=True)
@@ -61,7 +55,7 @@ def norms_view(image: Any, choice: str | None, layer: Any, native: Any = False, 
 def _norms_view(model: LoadedModel, image: Any, layer: Any, s: int | None) -> NormsView:
     """:func:`norms_view` drawn where the model's calls run: with model workers the tokens and attention stay in
     the worker's caches and only the pictures and words come back."""
-    n = _norms(model, image, s)
+    n = token_norms(model, image) if s is None else token_norms(model, image, "native", s)
     try:
         li = n.check_layer(int(round(float(layer))))
     except (TypeError, ValueError):
